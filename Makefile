@@ -1,0 +1,36 @@
+# The two commands: `make validate` (the main job) and `make test`.
+# Both create .venv with the system python3 when it is missing and install the
+# package from setup.cfg (editable) with every extra the project uses.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: test validate lint bench slow clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): setup.cfg pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dask,data]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check fedsim theory validation tests benchmarks
+
+validate: $(STAMP)
+	$(BIN)/fedsim validate --suite quick --out runs/quick --report reports/validation-quick.pdf
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine.py --quick
+	$(BIN)/python benchmarks/oracle.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,69 @@
+"""The ``fedsim`` command.
+
+Subcommands are registered by the module that owns them, each exposing
+``add_parser(subparsers)`` (which sets ``func``) so this file stays a thin
+dispatcher:
+
+* ``fedsim run``       -- :mod:`fedsim.cli_run` (one simulated scenario -> CSV)
+* ``fedsim bounds``    -- :mod:`theory.cli` (evaluate a theorem's bound)
+* ``fedsim validate``  -- :mod:`validation.cli` (Monte-Carlo suites -> verdicts + PDF)
+* ``fedsim report``    -- :mod:`validation.cli` (rebuild the PDF of a run directory)
+
+Every user error (bad option, bad TOML, inconsistent scenario) prints one line
+``fedsim: error: ...`` on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from fedsim.errors import FedsimError
+
+__all__ = ["main", "build_parser", "OneLineParser"]
+
+_SUBCOMMAND_MODULES = ("fedsim.cli_run", "theory.cli", "validation.cli")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"fedsim: error: {message} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every subcommand module that can be imported."""
+    parser = OneLineParser(prog="fedsim", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, required=True)
+    for modname in _SUBCOMMAND_MODULES:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:  # a subcommand not built yet
+            if exc.name != modname:
+                raise
+            continue
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except FedsimError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        sys.stderr.write(f"fedsim: error: {msg}\n")
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        sys.stderr.write(f"fedsim: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

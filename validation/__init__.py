@@ -1,0 +1,1 @@
+"""The main job: Monte-Carlo validation of convergence theorems against simulation."""
