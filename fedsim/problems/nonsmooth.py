@@ -1,0 +1,140 @@
+"""A convex, B-Lipschitz, non-smooth objective: ``f_i(x) = B * ||x - c_i||``.
+
+This is the problem behind the exact Theorem 8 counterexample of THEORY_SPEC
+section 7.d (there ``d = 1``, every ``c_i = 0``, so ``f_i(x) = B|x|``).  It
+satisfies [A] Theorem 8's hypotheses exactly: each f_i is convex and
+B-Lipschitz (every subgradient has norm <= B, with equality off ``c_i``), a
+minimiser exists, and the oracle is deterministic (sigma = 0; declare a tiny
+sigma if a theorem insists on sigma > 0).
+
+Subgradient selection (fixed, [A] Asm 1): ``B (x - c)/||x - c||`` for
+``x != c`` and ``0`` at ``x = c``.  In one dimension this is ``B*sign(x - c)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fedsim.errors import check_finite, require
+from fedsim.problems.base import Problem
+from fedsim.problems.constants import Constant, ConstantsTable, Tag
+
+__all__ = ["NormProblem"]
+
+
+class NormProblem(Problem):
+    """``f_i(x) = B ||x - c_i||_2``; ``centers`` is an (n, dim) array (default all zeros).
+
+    With all centers equal, x* = c and f* = 0 exactly.  For distinct centers the
+    global minimiser is the geometric median of the centers; it is computed by
+    Weiszfeld's iteration (tag NUMERIC).
+    """
+
+    def __init__(self, B: float = 1.0, n: int = 2, dim: int = 1,
+                 centers: np.ndarray | None = None) -> None:
+        require(np.isfinite(B) and B > 0, "B", B, "must be finite and > 0")
+        require(int(n) == n and n >= 1, "n", n, "must be an integer >= 1")
+        require(int(dim) == dim and dim >= 1, "dim", dim, "must be an integer >= 1")
+        self.B = float(B)
+        self.n = int(n)
+        self.dim = int(dim)
+        if centers is None:
+            centers = np.zeros((self.n, self.dim))
+        centers = np.asarray(centers, dtype=np.float64)
+        require(centers.shape == (self.n, self.dim), "centers", centers.shape,
+                f"must have shape (n, dim) = ({self.n}, {self.dim})")
+        check_finite("centers", centers)
+        self.centers = centers
+        self._identical = bool(np.all(centers == centers[0]))
+        self._x_star: np.ndarray | None = None
+        self._table: ConstantsTable | None = None
+
+    # deterministic oracles ----------------------------------------------------------
+    def loss(self, i: int, w: np.ndarray) -> float:
+        return self.B * float(np.linalg.norm(np.asarray(w, dtype=np.float64) - self.centers[i]))
+
+    def grad(self, i: int, w: np.ndarray) -> np.ndarray:
+        """The fixed subgradient selection (zero at the kink)."""
+        v = np.asarray(w, dtype=np.float64) - self.centers[i]
+        nv = float(np.linalg.norm(v))
+        if nv == 0.0:
+            return np.zeros(self.dim)
+        return (self.B / nv) * v
+
+    def hess(self, i: int, w: np.ndarray) -> np.ndarray:
+        """Hessian where it exists: ``B/r (I - u u^T)`` (r = ||w-c||, u = unit); 0 at the kink."""
+        v = np.asarray(w, dtype=np.float64) - self.centers[i]
+        nv = float(np.linalg.norm(v))
+        if nv == 0.0:
+            return np.zeros((self.dim, self.dim))
+        u = v / nv
+        return (self.B / nv) * (np.eye(self.dim) - np.outer(u, u))
+
+    # stochastic oracles: deterministic (sigma = 0) ------------------------------------
+    def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> Any:
+        """No randomness: the oracle is exact. Returns None and draws nothing."""
+        return None
+
+    def batch_grad(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
+        return self.grad(i, w)
+
+    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
+        return self.hess(i, w) @ v
+
+    def theta_hat(self, i: int, w: np.ndarray, lam: float) -> np.ndarray:
+        """prox of f_i/lam at w: block soft-thresholding towards c_i by B/lam."""
+        require(lam > 0, "lam", lam, "must be > 0")
+        v = np.asarray(w, dtype=np.float64) - self.centers[i]
+        nv = float(np.linalg.norm(v))
+        shrink = self.B / lam
+        if nv <= shrink:
+            return self.centers[i].copy()
+        return self.centers[i] + (1.0 - shrink / nv) * v
+
+    # minimiser -------------------------------------------------------------------------
+    @property
+    def x_star(self) -> np.ndarray:
+        """Global minimiser (exact when centers coincide, else Weiszfeld to 1e-13)."""
+        if self._x_star is None:
+            if self._identical:
+                self._x_star = self.centers[0].copy()
+            else:
+                x = self.centers.mean(axis=0)
+                for _ in range(100000):
+                    dist = np.linalg.norm(self.centers - x, axis=1)
+                    if np.any(dist == 0.0):
+                        break
+                    wts = 1.0 / dist
+                    x_new = (wts[:, None] * self.centers).sum(axis=0) / wts.sum()
+                    if np.linalg.norm(x_new - x) <= 1e-13 * max(1.0, np.linalg.norm(x)):
+                        x = x_new
+                        break
+                    x = x_new
+                self._x_star = x
+        return self._x_star
+
+    @property
+    def f_star(self) -> float:
+        """min f."""
+        return self.f(self.x_star)
+
+    @property
+    def constants(self) -> ConstantsTable:
+        if self._table is None:
+            tag_x = Tag.EXACT if self._identical else Tag.NUMERIC
+            why_x = ("all centers equal: x* = c, f* = 0" if self._identical
+                     else "geometric median by Weiszfeld's iteration to 1e-13")
+            self._table = ConstantsTable([
+                Constant("B", self.B, Tag.EXACT, "||subgradient|| = B off the kink"),
+                Constant("G", self.B, Tag.EXACT, "[P] Asm 6: ||grad f_i|| <= B, attained"),
+                Constant("L", np.inf, Tag.INFINITE, "not differentiable at c_i: no smoothness"),
+                Constant("mu", 0.0, Tag.EXACT, "linear growth: not strongly convex"),
+                Constant("sigma_g2", 0.0, Tag.EXACT, "deterministic oracle"),
+                Constant("f_star_A", self.f_star, tag_x, why_x),
+                Constant("f_star_P", 0.0, Tag.EXACT, "f_i(c_i) = 0 = min f_i"),
+                Constant("zeta", float(np.max(np.linalg.norm(self.centers - self.x_star, axis=1))),
+                         tag_x, "max_i ||x* - c_i||"),
+            ])
+        return self._table
