@@ -1,0 +1,205 @@
+"""Monte-Carlo runner: records, failures, resume after a kill, backends agree, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from validation import montecarlo as mc
+from validation._selftest import replicate_generator
+from validation.montecarlo import Task, load_records, payload_hash, record_path, run_tasks
+
+FN = "validation._selftest:normal_mean"
+
+
+def _tasks(count: int, log: Path | None = None, **extra) -> list[Task]:
+    out = []
+    for r in range(count):
+        p = {"seed": 11, "replicate": r, "n": 50, **extra}
+        if log is not None:
+            p.update(log=str(log), tag=f"r{r}")
+        out.append(Task(f"rep{r:03d}", FN, p))
+    return out
+
+
+def _calls(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def test_inprocess_records_hand_checked(tmp_path):
+    tasks = _tasks(3) + [Task("boom", FN, {"fail": "error"}),
+                         Task("div", FN, {"replicate": 4, "fail": "diverge"})]
+    res = run_tasks(tasks, tmp_path, workers=1, progress=False)
+    assert list(res) == [t.task_id for t in tasks]
+    x = replicate_generator(11, 1).standard_normal(50)
+    r1 = res["rep001"]
+    assert r1["status"] == "ok" and r1["reason"] is None
+    assert r1["value"]["mean"] == float(x.mean())  # bit-exact through JSON
+    assert r1["value"]["first"] == x[:3].tolist()
+    assert r1["payload_hash"] == payload_hash(tasks[1])
+    # an exception is recorded with "ExcType: first line" and the run goes on
+    assert res["boom"] == {"task_id": "boom", "status": "error", "value": None,
+                           "reason": "ValueError: synthetic failure in replicate 0",
+                           "payload_hash": payload_hash(tasks[3])}
+    d = res["div"]
+    assert d["status"] == "diverged" and d["reason"] == "iterate norm exceeded 1e12 at step 11"
+    assert d["value"]["mean"] == float("inf")
+    # one file per task, in a hash-prefix subdirectory, no temporary left behind
+    for t in tasks:
+        p = record_path(tmp_path, t.task_id)
+        assert p.parent.parent == tmp_path / "results" and p.parent.name == p.stem[:2]
+        assert json.loads(p.read_text()) == res[t.task_id]
+    assert not list((tmp_path / "results").rglob(".tmp-*"))
+    assert load_records(tmp_path) == res
+
+
+def test_non_dict_result_is_an_error(tmp_path):
+    res = run_tasks([Task("a", "os.path:basename", {})], tmp_path, workers=1, progress=False)
+    assert res["a"]["status"] == "error" and res["a"]["reason"].startswith("TypeError")
+
+
+def test_resume_after_simulated_kill_recomputes_nothing(tmp_path):
+    """Kill at task 5 (KeyboardInterrupt, as Ctrl-C), re-run: finished tasks are not re-run."""
+    log, flag = tmp_path / "calls.log", tmp_path / "KILL"
+    tasks = _tasks(10, log)
+    tasks[5] = Task(tasks[5].task_id, FN, {**tasks[5].payload, "interrupt_if": str(flag)})
+    flag.touch()
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
+    assert _calls(log) == [f"r{i}" for i in range(6)]
+    assert set(load_records(tmp_path / "run")) == {f"rep{i:03d}" for i in range(5)}
+    flag.unlink()
+    res = run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
+    calls = _calls(log)
+    assert calls[6:] == [f"r{i}" for i in range(5, 10)]  # only the unfinished ones
+    assert all(calls.count(f"r{i}") == 1 for i in range(10) if i != 5)
+    fresh = run_tasks(tasks, tmp_path / "fresh", workers=1, progress=False)
+    assert res == fresh
+    # a third run computes nothing at all
+    n = len(_calls(log))
+    assert run_tasks(tasks, tmp_path / "run", workers=2, progress=False) == res
+    assert len(_calls(log)) == n
+
+
+def test_errors_retried_diverged_kept(tmp_path):
+    log = tmp_path / "calls.log"
+    tasks = [Task("e", FN, {"fail": "error", "log": str(log), "tag": "e"}),
+             Task("d", FN, {"fail": "diverge", "log": str(log), "tag": "d"}),
+             Task("o", FN, {"log": str(log), "tag": "o"})]
+    run_tasks(tasks, tmp_path, workers=1, progress=False)
+    run_tasks(tasks, tmp_path, workers=1, progress=False)
+    assert sorted(_calls(log)) == ["d", "e", "e", "o"]
+    assert mc.RESUME_POLICY.startswith("ok and diverged records are kept")
+
+
+def test_worker_crash_loses_nothing_and_is_recorded(tmp_path):
+    """A task that kills its worker process (os._exit) is recorded as WorkerCrash;
+    the others complete; after the cause is gone, a re-run recomputes only that task."""
+    log, flag = tmp_path / "calls.log", tmp_path / "CRASH"
+    tasks = _tasks(8, log)
+    tasks[3] = Task(tasks[3].task_id, FN, {**tasks[3].payload, "crash_if": str(flag)})
+    flag.touch()
+    res = run_tasks(tasks, tmp_path / "run", workers=2, progress=False)
+    assert res["rep003"]["status"] == "error"
+    assert res["rep003"]["reason"].startswith("WorkerCrash")
+    assert all(res[t.task_id]["status"] == "ok" for i, t in enumerate(tasks) if i != 3)
+    flag.unlink()
+    n_before = len(_calls(log))
+    res2 = run_tasks(tasks, tmp_path / "run", workers=2, progress=False)
+    assert _calls(log)[n_before:] == ["r3"]
+    ref = run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
+    assert res2 == ref
+
+
+def test_pool_and_inprocess_and_dask_identical(tmp_path):
+    """Same records (bit for bit) in-process, with 2 and 3 processes, and on a Dask LocalCluster."""
+    pytest.importorskip("dask.distributed")
+    tasks = _tasks(12) + [Task("boom", FN, {"fail": "error"}),
+                          Task("div", FN, {"replicate": 2, "fail": "diverge"})]
+    ref = run_tasks(tasks, tmp_path / "a", workers=1, progress=False)
+    assert run_tasks(tasks, tmp_path / "b", workers=2, progress=False) == ref
+    assert run_tasks(tasks, tmp_path / "c", workers=3, progress=False) == ref
+    assert run_tasks(tasks, tmp_path / "d", workers=2, dask="local", progress=False) == ref
+    for sub in "bcd":
+        for t in tasks:
+            a = record_path(tmp_path / "a", t.task_id).read_bytes()
+            assert record_path(tmp_path / sub, t.task_id).read_bytes() == a
+
+
+def test_payload_mismatch_raises_unless_overwrite(tmp_path):
+    run_tasks(_tasks(2), tmp_path, workers=1, progress=False)
+    changed = _tasks(2, n=7)
+    with pytest.raises(mc.FedsimError, match="different arguments"):
+        run_tasks(changed, tmp_path, workers=1, progress=False)
+    res = run_tasks(changed, tmp_path, workers=1, progress=False, overwrite=True)
+    assert len(res["rep000"]["value"]["first"]) == 3
+    assert res["rep000"]["payload_hash"] == payload_hash(changed[0])
+
+
+def test_corrupt_record_is_recomputed(tmp_path):
+    tasks = _tasks(2)
+    res = run_tasks(tasks, tmp_path, workers=1, progress=False)
+    record_path(tmp_path, "rep001").write_text('{"task_id": "rep001", "sta')
+    assert run_tasks(tasks, tmp_path, workers=1, progress=False) == res
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "x" / "rec.json"
+    mc.atomic_write_json(target, {"a": 1})
+    real_dump = json.dump
+
+    def dump_then_die(obj, fh, **kw):
+        fh.write('{"a": 2, "trunc')  # half a record reaches the temporary file
+        raise OSError("disk full")
+
+    monkeypatch.setattr(mc.json, "dump", dump_then_die)
+    with pytest.raises(OSError, match="disk full"):
+        mc.atomic_write_json(target, {"a": 2})
+    monkeypatch.setattr(mc.json, "dump", real_dump)
+    assert json.loads(target.read_text()) == {"a": 1}  # old content intact
+    assert os.listdir(target.parent) == ["rec.json"]  # temporary removed
+
+    def no_replace(src, dst):
+        raise OSError("rename failed")
+
+    monkeypatch.setattr(mc.os, "replace", no_replace)
+    with pytest.raises(OSError):
+        mc.atomic_write_json(tmp_path / "y" / "new.json", {"b": 1})
+    assert os.listdir(tmp_path / "y") == []
+
+
+def test_bad_arguments_raise_config_error(tmp_path):
+    with pytest.raises(mc.FedsimError, match="fn must be a dotted path"):
+        Task("a", "no_colon", {})
+    with pytest.raises(mc.FedsimError, match="task_id must be a non-empty string"):
+        Task("", FN, {})
+    with pytest.raises(mc.FedsimError, match="task_id must be unique"):
+        run_tasks([Task("a", FN, {}), Task("a", FN, {})], tmp_path, workers=1)
+    with pytest.raises(mc.FedsimError, match="workers must be None or an integer >= 1"):
+        run_tasks([], tmp_path, workers=0)
+    with pytest.raises(mc.FedsimError, match="dask must be None, 'local'"):
+        run_tasks([], tmp_path, dask="nowhere")
+
+
+def test_progress_bar_shows_eta(tmp_path, capsys):
+    run_tasks(_tasks(3), tmp_path, workers=1, progress=True, desc="reps")
+    err = capsys.readouterr().err
+    assert "reps" in err and "3/3" in err and "<" in err  # tqdm's [elapsed<remaining]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=5),
+                       st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_size=5)),
+                       max_size=6))
+def test_payload_hash_ignores_key_order_and_numpy_scalars(d):
+    rev = dict(reversed(list(d.items())))
+    assert payload_hash(Task("t", FN, d)) == payload_hash(Task("t", FN, rev))
+    npd = {k: (np.float64(v) if isinstance(v, float) else v) for k, v in d.items()}
+    assert payload_hash(Task("t", FN, d)) == payload_hash(Task("t", FN, npd))
+    assert payload_hash(Task("t", FN, d)) != payload_hash(Task("t", FN, {**d, "__x": 1}))
