@@ -1,0 +1,274 @@
+"""Empirical vs theoretical: confidence intervals, verdicts, tightness, log-log slopes.
+
+Issue 6 item 3.  Pure functions on numbers, numpy arrays and DataFrames.
+
+* Confidence interval: **Student-t** interval for the mean of the R per-replicate
+  values at level **0.99** (two-sided): ``mean +- t_{(1+level)/2, n-1} * sd / sqrt(n)``
+  with the unbiased (ddof=1) standard deviation.  Non-finite values (NaN from a
+  failed metric, +-inf from a diverged run) are excluded from the interval and
+  counted separately; :func:`verdict_table` never says ``holds`` for a row with a
+  non-finite replicate (it says ``inconclusive`` unless the finite ones already
+  violate the bound).  THEORY_SPEC 10.3 suggests a 1.96-sd normal interval; we use
+  the more conservative t interval at 99 %, because R is small (tens) and a
+  suite makes many comparisons.
+* Verdict (issue 6): ``not_applicable`` if a hypothesis fails or the bound is not a
+  certified upper bound (the status comes from theory: ``NOT_APPLICABLE``,
+  ``ASYMPTOTIC_LEADING_TERMS``, ``RATE_SHAPE_ONLY``,
+  ``PAPER_LITERAL_KNOWN_ERRATUM`` are never ``holds``); ``holds`` if the CI upper
+  end is <= the bound; ``violated`` if the CI lower end is > the bound; otherwise
+  ``inconclusive``.
+* Tightness = bound / mean (>= 1 when the bound holds; large = loose).
+* Slope: least squares of log(mean) on log(horizon) over the T or K grid, to be
+  compared with the theorem's order (e.g. -1/2 for O(1/sqrt T)).
+* Oracle test: two-sided z-test of the MC mean against an exact expectation with
+  false-alarm rate ``ORACLE_FAR = 1e-3`` (|z| <= 3.29 passes).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from fedsim.errors import require
+
+__all__ = [
+    "CI_METHOD",
+    "CI_LEVEL",
+    "ORACLE_FAR",
+    "VERDICTS",
+    "VERDICT_COLUMNS",
+    "EXTRA_COLUMNS",
+    "mean_ci",
+    "summarize",
+    "verdict",
+    "tightness",
+    "loglog_slope",
+    "oracle_test",
+    "verdict_table",
+    "write_verdicts",
+    "read_verdicts",
+]
+
+CI_METHOD = "Student-t"
+CI_LEVEL = 0.99
+ORACLE_FAR = 1e-3
+VERDICTS = ("holds", "violated", "inconclusive", "not_applicable")
+VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
+                   "bound", "status", "verdict", "tightness", "slope", "exact"]
+#: extra columns :func:`verdict_table` adds after VERDICT_COLUMNS
+EXTRA_COLUMNS = ["expected_slope", "slope_stderr", "n_ok", "n_nonfinite", "sem", "oracle_z",
+                 "oracle_pass", "ci_level"]
+_KEYS = ["theorem", "scenario", "mode", "horizon"]
+
+
+def _check_level(level: float) -> None:
+    require(isinstance(level, (int, float)) and 0.0 < level < 1.0, "level", level,
+            "must be in (0, 1)")
+
+
+def summarize(values: Iterable[float], level: float = CI_LEVEL) -> dict[str, float | int]:
+    """Mean, Student-t CI, sd, sem and counts of one sample (non-finite values excluded).
+
+    Returns ``{"mean", "ci_low", "ci_high", "sd", "sem", "n_ok", "n_nonfinite"}``.
+    With ``n_ok < 2`` the interval is ``(-inf, +inf)`` (nothing can be concluded) and
+    sd/sem are NaN; with ``n_ok == 0`` the mean is NaN.
+    """
+    _check_level(level)
+    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values,
+                   dtype=np.float64).ravel()
+    ok = np.isfinite(x)
+    x, n_bad = x[ok], int((~ok).sum())
+    n = int(x.size)
+    if n == 0:
+        return dict(mean=math.nan, ci_low=-math.inf, ci_high=math.inf, sd=math.nan,
+                    sem=math.nan, n_ok=0, n_nonfinite=n_bad)
+    mean = float(np.mean(x))
+    if n < 2:
+        return dict(mean=mean, ci_low=-math.inf, ci_high=math.inf, sd=math.nan,
+                    sem=math.nan, n_ok=n, n_nonfinite=n_bad)
+    sd = float(np.std(x, ddof=1))
+    sem = sd / math.sqrt(n)
+    half = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * sem
+    return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, sd=sd, sem=sem,
+                n_ok=n, n_nonfinite=n_bad)
+
+
+def mean_ci(values: Iterable[float], level: float = CI_LEVEL) -> tuple[float, float, float, int]:
+    """``(mean, lo, hi, n)``: Student-t ``level`` interval of the mean of the finite values.
+
+    ``n`` counts the finite values used; NaN/inf are excluded (see :func:`summarize`
+    for their count).  ``n < 2`` gives ``lo=-inf, hi=+inf``.
+    """
+    s = summarize(values, level)
+    return s["mean"], s["ci_low"], s["ci_high"], int(s["n_ok"])
+
+
+def verdict(ci_low: float, ci_high: float, bound: float, bound_is_certified: bool,
+            hypotheses_hold: bool | None) -> str:
+    """Verdict of one (scenario, horizon) comparison (issue 6; see module docstring).
+
+    ``hypotheses_hold=None`` (some hypothesis cannot be checked) does not block a
+    verdict: the caller decides whether an unknown hypothesis makes the bound
+    uncertified.  A NaN bound or CI end gives ``inconclusive``.
+    """
+    if hypotheses_hold is False or not bound_is_certified:
+        return "not_applicable"
+    if any(math.isnan(float(v)) for v in (ci_low, ci_high, bound)):
+        return "inconclusive"
+    if ci_high <= bound:
+        return "holds"
+    if ci_low > bound:
+        return "violated"
+    return "inconclusive"
+
+
+def tightness(bound: Any, mean: Any) -> Any:
+    """``bound / mean``; NaN where mean <= 0 or either is NaN; +inf for an infinite bound.
+
+    Scalars in, float out; arrays in, float64 array out.
+    """
+    b = np.asarray(bound, dtype=np.float64)
+    m = np.asarray(mean, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((m > 0) & np.isfinite(m) & ~np.isnan(b), b / m, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def loglog_slope(horizons: Sequence[float], means: Sequence[float]) -> tuple[float, float]:
+    """Least-squares slope of log(mean) on log(horizon) and its standard error.
+
+    Points with a non-positive or non-finite horizon or mean are ignored.  Fewer than
+    2 usable points (or a single distinct horizon) give ``(nan, nan)``; exactly 2 give
+    the exact slope and a NaN standard error (no residual degrees of freedom).
+    """
+    h = np.asarray(horizons, dtype=np.float64).ravel()
+    m = np.asarray(means, dtype=np.float64).ravel()
+    require(h.shape == m.shape, "means", m.shape, f"must have the shape of horizons {h.shape}")
+    ok = np.isfinite(h) & np.isfinite(m) & (h > 0) & (m > 0)
+    x, y = np.log(h[ok]), np.log(m[ok])
+    n = x.size
+    if n < 2:
+        return math.nan, math.nan
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    if sxx == 0.0:
+        return math.nan, math.nan
+    slope = float(xc @ (y - y.mean())) / sxx
+    if n == 2:
+        return slope, math.nan
+    resid = y - y.mean() - slope * xc
+    return slope, math.sqrt(float(resid @ resid) / (n - 2) / sxx)
+
+
+def oracle_test(mean: float, sem: float, exact: float,
+                far: float = ORACLE_FAR) -> tuple[float, bool]:
+    """Two-sided z-test of an MC mean against an exact expectation.
+
+    ``z = (mean - exact) / sem``; passes when ``|z| <= Phi^{-1}(1 - far/2)`` (3.29 for
+    the default false-alarm rate 1e-3).  ``sem == 0`` gives z = 0 when mean == exact,
+    else +-inf.  A NaN input gives ``(nan, False)``.
+    """
+    require(0.0 < far < 1.0, "far", far, "must be in (0, 1)")
+    if any(math.isnan(float(v)) for v in (mean, sem, exact)):
+        return math.nan, False
+    diff = float(mean) - float(exact)
+    if sem == 0:
+        z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    else:
+        z = diff / float(sem)
+    return z, bool(abs(z) <= stats.norm.ppf(1.0 - far / 2.0))
+
+
+def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
+                  level: float = CI_LEVEL, far: float = ORACLE_FAR) -> pd.DataFrame:
+    """One verdict row per (theorem, scenario, mode, horizon).
+
+    ``samples``: one row per replicate and horizon with columns theorem, scenario,
+    mode, horizon, value (the measured quantity of that replicate; NaN/inf allowed).
+    ``bounds``: one row per (theorem, scenario, mode, horizon) with columns ``bound``,
+    ``status``, ``bound_is_certified`` (bool), ``hypotheses_hold`` (True/False/None) and
+    optionally ``exact`` (oracle value, NaN if none) and ``expected_slope``; any other
+    column is carried through.  Horizons without samples get n_ok = 0 (inconclusive).
+    The slope is fitted per (theorem, scenario, mode) over its horizons.
+    Returns VERDICT_COLUMNS + EXTRA_COLUMNS + carried columns.
+    """
+    for col in _KEYS + ["value"]:
+        require(col in samples.columns, "samples", list(samples.columns), f"must have {col!r}")
+    for col in _KEYS + ["bound", "status", "bound_is_certified", "hypotheses_hold"]:
+        require(col in bounds.columns, "bounds", list(bounds.columns), f"must have {col!r}")
+    require(not bounds.duplicated(_KEYS).any(), "bounds", "duplicated keys",
+            "must have one row per (theorem, scenario, mode, horizon)")
+    groups = {k: g["value"].to_numpy(np.float64)
+              for k, g in samples.groupby(_KEYS, sort=False)}
+    rows: list[dict[str, Any]] = []
+    for b in bounds.to_dict("records"):
+        key = tuple(b[k] for k in _KEYS)
+        s = summarize(groups.get(key, np.empty(0)), level)
+        bound = float(b["bound"])
+        hyp = b["hypotheses_hold"]
+        hyp = None if hyp is None or (isinstance(hyp, float) and math.isnan(hyp)) else bool(hyp)
+        v = verdict(s["ci_low"], s["ci_high"], bound, bool(b["bound_is_certified"]), hyp)
+        if v == "holds" and s["n_nonfinite"] > 0:
+            v = "inconclusive"
+        exact = float(b.get("exact", math.nan))
+        z, passed = (math.nan, False)
+        if math.isfinite(exact):
+            z, passed = oracle_test(s["mean"], s["sem"], exact, far)
+        row = {k: b[k] for k in _KEYS}
+        row.update(mean=s["mean"], ci_low=s["ci_low"], ci_high=s["ci_high"], bound=bound,
+                   status=str(getattr(b["status"], "value", b["status"])), verdict=v,
+                   tightness=tightness(bound, s["mean"]), slope=math.nan, exact=exact,
+                   expected_slope=float(b.get("expected_slope", math.nan)),
+                   slope_stderr=math.nan, n_ok=s["n_ok"], n_nonfinite=s["n_nonfinite"],
+                   sem=s["sem"], oracle_z=z,
+                   oracle_pass=passed if math.isfinite(exact) else None, ci_level=level)
+        for k, val in b.items():
+            if k not in row and k not in ("bound_is_certified", "hypotheses_hold"):
+                row[k] = val
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return pd.DataFrame(columns=VERDICT_COLUMNS + EXTRA_COLUMNS)
+    for _, idx in out.groupby(["theorem", "scenario", "mode"], sort=False).groups.items():
+        sl, se = loglog_slope(out.loc[idx, "horizon"], out.loc[idx, "mean"])
+        out.loc[idx, "slope"], out.loc[idx, "slope_stderr"] = sl, se
+    first = VERDICT_COLUMNS + EXTRA_COLUMNS
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def write_verdicts(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write a verdict table to CSV atomically (VERDICT_COLUMNS first, extras after)."""
+    missing = [c for c in VERDICT_COLUMNS if c not in df.columns]
+    require(not missing, "verdicts", missing, "must contain every VERDICT_COLUMNS column")
+    cols = VERDICT_COLUMNS + [c for c in df.columns if c not in VERDICT_COLUMNS]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            df[cols].to_csv(fh, index=False, float_format="%.17g")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def read_verdicts(path: str | os.PathLike) -> pd.DataFrame:
+    """Read verdicts.csv (inf/nan round-trip; theorem/scenario/mode as strings)."""
+    df = pd.read_csv(path, dtype={"theorem": str, "scenario": str, "mode": str,
+                                  "status": str, "verdict": str})
+    missing = [c for c in VERDICT_COLUMNS if c not in df.columns]
+    require(not missing, "verdicts.csv", str(path), f"must have columns {missing}")
+    for c in ("mode",):
+        df[c] = df[c].fillna("")
+    return df
