@@ -569,6 +569,20 @@ class LogisticProblem(Problem):
             self._client_sol[i] = _solve(self._client[i], self.separability_report().clients[i])
         return self._client_sol[i]
 
+    def certify(self, w: np.ndarray, client: int | None = None) -> Certificate:
+        """The 9.4 certificate at an arbitrary point ``w`` for f (or for f_client).
+
+        Valid only when the objective is strongly convex on a ball around ``w``
+        that contains the minimiser; otherwise ``valid`` is False.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        require(w.shape == (self.dim,), "w.shape", w.shape, f"must be ({self.dim},)")
+        if client is None:
+            return _certify(self._whole, w)
+        require(isinstance(client, (int, np.integer)) and 0 <= client < self.n, "client",
+                client, f"must be a client index in [0, {self.n})")
+        return _certify(self._client[int(client)], w)
+
     @property
     def x_star(self) -> np.ndarray:
         """Global minimiser (raises FedsimError when f has none)."""
