@@ -521,3 +521,32 @@ def test_bad_arguments_of_methods_and_generator():
         QuadraticProblem.random(2, 2, 0.5, 1.0, noise="x")
     with pytest.raises(ConfigError, match="R must be finite and >= 0"):
         p.local_gamma_g2(-1.0)
+
+
+def test_sampling_model_per_sample_loss_averages_to_f_i():
+    """E ell_i(w, xi) = f_i(w) with ell_i = 0.5 (w-xi)^T A_i (w-xi) + c_i', xi ~ N(b_i, S_i).
+
+    z-test |z| < 4.5 (two-sided false-alarm rate 6.8e-6 per client, 2 clients), N = 20000.
+    """
+    p, mats, b, c, covs = _instance(21, 2, 3, shared=False, noise="sampling")
+    rng = np.random.default_rng(3)
+    w = np.array([0.2, 1.0, -1.0])
+    for i in range(2):
+        xi = rng.multivariate_normal(b[i], covs[i], size=20_000)
+        r = w - xi
+        ell = 0.5 * np.einsum("ni,ij,nj->n", r, mats[i], r) + p.per_sample_c[i]
+        assert abs(ell.mean() - p.loss(i, w)) / (ell.std() / math.sqrt(len(ell))) < 4.5
+    assert np.allclose(p.per_sample_c, c - 0.5 * np.array([np.trace(a @ s) for a, s in
+                                                          zip(mats, covs, strict=True)]))
+
+
+def test_rank_deficient_hessians_give_mu_exactly_zero_and_min_norm_minimiser():
+    x = np.array([[1.0], [2.0], [-1.0]])
+    A = x @ x.T  # rank 1: two eigenvalues are 0 up to rounding
+    p = QuadraticProblem([A, 2 * A], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    assert p.constants.value("mu") == 0.0
+    assert p.constants.value("L") == pytest.approx(12.0, rel=1e-14)
+    # min-norm minimiser lies in range(Abar) = span(x)
+    assert np.allclose(np.cross(p.x_star, x[:, 0]), 0.0, atol=1e-14)
+    assert np.allclose(p.grad_f(p.x_star), 0.0, atol=1e-13)
+    assert p.f_gap(p.x_star + np.array([2.0, -1.0, 0.0])) == pytest.approx(0.0, abs=1e-13)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,7 +77,8 @@ def _matrix_list(field: str, x: Any) -> list[np.ndarray]:
 def _check_sym_psd(field: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Symmetrise ``a`` after checking symmetry (rel. tol 1e-12) and PSD (eig >= -1e-12 scale).
 
-    Returns ``(a_sym, eigenvalues clipped at 0, eigenvectors)``.
+    Returns ``(a_sym, eigenvalues, eigenvectors)``; eigenvalues with ``|ev| <= d eps max|ev|``
+    (numerically indistinguishable from 0: rank deficiency) are set to exactly 0.
     """
     amax = float(np.max(np.abs(a))) if a.size else 0.0
     asym = float(np.max(np.abs(a - a.T))) if a.size else 0.0
@@ -90,6 +91,7 @@ def _check_sym_psd(field: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     if ev.size and ev[0] < -_PSD_TOL * scale:
         raise ConfigError(f"{field} must be positive semidefinite, got min eigenvalue "
                           f"{float(ev[0]):.6g}")
+    ev = np.where(np.abs(ev) <= ev.size * np.finfo(np.float64).eps * scale, 0.0, ev)
     return s, np.maximum(ev, 0.0), vec
 
 
@@ -210,16 +212,16 @@ class MamlExact:
     """
 
     alpha: float
-    H: list[np.ndarray]
-    H_stack: np.ndarray
-    Hbar: np.ndarray
-    m: np.ndarray
-    w_star: np.ndarray
+    H: list[np.ndarray] = field(repr=False)
+    H_stack: np.ndarray = field(repr=False)
+    Hbar: np.ndarray = field(repr=False)
+    m: np.ndarray = field(repr=False)
+    w_star: np.ndarray = field(repr=False)
     F_min: float
     L_true: float
     gamma2_true: float
-    _mse_outer: np.ndarray
-    _mse_inner: np.ndarray
+    _mse_outer: np.ndarray = field(repr=False)
+    _mse_inner: np.ndarray = field(repr=False)
     bias: float = 0.0
 
     def grad(self, w: np.ndarray) -> np.ndarray:
@@ -256,16 +258,16 @@ class MoreauExact:
     """
 
     lam: float
-    H: list[np.ndarray]
-    H_stack: np.ndarray
-    Hbar: np.ndarray
-    m: np.ndarray
-    w_star: np.ndarray
+    H: list[np.ndarray] = field(repr=False)
+    H_stack: np.ndarray = field(repr=False)
+    Hbar: np.ndarray = field(repr=False)
+    m: np.ndarray = field(repr=False)
+    w_star: np.ndarray = field(repr=False)
     F_min: float
     L_true: float
     gamma2_true: float
-    _mse: np.ndarray
-    _b: np.ndarray
+    _mse: np.ndarray = field(repr=False)
+    _b: np.ndarray = field(repr=False)
     bias: float = 0.0
 
     def grad(self, w: np.ndarray) -> np.ndarray:
@@ -410,6 +412,13 @@ class QuadraticProblem(Problem):
         """min_i inf f_i = min_i c_i ([P]'s f*)."""
         return float(np.min(self.c))
 
+    @property
+    def per_sample_c(self) -> np.ndarray:
+        """Sampling model: ``c_i' = c_i - 0.5 tr(A_i S_i)`` of ``ell_i``; additive: ``c``."""
+        if self.noise == "additive":
+            return self.c
+        return self.c - 0.5 * np.einsum("nij,nji->n", self.A_stack, self.S_stack)
+
     def grad_noise_cov(self, i: int) -> np.ndarray:
         """Per-sample gradient-noise covariance C_i (S_i additive, A_i S_i A_i sampling)."""
         return self.C_stack[i]
@@ -496,7 +505,10 @@ class QuadraticProblem(Problem):
         grad)`` since the batch gradient is the exact one plus a constant.
         """
         me = self.me(lam)
-        err = self.batch_grad(i, w, batch) - self.grad(i, w)
+        if self.noise == "additive":
+            err = batch
+        else:
+            err = self.A_stack[i] @ (self.b_stack[i] - batch)
         k = self.eigvecs[i]
         res = k @ ((k.T @ err) / (self.eigvals[i] + lam))
         return me.theta_hat(i, w) - res
@@ -504,13 +516,13 @@ class QuadraticProblem(Problem):
     # --- personalised objectives ------------------------------------------------------------
     def maml(self, alpha: float) -> MamlExact:
         """Exact MAML objective for inner step ``alpha >= 0`` (cached per alpha)."""
+        hit = self._cached(self._maml, alpha)
+        if hit is not None:
+            return hit
         require(isinstance(alpha, (int, float, np.floating, np.integer))
                 and math.isfinite(alpha) and alpha >= 0, "alpha", alpha,
                 "must be a finite number >= 0")
         key = float(alpha)
-        hit = self._maml.get(key)
-        if hit is not None:
-            return hit
         ev = self.eigvals
         hb_eig = ev * (1.0 - key * ev) ** 2
         h_stack = _readonly(_from_eig(self.eigvecs, hb_eig))
@@ -527,12 +539,12 @@ class QuadraticProblem(Problem):
 
     def me(self, lam: float) -> MoreauExact:
         """Exact Moreau-envelope objective for ``lam > 0`` (cached per lam)."""
+        hit = self._cached(self._me, lam)
+        if hit is not None:
+            return hit
         require(isinstance(lam, (int, float, np.floating, np.integer))
                 and math.isfinite(lam) and lam > 0, "lam", lam, "must be a finite number > 0")
         key = float(lam)
-        hit = self._me.get(key)
-        if hit is not None:
-            return hit
         ev = self.eigvals
         hc_eig = key * ev / (key + ev)
         h_stack = _readonly(_from_eig(self.eigvecs, hc_eig))
@@ -545,6 +557,14 @@ class QuadraticProblem(Problem):
             _b=self.b_stack)
         self._remember(self._me, key, out)
         return out
+
+    @staticmethod
+    def _cached(cache: dict, key: Any) -> Any:
+        """Hot-path lookup (only validated keys are ever stored)."""
+        try:
+            return cache.get(key)
+        except TypeError:  # unhashable: let the validation report it
+            return None
 
     @staticmethod
     def _remember(cache: dict, key: float, value: Any) -> None:
