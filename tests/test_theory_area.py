@@ -283,6 +283,20 @@ def test_certified_hand_longer_with_exact_r_and_distinct_p():
     np.testing.assert_allclose(res2.terms["C1_vector"], c1s, rtol=1e-12)
 
 
+def test_code_paths_and_chunking_agree(monkeypatch):
+    """Dense and vector (C1) paths, and any chunk sizes, give the same curve (K crosses chunks)."""
+    kw = dict(G, p=[0.1, 0.2, 0.3], p_s=0.4, R0=2.0, K=np.arange(0, 1301, 13), r_init=[1, 2, 3])
+    ref = theorem7(**kw)
+    monkeypatch.setattr(area, "_CHUNK", 7)
+    monkeypatch.setattr(area, "_SEQ_CHUNK", 11)
+    small = theorem7(**kw)
+    monkeypatch.setattr(area, "_DENSE_MAX_DIM", 0)
+    loop = theorem7(**kw)
+    for res in (small, loop):
+        np.testing.assert_allclose(res.terms["C1_vector"], ref.terms["C1_vector"], rtol=1e-12)
+        np.testing.assert_allclose(res.terms["C2_scalar"], ref.terms["C2_scalar"], rtol=1e-13)
+
+
 def test_grouping_equal_p_matches_distinct_clients():
     """Merging clients with equal p_i (linearity) equals running them separately."""
     kw = dict(G, p=[0.2, 0.2, 0.2], R0=0.8, K=np.arange(0, 400, 7), r_init=[0.5, 1.0, 2.0])

@@ -354,6 +354,31 @@ def _lyapunov0(cs: dict[str, Any], p: np.ndarray, r: np.ndarray, R0: float) -> t
     return Lam0, lam0
 
 
+_DENSE_MAX_DIM = 202  # state size 4g+2 up to which (C1) runs as chunked dense mat-vecs
+_CHUNK = 512  # max steps per chunk of the dense path
+_CHUNK_FLOATS = 2_000_000  # max floats held by one chunk of T_k (16 MB)
+_SEQ_CHUNK = 8192  # steps per chunk of the per-k coefficient sequences elsewhere
+
+
+def _sequences(cs: dict[str, Any], k0: int, k1: int) -> dict[str, np.ndarray]:
+    """Per-step coefficients of (C1)/(C2) for k in [k0, k1) (memory O(chunk), not O(K))."""
+    M, gamma, c, d = cs["M"], cs["gamma"], cs["c"], cs["d"]
+    sigma, zeta = cs["sigma"], cs["zeta"]
+    h = cs["L"] * M * zeta
+    ks = np.arange(k0, k1, dtype=np.float64)
+    a = c / (ks + d)
+    Da = c / ((ks + d) * (ks + d + 1.0))  # alpha_k - alpha_{k+1}, without cancellation
+    Dah = Da * h
+    return {
+        "Dah": Dah,
+        "Da2h2": Dah**2,
+        "bk": 1.0 - a * M * gamma / 4.0,
+        "g2": 2.0 * Dah * (1.0 - a * M * gamma / 2.0),
+        "nX": a**2 * cs["c_sigma"] * sigma**2 + a**3 * cs["c_zeta"] * zeta**2,
+        "nV": a**2 * cs["chat_zeta"] * zeta + a * cs["chat_sigma"] * sigma,
+    }
+
+
 def _certified(
     cs: dict[str, Any], p: np.ndarray, r: np.ndarray, R0: float, Kmax: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -362,49 +387,37 @@ def _certified(
     (C1): vector recursion over clients built from Lemmas 13-15 and 18-20 with E-A4/E-A5;
     (C2): the scalar Lyapunov recursion with the exact weights (E-A3, E-A7).
     Returns ``(Us[0..Kmax], p_s*Lam[0..Kmax])``, each an upper bound on ``E||x_{s,k}-x*||^2``.
+    Clients with equal p_i are merged (exact by linearity); up to 50 distinct p_i the step is one
+    dense mat-vec, otherwise one vectorised numpy step over the clients.
     """
-    M, gamma, c, d = cs["M"], cs["gamma"], cs["c"], cs["d"]
-    sigma, zeta, ps, n = cs["sigma"], cs["zeta"], cs["p_s"], cs["n"]
-    h = cs["L"] * M * zeta
-    ks = np.arange(Kmax + 1, dtype=np.float64)
-    a = c / (ks + d)
-    Da = c / ((ks + d) * (ks + d + 1.0))  # alpha_k - alpha_{k+1}, without cancellation
-    bk = 1.0 - a * M * gamma / 4.0
-    Dah = Da * h
-    Da2h2 = Dah**2
-    g2 = 2.0 * Dah * (1.0 - a * M * gamma / 2.0)
-    nX = a**2 * cs["c_sigma"] * sigma**2 + a**3 * cs["c_zeta"] * zeta**2
-    nV = a**2 * cs["chat_zeta"] * zeta + a * cs["chat_sigma"] * sigma
-
-    # ---- (C1) vector recursion
-    seq = {"Dah": Dah, "Da2h2": Da2h2, "bk": bk, "g2": g2, "nX": nX, "nV": nV}
     pg, mg, sums0 = _group_clients(p, r)
     if 4 * pg.size + 2 <= _DENSE_MAX_DIM:
-        us = _c1_dense(pg, mg, sums0, ps, n, R0, seq, Kmax)
+        us = _c1_dense(cs, pg, mg, sums0, R0, Kmax)
     else:
-        us = _c1_loop(pg, mg, sums0, ps, n, R0, seq, Kmax)
+        us = _c1_loop(cs, pg, mg, sums0, R0, Kmax)
 
     # ---- (C2) scalar Lyapunov recursion
     p_min, qbar = cs["p_min"], cs["qbar"]
-    cbrt_b = np.cbrt(bk)
-    rho = 1.0 - p_min + p_min * cbrt_b
-    wp = 1.0 / cbrt_b**2
-    wc = qbar * (wp + 1.0 / cbrt_b)
-    fLam = (2.0 * wc * Da2h2 + wp * nX).tolist()
-    flam = (wc * Dah + wp * nV).tolist()
-    twoDahrho = (2.0 * Dah * rho).tolist()
-    rho_l = rho.tolist()
     Lam, lam = _lyapunov0(cs, p, r, R0)
     lams = np.empty(Kmax + 1)
     lams[0] = Lam
-    for k in range(Kmax):
-        Lam, lam = rho_l[k] * Lam + twoDahrho[k] * lam + fLam[k], rho_l[k] * lam + flam[k]
-        lams[k + 1] = Lam
-    return us, ps * lams
-
-
-_DENSE_MAX_DIM = 66  # state size up to which (C1) runs as chunked dense mat-vecs
-_CHUNK = 512
+    for k0 in range(0, Kmax, _SEQ_CHUNK):
+        k1 = min(k0 + _SEQ_CHUNK, Kmax)
+        sq = _sequences(cs, k0, k1)
+        cbrt_b = np.cbrt(sq["bk"])
+        rho = 1.0 - p_min + p_min * cbrt_b
+        wp = 1.0 / cbrt_b**2
+        wc = qbar * (wp + 1.0 / cbrt_b)
+        fLam = (2.0 * wc * sq["Da2h2"] + wp * sq["nX"]).tolist()
+        flam = (wc * sq["Dah"] + wp * sq["nV"]).tolist()
+        twoDahrho = (2.0 * sq["Dah"] * rho).tolist()
+        rho_l = rho.tolist()
+        out = []
+        for j in range(k1 - k0):
+            Lam, lam = rho_l[j] * Lam + twoDahrho[j] * lam + fLam[j], rho_l[j] * lam + flam[j]
+            out.append(Lam)
+        lams[k0 + 1 : k1 + 1] = out
+    return us, cs["p_s"] * lams
 
 
 def _group_clients(p: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -420,52 +433,55 @@ def _group_clients(p: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _c1_loop(
+    cs: dict[str, Any],
     pg: np.ndarray,
     mg: np.ndarray,
     sums0: np.ndarray,
-    ps: float,
-    n: int,
     R0: float,
-    seq: dict[str, np.ndarray],
     Kmax: int,
 ) -> np.ndarray:
     """(C1) on group sums, one vectorised numpy step per k (many distinct p_i)."""
+    ps, n = cs["p_s"], cs["n"]
     p, q, onep = pg, 1.0 - pg, 1.0 + pg
     Ux, Uy, Vx, Vy = (sums0[j].copy() for j in range(4))
     Us, Vs = R0**2, R0
     us = np.empty(Kmax + 1)
     us[0] = Us
-    dah, da2, bk, g2 = (seq[k].tolist() for k in ("Dah", "Da2h2", "bk", "g2"))
-    nX, nV = seq["nX"].tolist(), seq["nV"].tolist()
     ps_n = ps / n
-    for k in range(Kmax):
-        D1, e = dah[k], da2[k]
-        qVx = q * Vx
-        Ux_new = q * Ux + (2.0 * D1) * qVx + mg * (p * (bk[k] * Us + g2[k] * Vs + nX[k]) + onep * e)
-        Uy_new = q * Uy + (2.0 * D1) * (q * Vy + p * Vx) + p * Ux + mg * e
-        Vx_new = qVx + mg * (D1 + p * (bk[k] * Vs + nV[k]))
-        Vy_new = q * Vy + p * Vx + mg * D1
-        Us = (1.0 - ps) * Us + ps_n * float(np.sum(Uy))
-        Vs = (1.0 - ps) * Vs + ps_n * float(np.sum(Vy))
-        Ux, Uy, Vx, Vy = Ux_new, Uy_new, Vx_new, Vy_new
-        us[k + 1] = Us
+    for k0 in range(0, Kmax, _SEQ_CHUNK):
+        k1 = min(k0 + _SEQ_CHUNK, Kmax)
+        sq = _sequences(cs, k0, k1)
+        dah, da2, bk, g2 = (sq[k].tolist() for k in ("Dah", "Da2h2", "bk", "g2"))
+        nX, nV = sq["nX"].tolist(), sq["nV"].tolist()
+        for j in range(k1 - k0):
+            D1, e = dah[j], da2[j]
+            qVx = q * Vx
+            Ux_new = (
+                q * Ux + (2.0 * D1) * qVx + mg * (p * (bk[j] * Us + g2[j] * Vs + nX[j]) + onep * e)
+            )
+            Uy_new = q * Uy + (2.0 * D1) * (q * Vy + p * Vx) + p * Ux + mg * e
+            Vx_new = qVx + mg * (D1 + p * (bk[j] * Vs + nV[j]))
+            Vy_new = q * Vy + p * Vx + mg * D1
+            Us = (1.0 - ps) * Us + ps_n * float(np.sum(Uy))
+            Vs = (1.0 - ps) * Vs + ps_n * float(np.sum(Vy))
+            Ux, Uy, Vx, Vy = Ux_new, Uy_new, Vx_new, Vy_new
+            us[k0 + j + 1] = Us
     return us
 
 
 def _c1_dense(
+    cs: dict[str, Any],
     pg: np.ndarray,
     mg: np.ndarray,
     sums0: np.ndarray,
-    ps: float,
-    n: int,
     R0: float,
-    seq: dict[str, np.ndarray],
     Kmax: int,
 ) -> np.ndarray:
     """(C1) on group sums as ``z_{k+1} = T_k z_k + f_k`` with dense T_k built per chunk of k.
 
     State ``z = (Ux[g], Uy[g], Vx[g], Vy[g], Us, Vs)``; ``T_k = T0 + Dah_k T1 + bk_k T2 + g2_k T3``.
     """
+    ps, n = cs["p_s"], cs["n"]
     g = pg.size
     dim = 4 * g + 2
     iUx, iUy, iVx, iVy = (np.arange(g) + j * g for j in range(4))
@@ -496,7 +512,6 @@ def _c1_dense(
     F[2, iVx] = mg * pg
     F[3, iVx] = mg
     F[3, iVy] = mg
-    forcing = np.stack([seq["Da2h2"], seq["nX"], seq["nV"], seq["Dah"]], axis=1)
     z = np.concatenate([sums0.ravel(), [R0**2, R0]])
     us = np.empty(Kmax + 1)
     us[0] = R0**2
@@ -504,14 +519,16 @@ def _c1_dense(
     varying = []
     for name, Tj in (("Dah", T1), ("bk", T2), ("g2", T3)):
         rows, cols = np.nonzero(Tj)
-        varying.append((seq[name], rows, cols, Tj[rows, cols]))
-    Tc = np.broadcast_to(T0, (min(_CHUNK, max(Kmax, 1)), dim, dim)).copy()
-    for k0 in range(0, Kmax, _CHUNK):
-        k1 = min(k0 + _CHUNK, Kmax)
+        varying.append((name, rows, cols, Tj[rows, cols]))
+    chunk = max(8, min(_CHUNK, _CHUNK_FLOATS // dim**2))
+    Tc = np.broadcast_to(T0, (min(chunk, max(Kmax, 1)), dim, dim)).copy()
+    for k0 in range(0, Kmax, chunk):
+        k1 = min(k0 + chunk, Kmax)
         m = k1 - k0
-        for coef, rows, cols, vals in varying:
-            Tc[:m, rows, cols] = coef[k0:k1, None] * vals[None, :]
-        Fc = forcing[k0:k1] @ F
+        sq = _sequences(cs, k0, k1)
+        for name, rows, cols, vals in varying:
+            Tc[:m, rows, cols] = sq[name][:, None] * vals[None, :]
+        Fc = np.stack([sq["Da2h2"], sq["nX"], sq["nV"], sq["Dah"]], axis=1) @ F
         for j in range(m):
             z = Tc[j] @ z + Fc[j]
             us[k0 + j + 1] = z[iUs]
@@ -596,7 +613,8 @@ def theorem7(
     ``r_i <= R0 + alpha_0 M ||grad f_i(x*)||``), else ``r_i <= R0 + alpha_0 M L zeta``.
 
     ``K`` is an int or an array of ints >= 0; the recursions run once to ``max(K)`` (the schedule
-    does not depend on K) in O(n max(K)).  ``mu == 0`` gives ``NOT_APPLICABLE`` (H7.1), as does a
+    does not depend on K) in O(n max(K)) time (O(g^2 max(K)) on the dense path for g <= 50
+    distinct p_i) and O(max(K) + n) memory.  ``mu == 0`` gives ``NOT_APPLICABLE`` (H7.1), as does a
     failing H7.5 or an infinite sigma/zeta.
     """
     require(level in _LEVELS, "level", level, f"must be one of {_LEVELS}")
