@@ -176,6 +176,8 @@ class Exponential(Delay):
     def _validate(cls, p: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         rate = _real(prefix + "rate", p["rate"])
         require(0.0 < rate < _INF, prefix + "rate", p["rate"], "must be > 0 and finite")
+        require(1.0 / rate < _INF, prefix + "rate", p["rate"],
+                "must be large enough that the mean 1/rate is finite")
         return {"rate": rate}
 
     def _params(self) -> dict[str, Any]:
@@ -388,7 +390,7 @@ class LogNormal(Delay):
     """``exp(N(mu, sigma^2))``: ``mu``, ``sigma`` are the mean and sd of the underlying normal.
 
     Mean ``exp(mu + sigma^2/2)``, variance ``(exp(sigma^2) - 1) exp(2 mu + sigma^2)``.
-    Rules: ``mu`` finite, ``0 < sigma < inf``.
+    Rules: ``mu`` finite, ``0 < sigma < inf``, ``mu + sigma^2 < 350`` (finite variance).
     """
 
     mu: float
@@ -410,6 +412,8 @@ class LogNormal(Delay):
         require(math.isfinite(mu), prefix + "mu", p["mu"], "must be finite")
         sigma = _real(prefix + "sigma", p["sigma"])
         require(0.0 < sigma < _INF, prefix + "sigma", p["sigma"], "must be > 0 and finite")
+        require(mu + sigma * sigma < 350.0, prefix + "sigma", p["sigma"],
+                f"must satisfy mu + sigma^2 < 350 so the variance is finite (mu={mu!r})")
         return {"mu": mu, "sigma": sigma}
 
     def _params(self) -> dict[str, Any]:
@@ -598,7 +602,8 @@ class Empirical(Delay):
 
     @property
     def mean(self) -> float:
-        return float(np.mean(self._arr))
+        m = math.fsum(self.samples) / len(self.samples)
+        return min(max(m, self.lower), self.upper)  # guard the last-ulp rounding
 
     @property
     def variance(self) -> float:

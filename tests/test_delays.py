@@ -1,6 +1,7 @@
 """Delay models (fedsim/delays.py): golden samples, analytic moments, support, validation, dicts."""
 
 import math
+import pickle
 import tomllib
 
 import numpy as np
@@ -260,7 +261,9 @@ BAD = [
     (Normal, {"mean": 1.0, "sd": 1.0, "low": 3.0, "high": 2.0}, "high must be > low"),
     (Normal, {"mean": 1.0, "sd": 1.0, "low": math.inf}, "low must be >= 0 and finite"),
     (Normal, {"mean": 1e10, "sd": 1e-300, "low": 0.0, "high": 1.0}, "sd must not be so small"),
+    (Exponential, {"rate": 1e-320}, "rate must be large enough that the mean 1/rate is finite"),
     (LogNormal, {"mu": 0.0, "sigma": 0.0}, "sigma must be > 0"),
+    (LogNormal, {"mu": 300.0, "sigma": 8.0}, "sigma must satisfy mu \\+ sigma\\^2 < 350"),
     (LogNormal, {"mu": math.nan, "sigma": 1.0}, "mu must not be NaN"),
     (Uniform, {"low": -1.0, "high": 1.0}, "low must be >= 0"),
     (Uniform, {"low": 2.0, "high": 1.0}, "high must be finite and >= low=2.0"),
@@ -325,3 +328,17 @@ def test_repr_shows_parameters_and_objects_are_frozen():
         Exponential(1.0).rate = 2.0  # type: ignore[misc]
     assert Normal(1.0, 0.5).loc == 1.0 and Normal(1.0, 0.5).mean > 1.0  # truncated mean
     assert hash(Normal(1.0, 0.5)) == hash(Normal(1.0, 0.5))
+
+
+def test_pickle_round_trip():
+    """Scenarios travel to worker processes: every model must survive pickling intact."""
+    rng_state = np.random.default_rng(4)
+    for d in (Exponential(2.0), Normal(1.0, 0.5, 0.2, 3.0), Normal(0.0, 1.0, 40.0),
+              LogNormal(0.0, 0.5), Uniform(0.0, 1.0), Constant(1.0), Empirical([1.0, 3.0])):
+        back = pickle.loads(pickle.dumps(d))
+        assert back == d and repr(back) == repr(d)
+        assert (back.mean, back.variance, back.lower, back.upper) == (d.mean, d.variance,
+                                                                     d.lower, d.upper)
+        seed = int(rng_state.integers(2**31))
+        np.testing.assert_array_equal(back.sample(np.random.default_rng(seed), 5),
+                                      d.sample(np.random.default_rng(seed), 5))
