@@ -353,9 +353,15 @@ def test_weakly_separable_and_rank_deficient_cases():
                         [np.array([1.0, -1.0, 1.0])])
     s = p.separability_report().clients[0]
     assert s.kind == "weakly_separable" and not s.strictly_separable and s.lp_max > 0
-    assert p.solve_client(0).x is None
-    assert "LOWER BOUND" in p.constants["f_star_P"].reason
-    assert p.constants["f_star_P"].value <= 2 * math.log(2) / 3  # true inf, valid lower bound
+    assert s.separable_rows == (2,)
+    u, f_inf, cert = p.solve_client(0)
+    assert u is None and cert.valid and math.isinf(cert.dist_bound)
+    # inf f = min_{w_1} (log(1+e^-w1) + log(1+e^w1))/3 = 2 log 2 / 3, approached as w_2 -> inf
+    assert f_inf == pytest.approx(2 * math.log(2) / 3, abs=1e-15)
+    tab = p.constants
+    assert tab["f_star_P"].value == f_inf and "NOT attained" in tab["f_star_P"].reason
+    assert tab["f_star_A"].value == f_inf and tab["f_star_A"].tag is Tag.NUMERIC
+    assert tab["zeta"].tag is Tag.INFINITE
     # rows y x = (1,0), (-1,0): rank 1, not separable: minimum log 2 on the line w_1 = 0
     q = LogisticProblem([np.array([[1.0, 0.0], [1.0, 0.0]])], [np.array([1.0, -1.0])])
     s = q.separability_report().clients[0]
@@ -363,6 +369,32 @@ def test_weakly_separable_and_rank_deficient_cases():
     x, f, cert = q.solve_global()
     assert np.allclose(x, 0.0, atol=1e-14) and f == pytest.approx(math.log(2), abs=1e-15)
     assert cert.valid and "NOT unique" in cert.note
+
+
+def test_weakly_separable_infimum_matches_independent_computation():
+    """Rows in the (e1, e2) plane with anchors are non-separable; extra rows with a positive
+    e3 component and label +1 are separated by w = e3.  inf f is the minimum of the plane
+    part (checked with scipy) and is approached along e3, never undercut at random points."""
+    rng = np.random.default_rng(4)
+    plane = np.hstack([rng.normal(size=(12, 2)), np.zeros((12, 1))])
+    yp = rng.choice([-1.0, 1.0], 12)
+    anchors = np.array([[1.0, 0, 0], [1.0, 0, 0], [0, 1.0, 0], [0, 1.0, 0]])
+    ya = np.array([1.0, -1.0, 1.0, -1.0])
+    sep = np.hstack([rng.normal(size=(5, 2)), rng.uniform(0.5, 2.0, size=(5, 1))])
+    X = np.vstack([plane, anchors, sep])
+    y = np.concatenate([yp, ya, np.ones(5)])
+    p = LogisticProblem([X], [y])
+    s = p.separability_report().clients[0]
+    assert s.kind == "weakly_separable" and s.separable_rows == tuple(range(16, 21))
+    rows = (np.concatenate([yp, ya])[:, None] * np.vstack([plane, anchors]))[:, :2]
+    g = lambda v: np.sum(np.logaddexp(0.0, -(rows @ v))) / 21
+    ref = minimize(g, np.zeros(2), method="BFGS", options={"gtol": 1e-12})
+    f_inf = p.solve_client(0).f
+    assert f_inf == pytest.approx(ref.fun, abs=1e-13)
+    w_plane = np.array([*ref.x, 0.0])
+    assert p.f(w_plane + 60.0 * np.array([0, 0, 1.0])) - f_inf < 1e-12
+    for _ in range(200):
+        assert p.f(rng.normal(size=3) * rng.choice([0.1, 1, 10])) >= f_inf - 1e-15
 
 
 def test_newton_minimize_on_a_rosenbrock_like_nonconvex_function():

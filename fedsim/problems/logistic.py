@@ -18,8 +18,12 @@ minimum values ``f_star_A``, ``f_star_P`` and ``zeta`` come from Newton's method
 
 Existence of minimisers (``nu_reg = 0``) is decided by the linear programmes of
 9.4 (:meth:`LogisticProblem.separability_report`): a strictly separable data
-set has ``inf f = 0`` (not attained); a weakly separable one has no minimiser
-and only the lower bound ``0`` is reported (flagged in the reason).
+set has ``inf f = 0`` (not attained).  A weakly separable one has no minimiser
+either; THEORY_SPEC 9.4 allows the lower bound ``0`` there, but this module
+computes the infimum itself (flagged as not attained): a third LP finds the
+rows ``S`` that some recession direction ``w_S`` separates strictly, and
+``inf f = min_w sum_{j not in S} c_j log(1 + exp(-y_j x_j^T w))``, a minimum that is
+attained because the remaining rows admit no separating direction.
 """
 
 from __future__ import annotations
@@ -244,7 +248,9 @@ class Separability:
     nu_reg = 0), ``"attained_not_unique"`` (lp_max = 0, rank < d),
     ``"strictly_separable"`` (some w has every margin >= 1, verified on the LP
     witness: inf f = 0, not attained) or ``"weakly_separable"`` (lp_max > 0 but
-    not strictly separable: no minimiser, inf f unknown, 0 is a lower bound).
+    not strictly separable: no minimiser).  ``separable_rows`` are the indices
+    ``S`` of the rows that some ``w`` with all margins ``>= 0`` makes strictly
+    positive (all rows when strictly separable, none when lp_max = 0).
     """
 
     rows: int
@@ -252,6 +258,7 @@ class Separability:
     lp_max: float
     strictly_separable: bool
     kind: str
+    separable_rows: tuple[int, ...] = ()
 
     @property
     def coercive(self) -> bool:
@@ -298,15 +305,56 @@ def _separability(rows: np.ndarray) -> Separability:
     if res2.status == 0:
         # verify the witness: every margin strictly positive => strictly separable
         strict = bool(np.min(rows @ res2.x) > 0.0)
+    sep_rows: tuple[int, ...] = ()
     if strict:
         kind = "strictly_separable"
+        sep_rows = tuple(range(M))
     elif lp_max > tol:
         kind = "weakly_separable"
+        sep_rows = _separable_rows(rows)
     elif rank == d:
         kind = "coercive"
     else:
         kind = "attained_not_unique"
-    return Separability(M, rank, lp_max, strict, kind)
+    return Separability(M, rank, lp_max, strict, kind, sep_rows)
+
+
+def _separable_rows(rows: np.ndarray) -> tuple[int, ...]:
+    """Rows j that some w in C = {w: y_k x_k^T w >= 0 for all k} makes strictly positive.
+
+    LP over (w, t): max sum_j t_j s.t. t_j <= a_j^T w, a_j^T w >= 0, 0 <= t_j <= 1.  A sum of
+    scaled witnesses lies in the cone C and has margin >= 1 on every such row, so at the
+    optimum t_j = 1 exactly on them and t_j = 0 elsewhere (rows outside S have a_j^T w = 0
+    on all of C).
+    """
+    M, d = rows.shape
+    eye = np.eye(M)
+    A_ub = np.block([[-rows, eye], [-rows, np.zeros((M, M))]])
+    b_ub = np.zeros(2 * M)
+    c = np.concatenate([np.zeros(d), -np.ones(M)])
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=[(None, None)] * d + [(0.0, 1.0)] * M,
+                  method="highs")
+    if res.status != 0:
+        raise FedsimError(f"separable-rows LP failed: {res.message}")
+    return tuple(int(j) for j in np.flatnonzero(res.x[d:] > 0.5))
+
+
+def _solve_row_space(data: _LogData, rank: int) -> Solution:
+    """Minimise an unregularised, non-separable objective over the row space of its data.
+
+    The minimiser set is ``x + null(X)``; the min-norm point ``x`` is returned, and the
+    certificate is computed for the reduced (strictly convex) problem in the row space.
+    """
+    if rank == 0:  # every row is zero: f is constant
+        return Solution(np.zeros(data.dim), data.value(np.zeros(data.dim)),
+                        Certificate(True, 0.0, 0.0, 0.0, 0.0, 0.0, "constant objective"))
+    _, _, vt = np.linalg.svd(data.rows, full_matrices=False)
+    V = vt[:rank].T
+    red = _LogData(data.rows @ V, data.wts, 0.0)
+    res = newton_minimize(red.value, red.grad, red.hess, np.zeros(rank))
+    cert = _certify(red, res.x, "" if res.converged else res.message)
+    x = V @ res.x
+    return Solution(x, data.value(x), cert)
 
 
 class Solution(NamedTuple):
@@ -324,19 +372,21 @@ def _solve(data: _LogData, sep: Separability) -> Solution:
             False, math.nan, 0.0, 0.0, math.inf, math.inf,
             "strictly separable: inf f = 0 exactly, NOT attained (no minimiser)"))
     if data.nu == 0.0 and sep.kind == "weakly_separable":
-        return Solution(None, 0.0, Certificate(
-            False, math.nan, 0.0, math.nan, math.inf, math.inf,
-            "weakly separable: no minimiser; f = 0 is only a LOWER BOUND of inf f"))
+        keep = np.ones(data.rows.shape[0], dtype=bool)
+        keep[list(sep.separable_rows)] = False
+        rest = _LogData(data.rows[keep], data.wts[keep], 0.0)
+        xr, fr, cert = _solve_row_space(rest, int(np.linalg.matrix_rank(rest.rows)))
+        note = (f"weakly separable: NO minimiser; inf f = min over the {int(keep.sum())} "
+                f"non-separable rows ({len(sep.separable_rows)} rows separable), NOT attained")
+        return Solution(None, fr, Certificate(cert.valid, cert.radius, cert.mu_loc,
+                                              cert.grad_norm, math.inf, cert.f_gap_bound,
+                                              note + ("; " + cert.note if cert.note else "")))
     if data.nu == 0.0 and sep.kind == "attained_not_unique":
-        # minimise over the row space: the minimiser set is x + null(X); return the min-norm x
-        _, sv, vt = np.linalg.svd(data.rows, full_matrices=False)
-        V = vt[: sep.rank].T
-        red = _LogData(data.rows @ V, data.wts, 0.0)
-        res = newton_minimize(red.value, red.grad, red.hess, np.zeros(sep.rank))
-        x = V @ res.x
+        x, fx, cert = _solve_row_space(data, sep.rank)
         note = "minimiser NOT unique (rank < d): min-norm point; certificate in the row space"
-        cert = _certify(red, res.x, note if res.converged else note + "; " + res.message)
-        return Solution(x, data.value(x), cert)
+        return Solution(x, fx, Certificate(cert.valid, cert.radius, cert.mu_loc, cert.grad_norm,
+                                           cert.dist_bound, cert.f_gap_bound,
+                                           note + ("; " + cert.note if cert.note else "")))
     res = newton_minimize(data.value, data.grad, data.hess, np.zeros(data.dim))
     cert = _certify(data, res.x, "" if res.converged else res.message)
     return Solution(res.x, data.value(res.x), cert)
@@ -682,40 +732,29 @@ class LogisticProblem(Problem):
         return ConstantsTable(C)
 
     def _minimum_constants(self) -> list[Constant]:
+        rep = self.separability_report()
         x, fA, cA = self.solve_global()
-        if x is not None:
-            if cA.valid:
-                why = (f"Newton; certified 0 <= f(xhat) - f* <= {cA.f_gap_bound:.1e}, "
-                       f"||xhat - x*|| <= {cA.dist_bound:.1e}")
-            else:
-                why = f"Newton to ||grad|| <= 1e-13 rel.; certificate NOT valid ({cA.note})"
-            cfA = Constant("f_star_A", fA, Tag.NUMERIC, why)
-        elif self.separability_report().whole.strictly_separable:
+        if x is None and rep.whole.strictly_separable:
             cfA = Constant("f_star_A", 0.0, Tag.EXACT,
                            "FLAG: all rows strictly separable: inf f = 0, NOT attained")
         else:
-            cfA = Constant("f_star_A", 0.0, Tag.NUMERIC,
-                           "FLAG: weakly separable: no minimiser; 0 is only a LOWER BOUND of inf f")
+            cfA = Constant("f_star_A", fA, Tag.NUMERIC, _value_reason("inf f", cA, x is None))
         sols = [self.solve_client(i) for i in range(self.n)]
-        k = int(np.argmin([s.f for s in sols]))
-        fP = sols[k].f
-        strict = [i for i, s in enumerate(self.separability_report().clients)
+        strict = [i for i, s in enumerate(rep.clients)
                   if s.strictly_separable and sols[i].x is None]
-        weak = [i for i, s in enumerate(sols) if s.x is None and i not in strict]
         if strict:
             cfP = Constant("f_star_P", 0.0, Tag.EXACT,
                            f"FLAG: client(s) {strict} strictly separable: inf f_i = 0, "
                            "NOT attained")
-        elif weak:
-            cfP = Constant("f_star_P", 0.0, Tag.NUMERIC,
-                           f"FLAG: client(s) {weak} weakly separable: 0 is only a LOWER BOUND")
         else:
-            gaps = [s.certificate.f_gap_bound for s in sols]
-            if all(s.certificate.valid for s in sols):
-                why = f"min_i f_i* by Newton per client; certified to {max(gaps):.1e}"
-            else:
-                why = "min_i f_i* by Newton per client to 1e-13 rel.; some certificate NOT valid"
-            cfP = Constant("f_star_P", fP, Tag.NUMERIC, why)
+            k = int(np.argmin([s.f for s in sols]))
+            worst = max(sols, key=lambda s: (not s.certificate.valid, s.certificate.f_gap_bound))
+            why = f"min_i inf f_i (client {k}); " + _value_reason(
+                "inf f_i", worst.certificate, sols[k].x is None)
+            weak = [i for i, s in enumerate(sols) if s.x is None]
+            if weak:
+                why += f"; FLAG: client(s) {weak} weakly separable (inf not attained)"
+            cfP = Constant("f_star_P", sols[k].f, Tag.NUMERIC, why)
         if x is None or any(s.x is None for s in sols):
             czeta = Constant("zeta", math.inf, Tag.INFINITE,
                              "x* or some u_i* does not exist (separable data, nu_reg = 0)")
@@ -726,8 +765,18 @@ class LogisticProblem(Problem):
                 why = f"max_i ||x* - u_i*|| by Newton; certified to +-{tol:.1e}"
             else:
                 why = "max_i ||x* - u_i*|| by Newton to 1e-13 rel.; some certificate NOT valid"
-            if any(s.kind != "coercive" for s in self.separability_report().clients) \
-                    and self.nu_reg == 0.0:
-                why += "; FLAG: some u_i* not unique (min-norm point used)"
+            if self.nu_reg == 0.0 and not all(
+                    s.coercive for s in (*rep.clients, rep.whole)):
+                why += "; FLAG: a minimiser is not unique (min-norm point used)"
             czeta = Constant("zeta", z, Tag.NUMERIC, why)
         return [cfA, cfP, czeta]
+
+
+def _value_reason(what: str, cert: Certificate, not_attained: bool) -> str:
+    if cert.valid:
+        why = f"Newton; certified 0 <= computed - {what} <= {cert.f_gap_bound:.1e}"
+    else:
+        why = f"Newton to ||grad|| <= 1e-13 rel.; certificate NOT valid ({cert.note})"
+    if not_attained:
+        why += f"; FLAG: weakly separable, {what} NOT attained (min over non-separable rows)"
+    return why
