@@ -348,10 +348,11 @@ def test_covariance_check_detects_wrong_batch_scaling():
 
 @pytest.mark.parametrize("noise", ["additive", "sampling"])
 def test_option_b_and_c_estimators_match_exact_mse_and_are_unbiased(noise):
-    """Option-B/C estimates built from batches: mean error 0 and mean ||err||^2 = MSE.
+    """Option-B/C estimates built from batches: mean error 0, mean ||err||^2 = MSE, covariance.
 
-    z-tests with |z| < 4.5 (two-sided false alarm 6.8e-6 each; 4 coordinates + 1 MSE per
-    option and model, so < 2e-4 overall, CLT approximation with N = 20000).
+    z-tests with |z| < 4.5 (two-sided false alarm 6.8e-6 each; 3 coordinates + 1 MSE + 6
+    covariance entries per option and model, so < 3e-4 overall, CLT approximation with
+    N = 20000).  Seeds are fixed.
     """
     d, N, alpha, lam, bo, bi = 3, 20_000, 0.3, 6.0, 2, 3
     p, *_ = _instance(4, 2, d, shared=False, noise=noise)
@@ -373,6 +374,12 @@ def test_option_b_and_c_estimators_match_exact_mse_and_are_unbiased(noise):
                      (ec, p.me(lam).estimator_mse_clients(bo)[i])):
         sq = np.sum(err ** 2, axis=1)
         assert abs(sq.mean() - mse) / (sq.std() / math.sqrt(N)) < 4.5
+        # full covariance (errors are Gaussian): entrywise z with the exact standard error
+        cov = (p.maml(alpha).estimator_cov(i, bo, bi) if err is eb
+               else p.me(lam).estimator_cov(i, bo))
+        assert np.trace(cov) == pytest.approx(mse, rel=1e-12)
+        se = np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov ** 2) / N)
+        assert np.max(np.abs(((err.T @ err) / N - cov) / se)[np.triu_indices(d)]) < 4.5
         zm = err.mean(axis=0) / (err.std(axis=0) / math.sqrt(N))
         assert np.max(np.abs(zm)) < 4.5
 
@@ -389,6 +396,9 @@ def test_batch_theta_hat_solves_the_stochastic_inner_problem(noise):
         assert np.max(np.abs(p.batch_grad(i, th, D) + lam * (th - w))) < 1e-12
         if noise == "additive":  # f_tilde(theta, D) = f_i(theta) + e_D^T theta
             assert np.allclose(p.batch_grad(i, th, D), p.grad(i, th) + D, atol=1e-14)
+        r = rng.normal(size=4)  # controlled inexactness: grad h_tilde = r exactly
+        th = p.batch_theta_hat(i, w, lam, D, residual=r)
+        assert np.max(np.abs(p.batch_grad(i, th, D) + lam * (th - w) - r)) < 1e-12
 
 
 def test_sample_batch_is_deterministic_in_the_generator_and_shapes():
@@ -550,3 +560,23 @@ def test_rank_deficient_hessians_give_mu_exactly_zero_and_min_norm_minimiser():
     assert np.allclose(np.cross(p.x_star, x[:, 0]), 0.0, atol=1e-14)
     assert np.allclose(p.grad_f(p.x_star), 0.0, atol=1e-13)
     assert p.f_gap(p.x_star + np.array([2.0, -1.0, 0.0])) == pytest.approx(0.0, abs=1e-13)
+
+
+def test_estimator_covariances_vs_direct_matrix_formulas():
+    """THEORY_SPEC 10.2 per-step covariances, recomputed with explicit inverses."""
+    for noise in ("additive", "sampling"):
+        p, mats, b, c, covs = _instance(5, 3, 3, shared=False, noise=noise)
+        alpha, lam, bo, bi = 0.2, 8.0, 3, 7
+        for i in range(3):
+            a, C = mats[i], p.grad_noise_cov(i)
+            P = np.eye(3) - alpha * a
+            cov_b = P @ (C / bo + alpha ** 2 * a @ C @ a / bi) @ P
+            K = lam * np.linalg.inv(a + lam * np.eye(3))
+            cov_c = K @ C @ K / bo
+            assert np.allclose(p.maml(alpha).estimator_cov(i, bo, bi), cov_b, rtol=1e-12,
+                               atol=1e-14)
+            assert np.allclose(p.me(lam).estimator_cov(i, bo), cov_c, rtol=1e-12, atol=1e-14)
+            assert p.maml(alpha).estimator_mse_clients(bo, bi)[i] == pytest.approx(
+                np.trace(cov_b), rel=1e-12)
+            assert p.me(lam).estimator_mse_clients(bo)[i] == pytest.approx(np.trace(cov_c),
+                                                                           rel=1e-12)

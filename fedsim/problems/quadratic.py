@@ -222,6 +222,9 @@ class MamlExact:
     gamma2_true: float
     _mse_outer: np.ndarray = field(repr=False)
     _mse_inner: np.ndarray = field(repr=False)
+    _P: np.ndarray = field(repr=False)  # I - alpha A_i, stacked
+    _A: np.ndarray = field(repr=False)
+    _C: np.ndarray = field(repr=False)
     bias: float = 0.0
 
     def grad(self, w: np.ndarray) -> np.ndarray:
@@ -242,6 +245,18 @@ class MamlExact:
         _check_batch_size(batch_outer)
         _check_batch_size(batch_inner)
         return self._mse_outer / batch_outer + self.alpha ** 2 * self._mse_inner / batch_inner
+
+    def estimator_cov(self, i: int, batch_outer: int, batch_inner: int) -> np.ndarray:
+        """Covariance of client i's Option-B error (THEORY_SPEC 10.2, without eta^2).
+
+        ``(I - aA_i)(C_i/|D| + a^2 A_i C_i A_i/|D'|)(I - aA_i)``; its trace is the MSE.
+        """
+        _check_batch_size(batch_outer)
+        _check_batch_size(batch_inner)
+        a, c, p = self._A[i], self._C[i], self._P[i]
+        inner = c / batch_outer + self.alpha ** 2 * (a @ c @ a) / batch_inner
+        out = p @ inner @ p
+        return 0.5 * (out + out.T)
 
     def estimator_mse(self, batch_outer: int, batch_inner: int) -> float:
         """max_i of :meth:`estimator_mse_clients` (compare with Lemma 2's sigma_b2)."""
@@ -268,6 +283,8 @@ class MoreauExact:
     gamma2_true: float
     _mse: np.ndarray = field(repr=False)
     _b: np.ndarray = field(repr=False)
+    _K: np.ndarray = field(repr=False)  # lam (A_i + lam I)^{-1}, stacked
+    _C: np.ndarray = field(repr=False)
     bias: float = 0.0
 
     def grad(self, w: np.ndarray) -> np.ndarray:
@@ -290,6 +307,16 @@ class MoreauExact:
         """
         _check_batch_size(batch)
         return self._mse / batch
+
+    def estimator_cov(self, i: int, batch: int) -> np.ndarray:
+        """Covariance of client i's Option-C error, ``lam^2 (A+lam I)^{-1} C (A+lam I)^{-1}/|D|``.
+
+        THEORY_SPEC 10.2 (without eta^2); exact inner solve (nu = 0).  Its trace is the MSE.
+        """
+        _check_batch_size(batch)
+        k = self._K[i]
+        out = k @ self._C[i] @ k / batch
+        return 0.5 * (out + out.T)
 
     def estimator_mse(self, batch: int) -> float:
         """max_i of :meth:`estimator_mse_clients` (compare with Lemma 6's sigma_c2)."""
@@ -496,19 +523,23 @@ class QuadraticProblem(Problem):
         """A_i v (the per-sample Hessian is exactly A_i)."""
         return self.A_stack[i] @ v
 
-    def batch_theta_hat(self, i: int, w: np.ndarray, lam: float,
-                        batch: np.ndarray) -> np.ndarray:
-        """Exact minimiser of ``f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` (Option C, nu=0).
+    def batch_theta_hat(self, i: int, w: np.ndarray, lam: float, batch: np.ndarray,
+                        residual: np.ndarray | None = None) -> np.ndarray:
+        """Minimiser of ``h_tilde(theta) = f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` (Option C).
 
         additive: ``(A_i + lam I)^{-1}(A_i b_i - e_D + lam w)``; sampling: ``(A_i + lam I)^{-1}
         (A_i xibar_D + lam w)``.  Equals ``theta_hat_i(w) - (A_i + lam I)^{-1} (batch_grad -
-        grad)`` since the batch gradient is the exact one plus a constant.
+        grad)`` since the batch gradient is the exact one plus a constant.  With ``residual``
+        r, returns the controlled inexact solution ``theta* + (A_i + lam I)^{-1} r`` of
+        THEORY_SPEC 9.1, for which ``grad h_tilde(theta) = r`` exactly (so nu = ||r||).
         """
         me = self.me(lam)
         if self.noise == "additive":
             err = batch
         else:
             err = self.A_stack[i] @ (self.b_stack[i] - batch)
+        if residual is not None:
+            err = err - residual
         k = self.eigvecs[i]
         res = k @ ((k.T @ err) / (self.eigvals[i] + lam))
         return me.theta_hat(i, w) - res
@@ -533,7 +564,9 @@ class QuadraticProblem(Problem):
             gamma2_true=gamma2,
             _mse_outer=_readonly(np.sum((1.0 - key * ev) ** 2 * self._c_eig, axis=1)),
             _mse_inner=_readonly(np.sum(ev ** 2 * (1.0 - key * ev) ** 2 * self._c_eig,
-                                        axis=1)))
+                                        axis=1)),
+            _P=_readonly(_from_eig(self.eigvecs, 1.0 - key * ev)), _A=self.A_stack,
+            _C=self.C_stack)
         self._remember(self._maml, key, out)
         return out
 
@@ -554,7 +587,8 @@ class QuadraticProblem(Problem):
             m=mc, w_star=w_star, F_min=f_min, L_true=float(np.max(hc_eig)),
             gamma2_true=gamma2,
             _mse=_readonly(np.sum((key / (ev + key)) ** 2 * self._c_eig, axis=1)),
-            _b=self.b_stack)
+            _b=self.b_stack, _K=_readonly(_from_eig(self.eigvecs, key / (key + ev))),
+            _C=self.C_stack)
         self._remember(self._me, key, out)
         return out
 
