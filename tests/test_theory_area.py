@@ -596,6 +596,23 @@ def test_leading_terms_hand_golden():
     assert 0.4 * cs["c3"] / 3 == pytest.approx(lead, rel=1e-13)
 
 
+@settings(max_examples=25, deadline=None)
+@given(_probs, st.floats(1.01, 20.0), st.integers(1, 6), st.floats(0.0, 3.0), st.floats(0.0, 3.0))
+def test_leading_terms_paper_bounds_init_dominates_exact(spec, kappa, M, zeta, R0):
+    """The paper's Lam0/lam0 bounds and sqrt splits (6.d (B)) only increase every term."""
+    p, ps = _p_from(spec)
+    kw = dict(L=kappa, mu=1.0, M=M, p=p, p_s=ps, sigma=0.5, zeta=zeta, R0=R0, K=[0, 50, 10**5])
+    ex = theorem7(**kw, level="leading_terms")
+    pb = theorem7(**kw, level="leading_terms", init="paper_bounds")
+    assert np.all(pb.value >= ex.value * (1 - 1e-12))
+    for name in ("transient", "sync_K^-3"):
+        assert np.all(pb.terms[name] >= ex.terms[name] * (1 - 1e-12))
+    qbar, h0 = float(np.mean(1 / p)), ex.step_sizes["alpha_0"] * kappa * M * zeta
+    lam_b = (1 / ps + 8 * qbar) * R0**2 + 8 * h0**2 * qbar
+    assert pb.derived_constants["Lam0_paper_bound"] == pytest.approx(lam_b, rel=1e-13)
+    np.testing.assert_allclose(pb.value, _sum_terms(pb), rtol=1e-14)
+
+
 def test_rate_shape_slope_and_literal_third_term():
     Ks = np.array([10**6, 10**7])
     rs = theorem7(**G, R0=1.0, K=Ks, level="rate_shape")
@@ -668,6 +685,8 @@ def test_infinite_sigma_not_applicable():
         dict(r_init=[1.0]),
         dict(r_init=[1.0, 1.0], grad_norms_at_xstar=[0.1, 0.1]),
         dict(level="certified", paper_literal=True),
+        dict(level="certified", init="paper_bounds"),
+        dict(level="leading_terms", init="bogus"),
     ],
 )
 def test_theorem7_bad_inputs(change):

@@ -594,6 +594,7 @@ def theorem7(
     r_init: Any = None,
     level: str = "certified",
     paper_literal: bool = False,
+    init: str = "exact",
 ) -> BoundResult:
     """[A] Theorem 7: ``E||x_{s,K} - x*||^2`` for AREA with ``alpha_k = c/(k+d)`` (THEORY_SPEC 6).
 
@@ -610,7 +611,11 @@ def theorem7(
       (default: third term with the E-A2/E-A15 pattern; ``paper_literal=True``: literal (3)).
 
     Initial values: ``r_init`` (exact r_i), else ``grad_norms_at_xstar`` (bound
-    ``r_i <= R0 + alpha_0 M ||grad f_i(x*)||``), else ``r_i <= R0 + alpha_0 M L zeta``.
+    ``r_i <= R0 + alpha_0 M ||grad f_i(x*)||``), else ``r_i <= R0 + alpha_0 M L zeta``; Lam0
+    and lam0 (6.c) are computed from these r_i.  ``init="paper_bounds"`` (leading_terms only)
+    instead substitutes the paper's bounds ``Lam0 <= (1/p_s+8 qbar) R0^2 + 8 alpha_0^2 L^2 M^2
+    zeta^2 qbar``, ``lam0 <= (1/p_s+4 qbar) R0 + 4 alpha_0 L M zeta qbar`` and its
+    ``sqrt(a+b) <= sqrt(a)+sqrt(b)`` splits (6.d (B)).
 
     ``K`` is an int or an array of ints >= 0; the recursions run once to ``max(K)`` (the schedule
     does not depend on K) in O(n max(K)) time (O(g^2 max(K)) on the dense path for g <= 50
@@ -619,6 +624,13 @@ def theorem7(
     """
     require(level in _LEVELS, "level", level, f"must be one of {_LEVELS}")
     require(isinstance(paper_literal, bool), "paper_literal", paper_literal, "must be a bool")
+    require(init in ("exact", "paper_bounds"), "init", init, "must be 'exact' or 'paper_bounds'")
+    require(
+        init == "exact" or level == "leading_terms",
+        "init",
+        init,
+        "may be 'paper_bounds' only with level='leading_terms'",
+    )
     if level == "certified" and paper_literal:
         raise ConfigError(
             "paper_literal must be False for level='certified' (the certified recursion uses "
@@ -699,7 +711,7 @@ def theorem7(
         status = Status.CERTIFIED_CORRECTED
         remainder = None
     elif level == "leading_terms":
-        terms, value = _leading_terms(cs, Ks, scalar, infinite, derived)
+        terms, value = _leading_terms(cs, Ks, scalar, infinite, derived, R0_, init)
         status = Status.ASYMPTOTIC_LEADING_TERMS
         remainder = (
             "O( zeta*(sigma + sqrt(sigma*zeta))/K^2 + zeta^2/K^2.5 + sigma^2/Ktil^2 ) plus "
@@ -743,27 +755,44 @@ def theorem7(
         errata_applied=errata,
         warnings=warnings,
         theorem=theorem,
-        mode=level + ("(paper_literal)" if paper_literal else ""),
+        mode=level
+        + ("(paper_literal)" if paper_literal else "")
+        + ("(init=paper_bounds)" if init != "exact" else ""),
     )
 
 
 def _leading_terms(
-    cs: dict[str, Any], Ks: np.ndarray, scalar: bool, infinite: bool, derived: dict[str, Any]
+    cs: dict[str, Any],
+    Ks: np.ndarray,
+    scalar: bool,
+    infinite: bool,
+    derived: dict[str, Any],
+    R0: float,
+    init: str,
 ) -> tuple[dict[str, Any], np.ndarray]:
     """6.d (B): ``p_s * Lam28`` split into its five terms (value == sum(terms))."""
     if infinite:
         inf = np.full(Ks.shape, np.inf)
         return {"value": _out(inf, scalar)}, inf
     ps, d, sigma, zeta = cs["p_s"], cs["d"], cs["sigma"], cs["zeta"]
-    Lam0, lam0 = derived["Lam0"], derived["lam0"]
     c1, c3, c4 = cs["c1"], cs["c3"], cs["c4"]
+    if init == "exact":
+        Lam0 = derived["Lam0"]
+        sqrt_Lam0, sqrt_lam0 = math.sqrt(Lam0), math.sqrt(derived["lam0"])
+    else:
+        qbar, h0 = cs["qbar"], cs["alpha_0"] * cs["L"] * cs["M"] * zeta
+        Lam0 = (1.0 / ps + 8.0 * qbar) * R0**2 + 8.0 * h0**2 * qbar
+        sqrt_Lam0 = math.sqrt(1.0 / ps + 8.0 * qbar) * R0 + math.sqrt(8.0 * qbar) * h0
+        sqrt_lam0 = math.sqrt(1.0 / ps + 4.0 * qbar) * math.sqrt(R0) + math.sqrt(4.0 * qbar * h0)
+        derived["Lam0_paper_bound"] = Lam0
+        derived["lam0_paper_bound"] = (1.0 / ps + 4.0 * qbar) * R0 + 4.0 * h0 * qbar
     Kt = Ks.astype(np.float64) + d - 1.0
     t = {
         "transient": ps * (d - 1.0) ** 4 * Lam0 / Kt**4,
         "sync_K^-3": ps
         * c1
         * zeta
-        * (cs["c5"] * math.sqrt(Lam0) + cs["c6"] * math.sqrt(zeta * lam0))
+        * (cs["c5"] * sqrt_Lam0 + cs["c6"] * math.sqrt(zeta) * sqrt_lam0)
         / Kt**3,
         "drift_K^-2": ps * (c1 * cs["c7"] + c4) * zeta**2 / (2.0 * Kt**2),
         "sync_K^-1.5": ps
