@@ -506,3 +506,16 @@ def test_synthetic_builder_with_anchors():
     assert p.constants["zeta"].tag is Tag.NUMERIC
     with pytest.raises(ConfigError):
         LogisticProblem.synthetic(3, 4, 20, anchors="some")
+
+
+def test_digits_builder_first_client_anchors():
+    pytest.importorskip("fedsim.problems.data")
+    pytest.importorskip("sklearn")
+    p = LogisticProblem.digits(4, nu_reg=0.0, anchors="first", max_features=8, seed=0)
+    assert p.n == 4 and p.dim == 8
+    rep = p.separability_report()
+    assert rep.clients[0].coercive and rep.whole.coercive
+    x, f, cert = p.solve_global()
+    assert cert.valid and np.linalg.norm(p.grad_f(x)) <= 1e-12
+    q = LogisticProblem.digits(4, nu_reg=0.01, anchors=None, max_features=8, seed=0)
+    assert q.constants["mu"].value == 0.01 and q.constants["zeta"].tag is Tag.NUMERIC
