@@ -467,6 +467,19 @@ def test_certified_dominates_exact_moments_fixed_instance():
     assert res.value[0] == pytest.approx(exact[0], rel=1e-12)  # tight at k = 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("M", [1, 2, 5])
+@pytest.mark.parametrize("kappa", [1.5, 10.0])
+def test_certified_dominates_exact_moments_long(M, kappa):
+    """THEORY_SPEC 6.d validation grid: M in {1,2,5}, kappa in {1.5,10}, K = 20000."""
+    exact, res, _ = _instance_bound_vs_exact(
+        a=[1.0, kappa], u=[0.5, -1.0], p=[0.35, 0.25], ps=0.4, M=M, sigma=0.3, xs0=1.5, K=20000
+    )
+    ratio = res.value / exact
+    assert np.all(ratio >= 1 - 1e-12)
+    assert ratio[-1] > 1.0  # strictly above far out
+
+
 @settings(max_examples=15, deadline=None)
 @given(
     st.lists(st.floats(0.3, 4.0), min_size=1, max_size=3),
