@@ -1,0 +1,237 @@
+"""Pieces shared by the engine's modes: delay blocks, the server-step log, staleness bounds.
+
+* :class:`DelaySampler` -- a client's delays, drawn from its ``delays`` stream in blocks of
+  ``BLOCK`` rounds (download, compute, upload, think, in that order; constant models draw
+  nothing).  The fast engine and the per-step reference engine share it, so both consume
+  the stream identically.  Buffers are capped at ``BLOCK`` rounds (a few hundred bytes).
+* :class:`StepLog` -- appends one server step to compact ``array.array`` columns, checks
+  divergence (``||w|| > 1e150`` or non-finite), records metrics every ``record.every``
+  steps, drives the progress bar and stops the run at the step horizon.
+* :func:`physical_staleness_bound` -- the provable bound on ``t - Omega(t)`` derived from
+  the delays' supports (derivation in the function's docstring).
+* :func:`at` -- a SimPy event firing at an absolute simulated time.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from heapq import heappush
+from typing import Any
+
+import numpy as np
+import simpy
+from simpy.events import NORMAL, URGENT
+
+from fedsim.trace import DIVERGE_NORM, Recorder, Trace
+
+__all__ = ["DelaySampler", "StepLog", "physical_staleness_bound", "at", "BLOCK",
+           "cycle_support"]
+
+BLOCK = 16
+_DIV2 = DIVERGE_NORM * DIVERGE_NORM
+
+
+def at(env: simpy.Environment, t: float, priority: int = NORMAL) -> simpy.Event:
+    """An already-triggered event processed at absolute time ``t >= env.now``.
+
+    ``env.timeout(t - now)`` would fire at ``now + (t - now)``, which can differ from ``t``
+    in the last bit; the engine computes arrival times by the same sequence of additions
+    as the per-step reference (``((now + dl) + c_1) + ...``) and schedules them exactly.
+    This uses SimPy's documented event queue layout ``(time, priority, eid, event)``.
+    """
+    ev = simpy.Event(env)
+    ev._ok = True
+    ev._value = None
+    heappush(env._queue, (t, priority, next(env._eid), ev))
+    return ev
+
+
+class DelaySampler:
+    """One client's delays, drawn in blocks of ``BLOCK`` rounds (module docstring)."""
+
+    __slots__ = ("rng", "models", "counts", "const", "bufs", "j", "block")
+
+    KINDS = ("download", "compute", "upload", "think")
+
+    def __init__(self, models: dict[str, Any], rng: np.random.Generator, steps: int,
+                 block: int = BLOCK) -> None:
+        from fedsim.delays import Constant
+
+        self.rng = rng
+        self.block = int(block)
+        self.models = [models[k] for k in self.KINDS]
+        self.counts = [1, int(steps), 1, 1]
+        self.const = [float(m.value) if isinstance(m, Constant) else None for m in self.models]
+        self.bufs: list[list[float] | None] = [None, None, None, None]
+        self.j = self.block
+
+    def _refill(self) -> None:
+        for k, m in enumerate(self.models):
+            if self.const[k] is None:
+                self.bufs[k] = m.sample(self.rng, size=self.block * self.counts[k]).tolist()
+        self.j = 0
+
+    def next_round(self) -> tuple[float, list[float], float, float]:
+        """``(download, [compute per step or one per round], upload, think)``."""
+        if self.j == self.block:
+            self._refill()
+        j = self.j
+        self.j = j + 1
+        c, b = self.const, self.bufs
+        dl = c[0] if c[0] is not None else b[0][j]
+        q = self.counts[1]
+        comp = [c[1]] * q if c[1] is not None else b[1][j * q:(j + 1) * q]
+        ul = c[2] if c[2] is not None else b[2][j]
+        th = c[3] if c[3] is not None else b[3][j]
+        return dl, comp, ul, th
+
+
+class StepLog:
+    """Server-step columns, metrics, divergence, progress and the step horizon."""
+
+    def __init__(self, rec: Recorder, steps: int | None, w0: np.ndarray, progress: bool,
+                 stop: Any = None) -> None:
+        self.rec = rec
+        self.T = steps if steps is not None else sys.maxsize
+        self.t = 0
+        self.time = array("d", [0.0])
+        self.kind = array("b", [0])
+        self.client = array("q", [-1])
+        self.sst = array("q", [0])
+        self.stt = array("d", [0.0])
+        self.fill = array("q", [0])
+        self.diverged: int | None = None
+        self.stopped = False
+        self.stop_cb = stop
+        self.every = rec.every
+        self.pbar = None
+        self.pstride = sys.maxsize
+        if progress:
+            from tqdm import tqdm
+
+            self.pbar = tqdm(total=steps, file=sys.stderr, unit="step", mininterval=0.5,
+                             leave=False)
+            self.pstride = max(1, (steps or 100000) // 200)
+        self.next_metric = self.every
+        self.next_prog = self.pstride
+        self.next_hook = min(self.next_metric, self.next_prog)
+        rec.metrics_at(0, w0)
+        if rec.ergodic:
+            np.add(rec.wsum, w0, out=rec.wsum)
+
+    def log(self, now: float, kind: int, client: int, sst: int, stt: float, fill: int,
+            w: np.ndarray) -> bool:
+        """Append step ``t+1`` (model ``w`` after it); True when the run must stop."""
+        t = self.t + 1
+        self.t = t
+        self.time.append(now)
+        self.kind.append(kind)
+        self.client.append(client)
+        self.sst.append(sst)
+        self.stt.append(stt)
+        self.fill.append(fill)
+        s = np.dot(w, w)
+        if not s <= _DIV2:
+            self.diverged = t
+            self.halt()
+            return True
+        if t >= self.next_hook:
+            self._hook(t, w)
+        if self.rec.ergodic:
+            np.add(self.rec.wsum, w, out=self.rec.wsum)
+        if t >= self.T:
+            self.halt()
+            return True
+        return False
+
+    def _hook(self, t: int, w: np.ndarray) -> None:
+        if t >= self.next_metric:
+            self.rec.metrics_at(t, w)
+            self.next_metric = t + self.every
+        if t >= self.next_prog:
+            self.pbar.update(t - self.pbar.n)
+            self.next_prog = t + self.pstride
+        self.next_hook = min(self.next_metric, self.next_prog)
+
+    def halt(self) -> None:
+        """Stop the run (idempotent)."""
+        if not self.stopped:
+            self.stopped = True
+            if self.stop_cb is not None:
+                self.stop_cb()
+
+    def finish(self, w: np.ndarray, sim_time: float, bound: float) -> Trace:
+        """Build the Trace (closes the progress bar)."""
+        rec = self.rec
+        rec.time = np.frombuffer(self.time, dtype=np.float64).copy()
+        rec.kind = np.frombuffer(self.kind, dtype=np.int8).copy()
+        rec.client = np.frombuffer(self.client, dtype=np.int64).copy()
+        rec.st_steps = np.frombuffer(self.sst, dtype=np.int64).copy()
+        rec.st_time = np.frombuffer(self.stt, dtype=np.float64).copy()
+        rec.fill = np.frombuffer(self.fill, dtype=np.int64).copy()
+        if self.pbar is not None:
+            self.pbar.update(self.t - self.pbar.n)
+            self.pbar.close()
+        if self.diverged is not None and rec.m_steps[-1] != self.t:
+            with np.errstate(all="ignore"):
+                rec.metrics_at(self.t, w)
+        return rec.finish(self.t, w, sim_time, self.diverged, bound)
+
+
+def cycle_support(d: dict[str, Any], steps: int, read_at: str) -> tuple[float, float]:
+    """``(c_min, W)``: the shortest upload-to-upload cycle and the longest read-to-upload window.
+
+    ``c_min = lo(think) + lo(download) + q lo(compute) + lo(upload)`` and
+    ``W = hi(download) + q hi(compute) + hi(upload)`` (``read_at="request"``) or
+    ``q hi(compute) + hi(upload)`` (``"arrival"``), with ``q`` the compute draws per round.
+    """
+    lo = d["think"].lower + d["download"].lower + steps * d["compute"].lower + d["upload"].lower
+    hi = steps * d["compute"].upper + d["upload"].upper
+    if read_at == "request":
+        hi += d["download"].upper
+    return float(lo), float(hi)
+
+
+def physical_staleness_bound(delays_cfg: Any, n: int, steps: int, per_step: bool,
+                             count: int | None) -> float:
+    """Provable ``sup_t (t - Omega(t))`` for the physical asynchronous model.
+
+    Derivation.  Client j uploads at times ``u_1 < u_2 < ...`` with
+    ``u_{k+1} - u_k >= c_min_j`` (a whole think + download + compute + upload cycle lies
+    between two uploads of j).  An upload of client i at ``t_a`` was computed from the model
+    read at ``t_r`` with ``t_a - t_r <= W_i`` (:func:`cycle_support`), and i itself does not
+    upload in between.  A closed interval of length ``W_i`` holds at most
+    ``floor(W_i / c_min_j) + 1`` uploads of j (the +1 covers uploads at both ends, i.e. ties
+    resolved either way).  Hence the number of server steps applied between the read and
+    i's upload is at most ``U_i = sum_{j != i} (floor(W_i / c_min_j) + 1)`` and FedAsync's
+    staleness is at most ``max_i U_i``.  With a count trigger of ``K`` uploads (FedBuff,
+    AS-FedAvg), the first aggregation after the read may need a single new upload (the
+    buffer can already hold K-1), each later one K, and i's update is in the very next
+    aggregation after it arrives, so the staleness is at most ``max_i ceil(U_i / K)``.
+    Unbounded supports (``upper = inf`` or ``c_min_j = 0``) give ``inf``; timer triggers give
+    ``inf``.
+    """
+    q = steps if per_step else 1
+    cmin, win = [], []
+    for i in range(n):
+        c, w = cycle_support(delays_cfg.for_client(i), q, delays_cfg.read_at)
+        cmin.append(c)
+        win.append(w)
+    if any(c <= 0 for c in cmin) or any(not math.isfinite(w) for w in win):
+        return math.inf
+    if count is None:
+        return math.inf
+    cm = np.asarray(cmin)
+    wi = np.asarray(win)
+    f = np.floor(wi[:, None] / cm[None, :] * (1.0 + 1e-12)) + 1.0
+    np.fill_diagonal(f, 0.0)
+    u = f.sum(axis=1)
+    best = float(np.max(np.ceil(u / count)))
+    return float(best)
+
+
+def urgent_at(env: simpy.Environment, t: float) -> simpy.Event:
+    """An event at absolute time ``t`` processed before every normal event at ``t``."""
+    return at(env, t, URGENT)

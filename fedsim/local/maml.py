@@ -1,0 +1,76 @@
+"""Option B of [P] Algorithm 2 (PersA-FL-MAML, lines 8-9; estimator [P] eq. (9)).
+
+At each local step, three independent fresh batches D, D', D'' (drawn in that order from
+the client's ``noise`` stream, THEORY_SPEC 2.1):
+
+    ``g   = grad f_tilde_i(w - alpha grad f_tilde_i(w, D'), D)``
+    ``dir = g - alpha grad^2 f_tilde_i(w, D'') g``                  (``"maml"``, exact HVP)
+    ``dir = g``                                                     (``"fomaml"``, first order)
+    ``dir = g - alpha [grad f_tilde_i(w + delta g, D'') - grad f_tilde_i(w - delta g, D'')]
+            / (2 delta)``                                          (``"hfmaml"``)
+    ``w  <- w - eta dir``
+
+The Hessian-free difference follows Per-FedAvg (HF) (Fallah et al., eq. (119)), which
+divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quotient with
+``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedsim.errors import require
+from fedsim.problems.base import Problem
+
+__all__ = ["MAMLRule"]
+
+
+class MAMLRule:
+    """[P] Option B local steps; ``variant`` is ``"maml"``, ``"fomaml"`` or ``"hfmaml"``."""
+
+    def __init__(self, problem: Problem, eta: float, Q: int, batch: int, alpha: float,
+                 variant: str = "maml", hf_delta: float = 1e-3) -> None:
+        require(variant in ("maml", "fomaml", "hfmaml"), "algorithm.client_rule", variant,
+                "must be 'maml', 'fomaml' or 'hfmaml'")
+        require(math.isfinite(alpha) and alpha >= 0, "algorithm.alpha", alpha,
+                "must be finite and >= 0")
+        require(hf_delta > 0, "algorithm.hf_delta", hf_delta, "must be > 0")
+        require(int(Q) == Q and Q >= 1, "algorithm.Q", Q, "must be an integer >= 1")
+        self.problem = problem
+        self.eta, self.Q, self.batch = float(eta), int(Q), int(batch)
+        self.alpha, self.variant, self.hf_delta = float(alpha), variant, float(hf_delta)
+        self.name = variant
+
+    def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""
+        p, a, b = self.problem, self.alpha, self.batch
+        D = p.sample_batch(i, b, rng)
+        D1 = p.sample_batch(i, b, rng)
+        inner = w - a * p.batch_grad(i, w, D1)
+        g = p.batch_grad(i, inner, D)
+        if self.variant == "fomaml":
+            return g
+        D2 = p.sample_batch(i, b, rng)
+        if self.variant == "maml":
+            return g - a * p.batch_hvp(i, w, g, D2)
+        dl = self.hf_delta
+        hv = (p.batch_grad(i, w + dl * g, D2) - p.batch_grad(i, w - dl * g, D2)) / (2.0 * dl)
+        return g - a * hv
+
+    def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
+             eta: float | None = None) -> np.ndarray:
+        """One local step in place."""
+        eta = self.eta if eta is None else float(eta)
+        w -= eta * self.direction(i, w, rng)
+        return w
+
+    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
+              eta: float | None = None, Q: int | None = None) -> np.ndarray:
+        """Q local steps from ``w0`` into ``out``."""
+        if out is not w0:
+            np.copyto(out, w0)
+        for _ in range(self.Q if Q is None else Q):
+            self.step(i, out, rng, eta)
+        return out

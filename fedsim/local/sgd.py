@@ -1,0 +1,191 @@
+"""Option A of [P] Algorithm 2 (lines 5-7): Q steps of local SGD from the downloaded model.
+
+``w_{i,q+1} = w_{i,q} - eta * grad f_tilde_i(w_{i,q}, D_{i,q})`` with a fresh batch
+``D_{i,q}`` of size ``b`` at every step (THEORY_SPEC 2.1, Option A).  The same kernel
+runs AREA's client steps ([A] Algorithm 2, ``x^m = x^{m-1} - alpha g_i(x^{m-1})``) and the
+local steps of FedBuff, synchronous FedAvg and AS-FedAvg.
+
+Two code paths, the same mathematics:
+
+* **quadratic fast path** (:class:`fedsim.problems.quadratic.QuadraticProblem`): with
+  ``R_i = I - eta A_i`` and ``c_i = eta A_i b_i`` the step
+  ``w - eta (A_i (w - b_i) + e)`` is evaluated as ``R_i w + (c_i - eta e)``, two in-place
+  NumPy calls per step.  The batch noise ``e ~ N(0, C_i / b)`` (the distribution
+  ``QuadraticProblem.sample_batch`` produces, ``C_i = grad_noise_cov(i)``) is built from
+  ``d`` standard normals per step taken from the client's ``noise`` stream; a round
+  draws its ``Q d`` normals in one block (``Generator.standard_normal(out=...)``), which
+  yields exactly the numbers ``Q`` per-step draws of ``d`` would.  Isotropic noise
+  (``C_i = s^2 I``) is scaled elementwise for the whole block; otherwise each step
+  multiplies by a square-root factor ``F_i`` of ``C_i / b``.
+* **generic path** (any other :class:`~fedsim.problems.base.Problem`): ``sample_batch``
+  then ``batch_grad`` at each step, from the same ``noise`` stream.
+
+:meth:`SGDRule.round` (all Q steps at once, used by the engine) and :meth:`SGDRule.step`
+(one step, used by the per-step reference engine) give bit-identical results for the
+same stream; ``tests/test_local_rules.py`` checks it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedsim.errors import require
+from fedsim.problems.base import Problem
+
+__all__ = ["SGDRule", "QuadKernel"]
+
+
+class QuadKernel:
+    """Cached ``R_i = I - eta A_i``, ``c_i = eta A_i b_i`` and noise factors of a quadratic.
+
+    One entry per distinct Hessian (a single one when ``problem.shared_hessian``); the
+    cache is keyed by ``eta`` so a varying step (AREA's alpha_k schedule) rebuilds it.
+    """
+
+    def __init__(self, problem, batch: int) -> None:
+        self.problem = problem
+        self.n, self.d = problem.n, problem.dim
+        self.batch = int(batch)
+        C = np.asarray(problem.C_stack)
+        diag = np.einsum("nii->ni", C)
+        off = C - np.einsum("ni,ij->nij", diag, np.eye(self.d))
+        iso = bool(np.all(off == 0.0)) and bool(np.all(diag == diag[:, :1]))
+        self.isotropic = iso
+        self.zero_noise = bool(np.all(C == 0.0))
+        if iso:
+            # e = sqrt(s2 / b) * z, s2 the common diagonal of C_i
+            self.scale = [math.sqrt(float(diag[i, 0]) / self.batch) for i in range(self.n)]
+            self.factor = None
+        else:
+            self.scale = None
+            fac = []
+            for i in range(self.n):
+                ev, vec = np.linalg.eigh(0.5 * (C[i] + C[i].T))
+                fac.append((vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T
+                           / math.sqrt(self.batch))
+            self.factor = fac
+        self.shared = bool(problem.shared_hessian)
+        self._eta: float | None = None
+        self._R: list[np.ndarray] = []
+        self._c: list[np.ndarray] = []
+
+    def prepare(self, eta: float) -> None:
+        """Build R_i and c_i for step ``eta`` (no-op when unchanged)."""
+        if eta == self._eta:
+            return
+        A, b = self.problem.A_stack, self.problem.b_stack
+        eye = np.eye(self.d)
+        if self.shared:
+            R = eye - eta * A[0]
+            self._R = [R] * self.n
+        else:
+            self._R = [eye - eta * A[i] for i in range(self.n)]
+        self._c = [eta * (A[i] @ b[i]) for i in range(self.n)]
+        self._eta = eta
+
+
+class SGDRule:
+    """Option A local SGD ([P] Alg. 2 line 7; [A] Alg. 2 inner loop).
+
+    ``round(i, w0, out, rng, eta=None)`` writes ``w_{i,Q}`` into ``out``;
+    ``step(i, w, rng, eta=None)`` applies one step in place.  ``eta`` defaults to the
+    rule's own step; AREA passes the alpha it last received.
+    """
+
+    name = "sgd"
+
+    def __init__(self, problem: Problem, eta: float, Q: int, batch: int = 1) -> None:
+        require(eta >= 0 and math.isfinite(eta), "algorithm.eta", eta, "must be finite and >= 0")
+        require(int(Q) == Q and Q >= 1, "algorithm.Q", Q, "must be an integer >= 1")
+        require(int(batch) == batch and batch >= 1, "algorithm.batch", batch,
+                "must be an integer >= 1")
+        self.problem = problem
+        self.eta = float(eta)
+        self.Q = int(Q)
+        self.batch = int(batch)
+        self.d = problem.dim
+        self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
+        self.kernel = QuadKernel(problem, self.batch) if self.fast else None
+        self._tmp = np.empty(self.d)
+        self._blk = np.empty(self.Q * self.d)
+        self._v = np.empty(self.d)
+
+    # -- quadratic fast path ----------------------------------------------------------
+    def _noise_block(self, i: int, rng: np.random.Generator, eta: float, Q: int) -> np.ndarray:
+        """(Q, d) array V with rows ``c_i - eta e_q`` (isotropic noise or none)."""
+        k = self.kernel
+        if Q * self.d > self._blk.size:
+            self._blk = np.empty(Q * self.d)
+        V = self._blk[: Q * self.d].reshape(Q, self.d)
+        if k.zero_noise:
+            V[:] = k._c[i]
+            return V
+        rng.standard_normal(out=V)
+        np.multiply(V, -eta * k.scale[i], out=V)
+        np.add(V, k._c[i], out=V)
+        return V
+
+    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
+              eta: float | None = None, Q: int | None = None) -> np.ndarray:
+        """Run the Q local steps from ``w0``; the result ``w_{i,Q}`` is written into ``out``."""
+        eta = self.eta if eta is None else float(eta)
+        Q = self.Q if Q is None else Q
+        if out is not w0:
+            np.copyto(out, w0)
+        if not self.fast:
+            for _ in range(Q):
+                self._generic_step(i, out, rng, eta)
+            return out
+        k = self.kernel
+        k.prepare(eta)
+        R = k._R[i]
+        tmp = self._tmp
+        if k.zero_noise or k.isotropic:
+            V = self._noise_block(i, rng, eta, Q)
+            for q in range(Q):
+                np.dot(R, out, out=tmp)
+                np.add(tmp, V[q], out=out)
+        else:
+            for _ in range(Q):
+                self._general_noise(i, rng, eta)
+                np.dot(R, out, out=tmp)
+                np.add(tmp, self._v, out=out)
+        return out
+
+    def _general_noise(self, i: int, rng: np.random.Generator, eta: float) -> None:
+        k = self.kernel
+        z = rng.standard_normal(self.d)
+        np.dot(k.factor[i], z, out=self._v)
+        np.multiply(self._v, -eta, out=self._v)
+        np.add(self._v, k._c[i], out=self._v)
+
+    def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
+             eta: float | None = None) -> np.ndarray:
+        """One local step in place (draws one step's noise from ``rng``)."""
+        eta = self.eta if eta is None else float(eta)
+        if not self.fast:
+            self._generic_step(i, w, rng, eta)
+            return w
+        k = self.kernel
+        k.prepare(eta)
+        if k.zero_noise:
+            v = k._c[i]
+        elif k.isotropic:
+            v = rng.standard_normal(self.d)
+            np.multiply(v, -eta * k.scale[i], out=v)
+            np.add(v, k._c[i], out=v)
+        else:
+            self._general_noise(i, rng, eta)
+            v = self._v
+        np.dot(k._R[i], w, out=self._tmp)
+        np.add(self._tmp, v, out=w)
+        return w
+
+    # -- generic path -------------------------------------------------------------------
+    def _generic_step(self, i: int, w: np.ndarray, rng: np.random.Generator, eta: float) -> None:
+        p = self.problem
+        batch = p.sample_batch(i, self.batch, rng)
+        g = p.batch_grad(i, w, batch)
+        w -= eta * g

@@ -1,0 +1,33 @@
+"""Synchronous FedAvg (McMahan et al.; [P] Section 2.1 steps (i)-(iv)).
+
+Each round the server samples ``r n`` clients uniformly without replacement, sends them
+``w^t``, waits for all of them, and sets ``w^{t+1}`` to the average of their local models:
+
+    ``w^{t+1} = w^t + beta (mean_i w_{i,Q} - w^t)``  (``beta = 1``: the plain average).
+
+With ``client_rule = "maml"`` this is Per-FedAvg (Fallah et al. 2020, whose server also
+mixes with a step beta), with ``"moreau"`` it is pFedMe (Dinh et al. 2020, same beta).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["fedavg_aggregate"]
+
+
+def fedavg_aggregate(w: np.ndarray, models: Sequence[np.ndarray], beta: float = 1.0) -> np.ndarray:
+    """In place: ``w <- w + beta (mean(models) - w)``; returns ``w``."""
+    acc = np.zeros_like(w)
+    for m in models:
+        np.add(acc, m, out=acc)
+    np.divide(acc, float(len(models)), out=acc)
+    if beta == 1.0:
+        np.copyto(w, acc)
+    else:
+        np.subtract(acc, w, out=acc)
+        np.multiply(acc, beta, out=acc)
+        np.add(w, acc, out=w)
+    return w
