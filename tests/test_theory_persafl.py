@@ -73,6 +73,29 @@ def test_thm1_paper_golden_at_threshold():
     assert any(h.name.startswith("Asm 1") for h in simulator)
 
 
+@pytest.mark.parametrize(
+    "L, f, sg2, gg2, b, T, terms, eta, c",
+    [
+        # L = 4: L T = 25600, sqrt(L/T) = 1/40; s2 = 1/2; T_min = 160*4*8 = 5120
+        (4.0, 3.0, 0.5, 0.25, 2, 6400, (Fr(3, 10), Fr(1, 10), Fr(1, 20)), Fr(1, 160),
+         1 - 4 * Fr(1, 160) * 4 - 16 * Fr(1, 160) ** 2 * 16 * 3 * (1 + 4 * Fr(4, 160))),
+        # L = 1/100: L T = 1 (eta = 1), sqrt(L/T) = 1/100; s2 = 1; T_min = 12.8
+        (0.01, 5.0, 1.0, 0.0, 1, 100, (Fr(1, 5), Fr(2, 25), Fr(2, 125)), Fr(1),
+         1 - 4 * Fr(1, 100) - 16 * Fr(1, 100) ** 2 * 3 * (1 + 4 * Fr(1, 100))),
+    ],
+)
+def test_thm1_paper_golden_other_scales(L, f, sg2, gg2, b, T, terms, eta, c):
+    """Q = 1, tau = 0 (tau' = 1, E-P6) away from L = 1 (THEORY_SPEC 1.3)."""
+    r = theorem1(L=L, Q=1, tau=0, b=b, sigma_g2=sg2, gamma_g2=gg2, f_gap=f, T=T)
+    assert r.status is Status.CERTIFIED_PAPER
+    for k, x in zip(("gap", "noise_diversity", "staleness"), terms, strict=True):
+        assert close(r.terms[k], float(x)), k
+    assert close(r.value, float(sum(terms)))
+    assert close(r.step_sizes["eta"], float(eta))
+    assert close(r.derived_constants["T_min"], 160 * L * 8)
+    assert close(r.derived_constants["c_T1"], float(c))
+
+
 def test_thm1_paper_threshold_eta_beta():
     below = theorem1(**{**G1, "T": 38879})
     assert below.status is Status.NOT_APPLICABLE
@@ -241,6 +264,8 @@ def test_thm2_general_eta_golden():
     for g, x in zip(got, n, strict=True):
         assert close(g, float(x / c))
     assert close(r.value, float(sum(n) / c))
+    assert close(r.step_sizes["eta"], 1 / 128) and close(r.derived_constants["T_min"], 256.0)
+    assert close(r.derived_constants["c_T2"], float(c))
     assert "E-P19" in r.errata_applied
     big = theorem2(**G2, **G2_RUN, eta=0.2, mode="general_eta")  # c = 3/2 - 6.4 < 0
     assert big.status is Status.NOT_APPLICABLE and big.value == INF
@@ -341,6 +366,11 @@ def test_thm3_literal_and_general_golden():
     for k, x in zip(("gap", "bias", "drift_staleness", "noise_diversity"), gen, strict=True):
         assert close(g.terms[k], float(x)), k
     assert close(g.value, float(sum(gen)))
+    for res in (r, g):
+        assert close(res.step_sizes["eta"], 1 / 160)
+        assert close(res.derived_constants["T_min_paper"], 10240.0)
+        assert close(res.derived_constants["T_min"], 20480.0)
+        assert close(res.derived_constants["c_T3"], float(c))
     # literal mode below the paper's own (tau+1)^2 threshold -> NOT_APPLICABLE
     lo = theorem3(**G3, **dict(G3_RUN, T=10000), mode="paper_literal")
     assert failing(lo) == ["T >= 288 L_c (Q+7)(tau+1)^2 (paper's threshold)"]
