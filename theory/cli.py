@@ -193,7 +193,8 @@ def constants_from_file(path: str | Path, *, include_algorithm: bool = True) -> 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``fedsim bounds`` with one sub-choice per theorem."""
     p = subparsers.add_parser("bounds", help="evaluate a theorem's bound (BoundResult)",
-                              description=__doc__.split("\n\n")[0])
+                              description="Evaluate a theorem's bound: value, status, terms, "
+                              "hypotheses, step sizes (THEORY_SPEC 1.4).")
     sub = p.add_subparsers(dest="theorem", required=True, metavar="{" + ",".join(THEOREMS) + "}",
                            parser_class=type(p))
     for name, (module, _fn, opts, modes, default_mode) in THEOREMS.items():
