@@ -1,0 +1,122 @@
+"""report.py: PDF from a synthetic run directory, page plan, legibility, missing inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from matplotlib.text import Text
+
+from fedsim.errors import FedsimError
+from validation import report
+from validation._selftest import write_synthetic_run
+from validation.compare import VERDICT_COLUMNS, write_verdicts
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    write_synthetic_run(d, seed=1, replicates=12)
+    return d
+
+
+def _pdf_pages(path) -> int:
+    return len(re.findall(rb"/Type\s*/Page[^s]", path.read_bytes()))
+
+
+def test_synthetic_run_page_plan(run_dir):
+    # summary 1; ThmA: 4 panels -> 1 plot page, 3 details, 1 representative page;
+    # ThmB: 1 plot page, 1 details, 1 representative page  => 9
+    assert report.expected_pages(run_dir) == 9
+    kinds = [k for k, _ in report._plan(report.load_run(run_dir))]
+    assert kinds == ["summary", "plots", "details", "details", "details", "repr",
+                     "plots", "details", "repr"]
+
+
+@pytest.mark.slow
+def test_report_builds_with_expected_page_count(run_dir, tmp_path):
+    """Full 9-page build with PNG previews (~5 s on a loaded 2-core box)."""
+    pdf = tmp_path / "out" / "r.pdf"
+    n = report.build_report(run_dir, pdf, png_dir=tmp_path / "png", png_dpi=30)
+    assert n == 9 and _pdf_pages(pdf) == 9
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert len(list((tmp_path / "png").glob("page-*.png"))) == 9
+    assert not list(pdf.parent.glob(".tmp-*"))
+
+
+def test_verdict_colours_and_negative_control_in_synthetic_run(run_dir):
+    run = report.load_run(run_dir)
+    v = run.verdicts
+    assert set(v[v.scenario == "too_small_bound"].verdict) == {"violated"}
+    assert set(v[v.scenario == "unequal_hessians"].verdict) == {"not_applicable"}
+    assert set(v[v.scenario == "quad_shared"].verdict) == {"holds"}
+    assert run.theorems == ["ThmA", "ThmB"]
+    assert run.groups["ThmA"][:2] == [("quad_shared", "paper"),
+                                      ("quad_shared", "proof_general_eta")]
+
+
+def _figures(run):
+    for kind, arg in report._plan(run):
+        if kind == "summary":
+            yield report._summary_page(run, arg)
+        elif kind == "plots":
+            yield report._plots_page(run, *arg)
+        elif kind == "details":
+            yield report._details_page(run, *arg)
+        else:
+            yield report._repr_page(run, *arg)
+
+
+def test_every_text_is_at_least_8pt_and_missing_representative_is_stated(run_dir):
+    run = report.load_run(run_dir)
+    texts = []
+    for fig in _figures(run):
+        for t in fig.findobj(Text):
+            if t.get_text().strip():
+                assert t.get_fontsize() >= 8, t.get_text()
+                texts.append(t.get_text())
+        plt.close(fig)
+    assert any("ThmB" not in t and "area_quadratic: no representative run" in t for t in texts)
+    assert any("Student-t" in t for t in texts)  # CI method stated on the pages
+
+
+def test_page_plan_counts_by_hand(tmp_path):
+    """30 (scenario, mode) groups of one theorem with 7 scenarios, no meta:
+    summary ceil(30/24)=2, plots ceil(30/6)=5, details 7, representative ceil(7/3)=3."""
+    rows = []
+    for s in range(7):
+        for m in range(5 if s < 2 else 4):
+            for h in (10, 100):
+                rows.append(dict(theorem="T1", scenario=f"s{s}", mode=f"m{m}", horizon=h,
+                                 mean=1.0 / h, ci_low=0.9 / h, ci_high=1.1 / h, bound=2.0 / h,
+                                 status="CERTIFIED_PAPER", verdict="holds", tightness=2.0,
+                                 slope=-1.0, exact=float("nan")))
+    df = pd.DataFrame(rows)[VERDICT_COLUMNS]
+    assert df.groupby(["scenario", "mode"]).ngroups == 30
+    write_verdicts(df, tmp_path / "verdicts.csv")
+    assert report.expected_pages(tmp_path) == 2 + 5 + 7 + 3
+
+
+def test_minimal_run_dir_without_meta_builds(tmp_path):
+    df = pd.DataFrame([dict(theorem="T", scenario="s", mode="", horizon=10, mean=float("nan"),
+                            ci_low=-float("inf"), ci_high=float("inf"), bound=float("inf"),
+                            status="VACUOUS", verdict="inconclusive", tightness=float("nan"),
+                            slope=float("nan"), exact=float("nan"))])
+    write_verdicts(df, tmp_path / "verdicts.csv")
+    assert report.build_report(tmp_path) == 4  # summary, plots, details, representative
+    assert (tmp_path / "report.pdf").is_file()
+
+
+def test_missing_or_bad_inputs_raise(tmp_path):
+    with pytest.raises(FedsimError, match="no verdicts.csv"):
+        report.build_report(tmp_path, tmp_path / "r.pdf")
+    write_synthetic_run(tmp_path, replicates=3)
+    (tmp_path / "meta" / "broken.json").write_text("{not json")
+    with pytest.raises(FedsimError, match="not valid JSON"):
+        report.expected_pages(tmp_path)
+    (tmp_path / "meta" / "broken.json").write_text(json.dumps({"theorem": "x"}))
+    with pytest.raises(FedsimError, match="theorem and scenario"):
+        report.expected_pages(tmp_path)
