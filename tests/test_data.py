@@ -36,6 +36,8 @@ def test_synthetic_shapes_labels_and_dtypes():
     assert [x.shape for x in X] == [(5, 3), (6, 3), (7, 3), (8, 3)]
     assert [v.shape for v in y] == [(5,), (6,), (7,), (8,)]
     assert all(x.dtype == np.float64 for x in X) and _labels_ok(y)
+    X, _ = synthetic_logistic(2, 3, np.array([2, 3]))
+    assert [x.shape for x in X] == [(2, 3), (3, 3)]
     X, y = synthetic_logistic(2, 5, 400)
     assert all(set(np.unique(v)) == {-1.0, 1.0} for v in y)
 
@@ -107,6 +109,7 @@ def test_synthetic_heterogeneity_moves_client_means():
     ({"heterogeneity": math.inf}, "heterogeneity must be finite"),
     ({"label_noise": 0.6}, r"label_noise must be in \[0, 0.5\]"),
     ({"label_noise": -0.1}, r"label_noise must be in \[0, 0.5\]"),
+    ({"heterogeneity": "big"}, "heterogeneity must be a real number"),
     ({"seed": -1}, "seed must be a non-negative integer"),
 ])
 def test_synthetic_bad_args(kwargs, msg):
@@ -224,6 +227,7 @@ def test_digits_pca_reduction_and_max_norm():
     ({"split": "shards"}, "split must be one of"),
     ({"a": 0.0}, "a must be finite and > 0"),
     ({"a": math.nan}, "a must be finite and > 0"),
+    ({"a": "0.5"}, "a must be a real number"),
     ({"split": "classes", "classes_per_client": 0}, "classes_per_client must be an integer"),
     ({"split": "classes", "classes_per_client": 11}, "classes_per_client must be an integer"),
     ({"positive_classes": ()}, "positive_classes must be 1 to 9 distinct digits"),
@@ -317,6 +321,7 @@ def test_anchor_rows_give_unique_minimiser_on_separable_data():
 @pytest.mark.parametrize("args,kwargs,msg", [
     (([np.ones((2, 2))], [np.ones(2)]), {"s": 0.0}, "s must be finite and > 0"),
     (([np.ones((2, 2))], [np.ones(2)]), {"s": math.inf}, "s must be finite and > 0"),
+    (([np.ones((2, 2))], [np.ones(2)]), {"s": None}, "s must be a real number"),
     (([np.ones((2, 2))], [np.ones(2)]), {"clients": "last"}, "clients must be 'all' or 'first'"),
     (([], []), {}, "X_list must hold at least one client"),
     (([np.ones((2, 2))], [np.ones(2), np.ones(2)]), {}, "y_list must have one label vector"),

@@ -52,6 +52,14 @@ def _gen(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=key)))
 
 
+def _num(field: str, value: object) -> float:
+    """``value`` as a float, or ConfigError if it is not a real number."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    require(ok, field, value, "must be a real number")
+    return float(value)  # type: ignore[arg-type]
+
+
 def _check_seed(seed: object) -> None:
     require(_is_int(seed) and int(seed) >= 0, "seed", seed, "must be a non-negative integer")
 
@@ -88,16 +96,16 @@ def synthetic_logistic(
     if _is_int(samples_per_client):
         sizes = [int(samples_per_client)] * int(n_clients)
     else:
-        require(isinstance(samples_per_client, Sequence)
+        require(isinstance(samples_per_client, (Sequence, np.ndarray))
                 and len(samples_per_client) == n_clients
                 and all(_is_int(m) for m in samples_per_client),
                 "samples_per_client", samples_per_client,
                 f"must be an integer or a sequence of {n_clients} integers")
         sizes = [int(m) for m in samples_per_client]
     require(min(sizes) >= 1, "samples_per_client", samples_per_client, "must be >= 1")
-    h = float(heterogeneity)
+    h = _num("heterogeneity", heterogeneity)
     require(np.isfinite(h) and h >= 0.0, "heterogeneity", heterogeneity, "must be finite and >= 0")
-    noise = float(label_noise)
+    noise = _num("label_noise", label_noise)
     require(0.0 <= noise <= 0.5, "label_noise", label_noise, "must be in [0, 0.5]")
     _check_seed(seed)
 
@@ -241,6 +249,8 @@ def digits_binary(
       (:func:`partition_dirichlet` with concentration ``a``), ``"classes"``
       (:func:`partition_classes` with ``classes_per_client``) or ``"iid"``.  Every
       client gets at least ``min_rows`` rows, or ConfigError if that is impossible.
+      With ``"classes"`` and ``n_clients * classes_per_client < 10`` the digits no
+      client holds are left out.
 
     Needs scikit-learn (``pip install fedsim[data]``), imported only when called.
     """
@@ -249,8 +259,8 @@ def digits_binary(
     require(split in _SPLITS, "split", split, f"must be one of {list(_SPLITS)}")
     require(_is_int(min_rows) and min_rows >= 1, "min_rows", min_rows, "must be an integer >= 1")
     if split == "dirichlet":
-        require(isinstance(a, (int, float, np.integer, np.floating)) and np.isfinite(a) and a > 0,
-                "a", a, "must be finite and > 0")
+        av = _num("a", a)
+        require(np.isfinite(av) and av > 0, "a", a, "must be finite and > 0")
     if split == "classes":
         require(_is_int(classes_per_client) and 1 <= classes_per_client <= 10,
                 "classes_per_client", classes_per_client, "must be an integer in 1..10")
@@ -320,7 +330,7 @@ def add_anchor_rows(
     require(len(X_list) >= 1, "X_list", X_list, "must hold at least one client")
     require(len(X_list) == len(y_list), "y_list", f"<{len(y_list)} clients>",
             f"must have one label vector per client ({len(X_list)})")
-    sv = float(s)
+    sv = _num("s", s)
     require(np.isfinite(sv) and sv > 0.0, "s", s, "must be finite and > 0")
     require(clients in ("all", "first"), "clients", clients, "must be 'all' or 'first'")
     Xs = [np.asarray(X, dtype=np.float64) for X in X_list]
