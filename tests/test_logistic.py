@@ -127,7 +127,7 @@ def test_L_attained_at_zero_and_mu_is_infimum(inst):
         proj = np.abs(p.X[i] @ u)
         t = 60.0 / np.min(proj[proj > 0]) if np.any(proj > 0) else 1.0
         far = np.linalg.eigvalsh(p.hess(i, t * u))
-        assert far[-1] - nu <= 4e-16 * max(1.0, p.L_i[i])  # s'(60) ~ 1e-26, + round-off
+        assert far[-1] - nu <= 1e-14 * max(1.0, p.L_i[i])  # s'(60) ~ 1e-26, + eigvalsh round-off
     assert p.constants["L"].value == pytest.approx(np.max(p.L_i), rel=1e-15)
 
 

@@ -221,8 +221,9 @@ def _certify(data: _LogData, xhat: np.ndarray, note: str = "") -> Certificate:
         c = data.wts * np.exp(-(absz + r * data.row_norms)) / 4.0
         M = (data.rows.T * c) @ data.rows
         lam = float(np.linalg.eigvalsh(0.5 * (M + M.T))[0])
-        # eigenvalue round-off allowance (backward-stable symmetric eigensolver)
-        lam -= 4.0 * d * _EPS * float(np.linalg.norm(M))
+        # round-off allowances: backward-stable symmetric eigensolver, and a relative
+        # 1e-9 for the margins |z_j| and exp() (relative error ~ eps |z| <= 1e-12)
+        lam = lam * (1.0 - 1e-9) - 4.0 * d * _EPS * float(np.linalg.norm(M))
         return lam + data.nu
 
     m0 = mu_loc(0.0)
@@ -309,9 +310,9 @@ def _separability(rows: np.ndarray) -> Separability:
     if strict:
         kind = "strictly_separable"
         sep_rows = tuple(range(M))
-    elif lp_max > tol:
+    elif lp_max > tol and (sep_rows := _separable_rows(rows)):
+        # decided on the scale-free LP (t_j in {0, 1}), not on lp_max against round-off
         kind = "weakly_separable"
-        sep_rows = _separable_rows(rows)
     elif rank == d:
         kind = "coercive"
     else:
