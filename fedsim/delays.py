@@ -10,6 +10,8 @@ Every model is a frozen dataclass deriving from :class:`Delay` with
 * the support ``lower``/``upper`` (``inf`` when unbounded), always inside
   ``[0, inf)`` because delays are durations -- the engine derives its provable
   staleness bound from these;
+* ``Normal(mean, sd, low, high)`` keeps the parent normal's ``mean`` as ``loc``, so
+  that ``.mean`` is, for every model, the expected delay;
 * ``to_dict()`` and ``Delay.from_dict(d)`` with TOML-friendly dicts such as
   ``{"kind": "exponential", "rate": 2.0}`` (kinds: exponential, normal,
   lognormal, uniform, constant, empirical).
@@ -175,7 +177,8 @@ class Exponential(Delay):
     @classmethod
     def _validate(cls, p: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         rate = _real(prefix + "rate", p["rate"])
-        require(0.0 < rate < _INF, prefix + "rate", p["rate"], "must be > 0 and finite")
+        require(rate > 0.0, prefix + "rate", p["rate"], "must be > 0")
+        require(rate < _INF, prefix + "rate", p["rate"], "must be finite")
         require(1.0 / rate < _INF, prefix + "rate", p["rate"],
                 "must be large enough that the mean 1/rate is finite")
         return {"rate": rate}
@@ -358,7 +361,8 @@ class Normal(Delay):
         mean = _real(prefix + "mean", p["mean"])
         require(math.isfinite(mean), prefix + "mean", p["mean"], "must be finite")
         sd = _real(prefix + "sd", p["sd"])
-        require(0.0 < sd < _INF, prefix + "sd", p["sd"], "must be > 0 and finite")
+        require(sd > 0.0, prefix + "sd", p["sd"], "must be > 0")
+        require(sd < _INF, prefix + "sd", p["sd"], "must be finite")
         low = _real(prefix + "low", p.get("low", 0.0))
         require(0.0 <= low < _INF, prefix + "low", p.get("low", 0.0),
                 "must be >= 0 and finite (delays are durations)")
@@ -439,7 +443,8 @@ class LogNormal(Delay):
         mu = _real(prefix + "mu", p["mu"])
         require(math.isfinite(mu), prefix + "mu", p["mu"], "must be finite")
         sigma = _real(prefix + "sigma", p["sigma"])
-        require(0.0 < sigma < _INF, prefix + "sigma", p["sigma"], "must be > 0 and finite")
+        require(sigma > 0.0, prefix + "sigma", p["sigma"], "must be > 0")
+        require(sigma < _INF, prefix + "sigma", p["sigma"], "must be finite")
         require(mu + sigma * sigma < 350.0, prefix + "sigma", p["sigma"],
                 f"must satisfy mu + sigma^2 < 350 so the variance is finite (mu={mu!r})")
         return {"mu": mu, "sigma": sigma}

@@ -275,14 +275,16 @@ def test_samples_respect_support(delay, seed):
 # ---------------------------------------------------------------------------------------------
 # Validation.
 BAD = [
-    (Exponential, {"rate": -1.0}, "rate must be > 0 and finite, got rate=-1.0"),
+    (Exponential, {"rate": -1.0}, "rate must be > 0, got rate=-1.0"),
     (Exponential, {"rate": 0.0}, "rate must be > 0"),
-    (Exponential, {"rate": math.inf}, "rate must be > 0 and finite"),
+    (Exponential, {"rate": math.inf}, "rate must be finite, got rate=inf"),
     (Exponential, {"rate": math.nan}, "rate must not be NaN"),
     (Exponential, {"rate": "2"}, "rate must be a real number"),
     (Exponential, {"rate": True}, "rate must be a real number"),
     (Normal, {"mean": 1.0, "sd": 0.0}, "sd must be > 0"),
     (Normal, {"mean": 1.0, "sd": -1.0}, "sd must be > 0"),
+    (Normal, {"mean": 1.0, "sd": math.inf}, "sd must be finite"),
+    (LogNormal, {"mu": 0.0, "sigma": math.inf}, "sigma must be finite"),
     (Normal, {"mean": math.inf, "sd": 1.0}, "mean must be finite"),
     (Normal, {"mean": 1.0, "sd": 1.0, "low": -0.5}, "low must be >= 0"),
     (Normal, {"mean": 1.0, "sd": 1.0, "low": 2.0, "high": 2.0}, "high must be > low=2.0"),
@@ -325,7 +327,7 @@ def test_from_dict_errors_name_the_key():
         Delay.from_dict({"kind": "exponential", "rate": 2.0, "scale": 1.0})
     with pytest.raises(ConfigError, match="sd is required for a normal delay"):
         Delay.from_dict({"kind": "normal", "mean": 1.0})
-    with pytest.raises(ConfigError, match="delays.upload.rate must be > 0 and finite, "
+    with pytest.raises(ConfigError, match="delays.upload.rate must be > 0, "
                                           "got delays.upload.rate=-1.0"):
         Delay.from_dict({"kind": "exponential", "rate": -1.0}, "delays.upload")
     with pytest.raises(ConfigError, match="delay must be a table"):
