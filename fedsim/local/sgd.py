@@ -40,8 +40,8 @@ __all__ = ["SGDRule", "QuadKernel"]
 class QuadKernel:
     """Cached ``R_i = I - eta A_i``, ``c_i = eta A_i b_i`` and noise factors of a quadratic.
 
-    One entry per distinct Hessian (a single one when ``problem.shared_hessian``); the
-    cache is keyed by ``eta`` so a varying step (AREA's alpha_k schedule) rebuilds it.
+    Per client, keyed by the client's current ``eta`` (AREA's alpha_k schedule changes it);
+    one shared ``R`` when ``problem.shared_hessian``.
     """
 
     def __init__(self, problem, batch: int) -> None:
@@ -67,23 +67,27 @@ class QuadKernel:
                            / math.sqrt(self.batch))
             self.factor = fac
         self.shared = bool(problem.shared_hessian)
-        self._eta: float | None = None
-        self._R: list[np.ndarray] = []
-        self._c: list[np.ndarray] = []
+        self._eye = np.eye(self.d)
+        self._eta_i: list[float | None] = [None] * self.n
+        self._R_i: list[np.ndarray | None] = [None] * self.n
+        self._c_i: list[np.ndarray | None] = [None] * self.n
+        self._R0: np.ndarray | None = None
+        self._R0_eta: float | None = None
 
-    def prepare(self, eta: float) -> None:
-        """Build R_i and c_i for step ``eta`` (no-op when unchanged)."""
-        if eta == self._eta:
-            return
-        A, b = self.problem.A_stack, self.problem.b_stack
-        eye = np.eye(self.d)
-        if self.shared:
-            R = eye - eta * A[0]
-            self._R = [R] * self.n
-        else:
-            self._R = [eye - eta * A[i] for i in range(self.n)]
-        self._c = [eta * (A[i] @ b[i]) for i in range(self.n)]
-        self._eta = eta
+    def get(self, i: int, eta: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(R_i, c_i)`` for step ``eta`` (rebuilt only when client i's eta changes)."""
+        if self._eta_i[i] != eta:
+            A, b = self.problem.A_stack, self.problem.b_stack
+            if self.shared:
+                if self._R0_eta != eta:
+                    self._R0 = self._eye - eta * A[0]
+                    self._R0_eta = eta
+                self._R_i[i] = self._R0
+            else:
+                self._R_i[i] = self._eye - eta * A[i]
+            self._c_i[i] = eta * (A[i] @ b[i])
+            self._eta_i[i] = eta
+        return self._R_i[i], self._c_i[i]
 
 
 class SGDRule:
@@ -113,18 +117,19 @@ class SGDRule:
         self._v = np.empty(self.d)
 
     # -- quadratic fast path ----------------------------------------------------------
-    def _noise_block(self, i: int, rng: np.random.Generator, eta: float, Q: int) -> np.ndarray:
+    def _noise_block(self, i: int, rng: np.random.Generator, eta: float, Q: int,
+                     c: np.ndarray) -> np.ndarray:
         """(Q, d) array V with rows ``c_i - eta e_q`` (isotropic noise or none)."""
         k = self.kernel
         if Q * self.d > self._blk.size:
             self._blk = np.empty(Q * self.d)
         V = self._blk[: Q * self.d].reshape(Q, self.d)
         if k.zero_noise:
-            V[:] = k._c[i]
+            V[:] = c
             return V
         rng.standard_normal(out=V)
         np.multiply(V, -eta * k.scale[i], out=V)
-        np.add(V, k._c[i], out=V)
+        np.add(V, c, out=V)
         return V
 
     def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
@@ -139,27 +144,26 @@ class SGDRule:
                 self._generic_step(i, out, rng, eta)
             return out
         k = self.kernel
-        k.prepare(eta)
-        R = k._R[i]
+        R, c = k.get(i, eta)
         tmp = self._tmp
         if k.zero_noise or k.isotropic:
-            V = self._noise_block(i, rng, eta, Q)
+            V = self._noise_block(i, rng, eta, Q, c)
             for q in range(Q):
                 np.dot(R, out, out=tmp)
                 np.add(tmp, V[q], out=out)
         else:
             for _ in range(Q):
-                self._general_noise(i, rng, eta)
+                self._general_noise(i, rng, eta, c)
                 np.dot(R, out, out=tmp)
                 np.add(tmp, self._v, out=out)
         return out
 
-    def _general_noise(self, i: int, rng: np.random.Generator, eta: float) -> None:
-        k = self.kernel
+    def _general_noise(self, i: int, rng: np.random.Generator, eta: float,
+                       c: np.ndarray) -> None:
         z = rng.standard_normal(self.d)
-        np.dot(k.factor[i], z, out=self._v)
+        np.dot(self.kernel.factor[i], z, out=self._v)
         np.multiply(self._v, -eta, out=self._v)
-        np.add(self._v, k._c[i], out=self._v)
+        np.add(self._v, c, out=self._v)
 
     def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
              eta: float | None = None) -> np.ndarray:
@@ -169,17 +173,17 @@ class SGDRule:
             self._generic_step(i, w, rng, eta)
             return w
         k = self.kernel
-        k.prepare(eta)
+        R, c = k.get(i, eta)
         if k.zero_noise:
-            v = k._c[i]
+            v = c
         elif k.isotropic:
             v = rng.standard_normal(self.d)
             np.multiply(v, -eta * k.scale[i], out=v)
-            np.add(v, k._c[i], out=v)
+            np.add(v, c, out=v)
         else:
-            self._general_noise(i, rng, eta)
+            self._general_noise(i, rng, eta, c)
             v = self._v
-        np.dot(k._R[i], w, out=self._tmp)
+        np.dot(R, w, out=self._tmp)
         np.add(self._tmp, v, out=w)
         return w
 

@@ -1,0 +1,192 @@
+"""AREA ([A] Algorithms 1-2) in two execution modes (THEORY_SPEC 2.2).
+
+Every event is one global iteration k (client arrival, ``kind = "client"``, or
+aggregation, ``kind = "server"``); ``horizon.steps`` is K.
+
+``model = "algorithm"`` -- Algorithms 1-2 literally, on physical delays.  At time 0 the
+server broadcasts ``x_{s,0}`` and ``alpha_0``; each client process then loops: the reply
+travels (download delay), the client runs M local SGD steps from the ``x_s`` it received
+with the ``alpha`` it received (compute delay), sends ``m_i = x^M - y_i`` (upload delay) and
+sets ``y_i <- x^M``.  On arrival the server adds ``m_i / n`` to ``u_s``, increments k and
+replies with its current ``x_s`` and ``alpha_k`` (Alg. 1 sends ``alpha_k`` at iteration k).
+The aggregation criterion (``[trigger]``: every upload, every ``count`` uploads, a Poisson
+timer, a period) triggers ``x_s <- x_s + u_s, u_s <- 0`` as its own iteration.  A count
+trigger aggregates right after the arrival that completes the count (same simulated
+time); [A] footnote 3 notes such a rule breaks the i.i.d. event assumption.
+
+``model = "iterate_model"`` -- the model the theorems analyse ([A] Appendix A, eqs.
+(5)-(7) with ``G^M``): client i's events form a Poisson process of rate ``rate_i`` (its
+``compute`` delay, which must be exponential; download/upload/think are zero), the
+server's a Poisson process of rate ``lambda_s`` (``trigger.rate``), all independent, so
+the event indices J_k are i.i.d. with ``p_i = rate_i / (rate_s + sum_j rate_j)`` ([A]
+Example 3).  State: ``x_{i,0} = y_{i,0} = x_{s,0}``, ``u_s = 0``.  At client event k+1 the
+client sends ``m_i = x_{i,k} - y_{i,k}`` (u_s += m_i / n), sets ``y_i <- x_{i,k}`` and computes
+``x_i <- G^M_{i,alpha_k}[x_{s,k}]`` with step ``alpha_k`` (index k); at a server event
+``x_s <- x_s + u_s`` (= ``ybar_k``, eq. (7), by the invariant ``x_s + u_s = ybar``).
+Differences from the algorithm mode: the first message is a no-op (``x_{i,0} = x_{s,0}``),
+the step index is shifted by one, and there is no communication delay (E-A11).
+
+Staleness of a client event: global iterations since the ``x_s`` it computed from was
+read.  The provable staleness bound is reported as ``inf`` (events are unbounded in both
+modes unless every delay is bounded; not derived for AREA).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import simpy
+
+from fedsim.engine_common import DelaySampler, StepLog, at, urgent_at
+from fedsim.errors import require
+from fedsim.local import make_client_rule
+from fedsim.local.area import AreaClients
+from fedsim.servers.area import AreaServer, StepSizes
+from fedsim.trace import KINDS, Trace
+
+__all__ = ["run_area", "step_schedule", "event_probabilities"]
+
+K_CLIENT = KINDS.index("client")
+K_SERVER = KINDS.index("server")
+
+
+def event_probabilities(scenario) -> tuple[np.ndarray, float]:
+    """``(p_i, p_s)`` of the iterate model's i.i.d. events ([A] Example 3)."""
+    n = scenario.problem.n
+    rates = np.array([1.0 / scenario.delays.for_client(i)["compute"].mean for i in range(n)])
+    rs = float(scenario.trigger.rate)
+    tot = rs + rates.sum()
+    return rates / tot, rs / tot
+
+
+def step_schedule(scenario, problem) -> StepSizes | Any:
+    """``alpha_k`` of the scenario: constant, c/(k+d), or [A] Theorem 7's (via theory.area)."""
+    s = scenario.algorithm.alpha
+    if s.kind == "theorem7":
+        from theory.area import step_size
+
+        p, ps = event_probabilities(scenario)
+        cons = problem.constants
+        L, mu = float(cons["L"].value), float(cons["mu"].value)
+        require(mu > 0, "problem.mu", mu, "must be > 0 for the Theorem 7 schedule")
+        M = int(scenario.algorithm.get("M"))
+        p_min = float(min(p.min(), ps))
+        return lambda k: float(step_size(k, L=L, mu=mu, M=M, p_min=p_min))
+    return StepSizes(s.kind, s.value, s.c, s.d)
+
+
+def run_area(scenario, problem, streams, progress: bool, *,
+             check_invariant: bool = False) -> Trace:
+    """Simulate AREA; ``check_invariant`` records ``max |x_s + u_s - ybar|`` in ``info``."""
+    from fedsim.engine import initial_model, make_recorder
+
+    a = scenario.algorithm
+    n = problem.n
+    require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
+            "must be 'request' for area (the server's reply carries x_s)")
+    env = simpy.Environment()
+    done = env.event()
+
+    def stop() -> None:
+        if not done.triggered:
+            done.succeed()
+
+    sgd = make_client_rule(a, problem)
+    alpha = step_schedule(scenario, problem)
+    x0 = initial_model(problem)
+    server = AreaServer(x0, n)
+    clients = AreaClients(x0, n, sgd)
+    rec = make_recorder(scenario, problem)
+    log = StepLog(rec, scenario.horizon.steps, server.x_s, progress, stop)
+    noise = [streams.client(i, "noise") for i in range(n)]
+    steps = sgd.Q if scenario.delays.compute_per == "step" else 1
+    samplers = [DelaySampler(scenario.delays.for_client(i), streams.client(i, "delays"), steps)
+                for i in range(n)]
+    inv = {"max": 0.0}
+    iterate = a.model == "iterate_model"
+    tr = scenario.trigger
+    count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
+    rec.busy(0.0, 1.0)
+
+    def check() -> None:
+        if check_invariant:
+            r = server.x_s + server.u_s - clients.y.mean(axis=0)
+            inv["max"] = max(inv["max"], float(np.max(np.abs(r))))
+
+    def aggregate() -> bool:
+        p = server.aggregate()
+        check()
+        return log.log(env.now, K_SERVER, -1, 0, 0.0, p, server.x_s)
+
+    def client_algorithm(i: int):
+        x_recv = server.x_s.copy()
+        a_recv = alpha(0)
+        k_read, t_read = 0, 0.0
+        while True:
+            dl, comp, ul, th = samplers[i].next_round()
+            t = env.now + dl
+            for c in comp:
+                t = t + c
+            t = t + ul
+            yield at(env, t)
+            if log.stopped:
+                return
+            clients.compute(i, x_recv, a_recv, noise[i])
+            msg = clients.message(i)
+            sst = server.k - k_read
+            server.receive(msg)
+            rec.client_updates[i] += 1
+            check()
+            if log.log(t, K_CLIENT, i, sst, t - t_read, server.pending, server.x_s):
+                return
+            np.copyto(x_recv, server.x_s)
+            a_recv = alpha(server.k)
+            k_read, t_read = server.k, t
+            if count is not None and server.pending >= count and aggregate():
+                return
+            if th != 0.0:
+                yield at(env, t + th)
+                if log.stopped:
+                    return
+
+    def client_model(i: int):
+        k_read, t_read = 0, 0.0
+        t = 0.0
+        while True:
+            _dl, comp, _ul, _th = samplers[i].next_round()
+            t = t + comp[0]
+            yield at(env, t)
+            if log.stopped:
+                return
+            k = server.k
+            msg = clients.message(i)
+            server.receive(msg)
+            clients.compute(i, server.x_s, alpha(k), noise[i])
+            rec.client_updates[i] += 1
+            check()
+            if log.log(t, K_CLIENT, i, k - k_read, t - t_read, server.pending, server.x_s):
+                return
+            k_read, t_read = k, t
+
+    def timer(kind: str, param: float):
+        rng = streams.server("timer")
+        t = 0.0
+        while True:
+            t = t + (rng.exponential(1.0 / param) if kind == "poisson" else param)
+            yield at(env, t)
+            if log.stopped or aggregate():
+                return
+
+    for i in range(n):
+        env.process(client_model(i) if iterate else client_algorithm(i))
+    if tr.kind in ("poisson", "period"):
+        env.process(timer(tr.kind, tr.rate if tr.kind == "poisson" else tr.period))
+    if math.isfinite(scenario.horizon.time):
+        urgent_at(env, scenario.horizon.time).callbacks.append(lambda _ev: log.halt())
+    env.run(until=done)
+    if check_invariant:
+        rec.info["invariant_max"] = inv["max"]
+    rec.info["k"] = server.k
+    return log.finish(server.x_s, env.now, math.inf)
