@@ -1,6 +1,7 @@
 """AutogradProblem: autograd oracles vs LogisticProblem and closed forms; constants."""
 
 import math
+import pickle
 
 import autograd.numpy as anp
 import numpy as np
@@ -172,6 +173,18 @@ def test_estimated_constants_are_numeric_and_below_logistic_bounds():
     assert again["L"].value == tab["L"].value  # deterministic given the generator
     with pytest.raises(ConfigError):
         ap.estimate_constants(np.random.default_rng(0), n_points=0)
+
+
+def test_pickle_round_trip_with_module_level_loss():
+    """Process-pool workers receive problems by pickling (validation.montecarlo)."""
+    X, y, rng = logistic_data(2, 2, 3, 5, 1.0)
+    p = AutogradProblem(X, y, batch_loss=logistic_batch_loss, ridge=0.1,
+                        constants={"L": (9.0, "UPPER", "user")})
+    q = pickle.loads(pickle.dumps(p))
+    w, v = rng.normal(size=3), rng.normal(size=3)
+    assert np.array_equal(q.grad(1, w), p.grad(1, w))
+    assert np.array_equal(q.hvp(0, w, v), p.hvp(0, w, v))
+    assert q.constants["L"].value == 9.0
 
 
 # ---- bad inputs ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """LogisticProblem: oracles, the THEORY_SPEC 9.2 constants, solvers and certificates (9.4)."""
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -207,6 +208,14 @@ def test_oracles_match_finite_differences(inst):
                        rtol=1e-12, atol=1e-14)
     assert np.allclose(p.hess_f(w), np.mean([p.hess(i, w) for i in range(p.n)], axis=0),
                        rtol=1e-12, atol=1e-14)
+
+
+def test_pickle_round_trip_keeps_solutions():
+    p, rng = random_problem(2, 2, 3, 8, 1.0, 0.1, anchors=True)
+    x = p.x_star
+    q = pickle.loads(pickle.dumps(p))
+    w = rng.normal(size=3)
+    assert np.array_equal(q.grad_f(w), p.grad_f(w)) and np.array_equal(q.x_star, x)
 
 
 def test_loss_is_stable_for_huge_margins():

@@ -149,25 +149,9 @@ class AutogradProblem(Problem):
         self.user_loss = fn
         self.batched = batch_loss is not None
 
-        if self.batched:
-            def data_loss(w, Xb, yb):
-                return fn(w, Xb, yb)
-        else:
-            def data_loss(w, Xb, yb):
-                tot = 0.0
-                for j in range(Xb.shape[0]):
-                    tot = tot + fn(w, Xb[j], yb[j])
-                return tot / Xb.shape[0]
-
-        def obj(w, Xb, yb):
-            return data_loss(w, Xb, yb) + 0.5 * r * anp.dot(w, w)
-
-        self._obj = obj
-        self._grad = autograd.grad(obj)
-        self._hess = autograd.hessian(obj)
-        self._hvp = autograd.hessian_vector_product(obj)
+        self._derivatives()
         try:
-            v0 = obj(np.zeros(self.dim), Xs[0][:1], ys[0][:1])
+            v0 = self._obj(np.zeros(self.dim), Xs[0][:1], ys[0][:1])
             g0 = np.asarray(self._grad(np.zeros(self.dim), Xs[0][:1], ys[0][:1]))
         except Exception as exc:  # the user's function failed on a valid input
             raise ConfigError(f"the loss failed at w = 0 on X[0][:1], y[0][:1]: "
@@ -178,6 +162,32 @@ class AutogradProblem(Problem):
                 f"must be (dim,) = ({self.dim},): check dim")
         self._user_constants = _parse_constants(constants)
         self._table = ConstantsTable(self._user_constants)
+
+    # ---- objective and its autograd derivatives ------------------------------------------
+    def _obj(self, w: Any, Xb: np.ndarray, yb: np.ndarray) -> Any:
+        """Mean user loss over the rows of ``Xb`` plus ``ridge/2 ||w||^2`` (autograd-traceable)."""
+        if self.batched:
+            data = self.user_loss(w, Xb, yb)
+        else:
+            data = 0.0
+            for j in range(Xb.shape[0]):
+                data = data + self.user_loss(w, Xb[j], yb[j])
+            data = data / Xb.shape[0]
+        return data + 0.5 * self.ridge * anp.dot(w, w)
+
+    def _derivatives(self) -> None:
+        self._grad = autograd.grad(self._obj)
+        self._hess = autograd.hessian(self._obj)
+        self._hvp = autograd.hessian_vector_product(self._obj)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # autograd's wrapped functions are closures: drop them, rebuild on unpickling
+        # (the user loss itself must be picklable, e.g. a module-level function)
+        return {k: v for k, v in self.__dict__.items() if k not in ("_grad", "_hess", "_hvp")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._derivatives()
 
     # ---- deterministic oracles ----------------------------------------------------------
     def _w(self, w: np.ndarray) -> np.ndarray:
