@@ -120,3 +120,74 @@ def test_missing_or_bad_inputs_raise(tmp_path):
     (tmp_path / "meta" / "broken.json").write_text(json.dumps({"theorem": "x"}))
     with pytest.raises(FedsimError, match="theorem and scenario"):
         report.expected_pages(tmp_path)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["validate", "--suite", "huge"], "invalid choice: 'huge'"),
+    (["validate"], "required: --suite"),
+    (["validate", "--suite", "quick", "--replicates", "1"], "replicates must be >= 2"),
+    (["validate", "--suite", "quick", "--replicates", "two"], "replicates must be an integer"),
+    (["validate", "--suite", "quick", "--workers", "0"], "workers must be >= 1"),
+    (["validate", "--suite", "quick", "--dask", "nowhere"], "dask must be 'local'"),
+    (["report"], "required: DIR"),
+])
+def test_cli_bad_arguments_exit_2_with_one_line(argv, needle, capsys):
+    from fedsim.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fedsim: error:") and needle in err
+
+
+def test_cli_report_missing_dir_exit_2(tmp_path, capsys):
+    from fedsim.cli import main
+
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+
+
+def test_cli_validate_calls_run_suite(tmp_path, monkeypatch, capsys):
+    """validate forwards the options to validation.suites.run_suite (a stand-in here)."""
+    import sys
+    import types
+
+    from fedsim.cli import main
+
+    calls = []
+
+    def run_suite(suite, *, replicates, workers, dask, out, report):
+        calls.append(dict(suite=suite, replicates=replicates, workers=workers, dask=dask,
+                          out=out, report=report))
+        write_synthetic_run(out, replicates=3)
+        return None
+
+    monkeypatch.setitem(sys.modules, "validation.suites",
+                        types.SimpleNamespace(run_suite=run_suite))
+    out, pdf = tmp_path / "run", tmp_path / "r.pdf"
+    rc = main(["validate", "--suite", "full", "--replicates", "3", "--workers", "2", "--dask",
+               "tcp://10.0.0.1:8786", "--out", str(out), "--report", str(pdf), "--no-progress"])
+    assert rc == 0
+    assert calls == [dict(suite="full", replicates=3, workers=2, dask="tcp://10.0.0.1:8786",
+                          out=out, report=pdf)]
+    printed = capsys.readouterr().out
+    assert f"verdicts: {out / 'verdicts.csv'}" in printed and f"report:   {pdf}" in printed
+    assert "holds 14, violated 5, inconclusive 0, not_applicable 5" in printed
+
+
+def test_cli_report_rebuilds_pdf(tmp_path, capsys):
+    from fedsim.cli import main
+
+    df = pd.DataFrame([dict(theorem="T", scenario="s", mode="m", horizon=h, mean=1.0 / h,
+                            ci_low=0.9 / h, ci_high=1.1 / h, bound=2.0 / h,
+                            status="CERTIFIED_PAPER", verdict="holds", tightness=2.0,
+                            slope=-1.0, exact=float("nan")) for h in (10, 100)])
+    write_verdicts(df, tmp_path / "verdicts.csv")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "x.pdf")]) == 0
+    assert "(4 pages)" in capsys.readouterr().out
+    assert _pdf_pages(tmp_path / "x.pdf") == 4
