@@ -255,7 +255,10 @@ def test_random_generator_hits_mu_and_L(seed, n, d, shared, frac, L):
     assert abs(p.constants.value("L") - L) <= 1e-10 * L
     assert abs(p.constants.value("mu") - mu) <= 1e-10 * L
     assert eig.min() >= mu - 1e-10 * L and eig.max() <= L + 1e-10 * L
-    assert p.shared_hessian == (shared or n == 1)
+    if shared or n == 1:
+        assert p.shared_hessian
+    elif mu != L:  # (mu == L gives L*I for every client, equal or not up to rounding)
+        assert not p.shared_hessian
     assert np.allclose(p.noise_cov[0], 0.01 * np.eye(d), rtol=1e-15, atol=0)
     q = QuadraticProblem.random(n, d, mu, L, shared_hessian=shared, seed=seed)
     assert np.array_equal(p.A_stack, q.A_stack) and np.array_equal(p.b_stack, q.b_stack)
