@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +91,75 @@ def test_resume_after_simulated_kill_recomputes_nothing(tmp_path):
     assert len(_calls(log)) == n
 
 
+def test_resume_after_sigkill_of_a_real_process(tmp_path):
+    """SIGKILL a run in a child process midway; the re-run keeps every written record,
+    recomputes only unrecorded tasks, and equals an uninterrupted run."""
+    log = tmp_path / "calls.log"
+    tasks = _tasks(16, log, sleep=0.05)
+    spec = tmp_path / "tasks.json"
+    spec.write_text(json.dumps([[t.task_id, t.fn, t.payload] for t in tasks]))
+    code = ("import json, sys\nfrom validation.montecarlo import Task, run_tasks\n"
+            "ts = [Task(*x) for x in json.load(open(sys.argv[1]))]\n"
+            "run_tasks(ts, sys.argv[2], workers=1, progress=False)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(spec), str(tmp_path / "run")])
+    try:
+        deadline = time.monotonic() + 60
+        while len(load_records(tmp_path / "run")) < 4 and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the child finished before it could be killed"
+    kept = load_records(tmp_path / "run")
+    assert 4 <= len(kept) < 16
+    n_before = len(_calls(log))
+    res = run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
+    rerun = _calls(log)[n_before:]
+    assert not {f"r{int(k[3:])}" for k in kept} & set(rerun)  # nothing recorded is recomputed
+    assert len(rerun) == 16 - len(kept)
+    assert all(res[k] == v for k, v in kept.items())
+    assert res == run_tasks(tasks, tmp_path / "fresh", workers=1, progress=False)
+
+
+def test_resume_after_parent_interrupt_with_pool(tmp_path, monkeypatch):
+    """The parent is interrupted after 5 records while a 2-process pool runs; the re-run
+    (with another backend width) does not recompute the 5 recorded tasks."""
+    log = tmp_path / "calls.log"
+    tasks = _tasks(24, log)
+    real = mc.atomic_write_json
+    written = []
+
+    def write_then_die(path, obj):
+        if len(written) == 5:
+            raise KeyboardInterrupt
+        real(path, obj)
+        written.append(obj["task_id"])
+
+    monkeypatch.setattr(mc, "atomic_write_json", write_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_tasks(tasks, tmp_path / "run", workers=2, progress=False)
+    monkeypatch.setattr(mc, "atomic_write_json", real)
+    assert sorted(load_records(tmp_path / "run")) == sorted(written)
+    n_before = len(_calls(log))
+    res = run_tasks(tasks, tmp_path / "run", workers=3, progress=False)
+    rerun = _calls(log)[n_before:]
+    assert not {f"r{int(k[3:])}" for k in written} & set(rerun)
+    assert sorted(rerun) == sorted(f"r{int(t.task_id[3:])}" for t in tasks
+                                   if t.task_id not in written)
+    assert res == run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
+
+
+def test_records_frame():
+    recs = {"a": {"task_id": "a", "status": "ok", "reason": None, "value": {"x": 1.0}},
+            "b": {"task_id": "b", "status": "error", "reason": "E: m", "value": None}}
+    df = mc.records_frame(recs)
+    assert list(df.columns) == ["task_id", "status", "reason", "x"]
+    assert df.loc[0, "x"] == 1.0 and np.isnan(df.loc[1, "x"])
+    assert list(mc.records_frame({}).columns) == ["task_id", "status", "reason"]
+
+
 def test_errors_retried_diverged_kept(tmp_path):
     log = tmp_path / "calls.log"
     tasks = [Task("e", FN, {"fail": "error", "log": str(log), "tag": "e"}),
@@ -117,19 +190,30 @@ def test_worker_crash_loses_nothing_and_is_recorded(tmp_path):
     assert res2 == ref
 
 
+def _backends_agree(tmp_path, n, configs):
+    tasks = _tasks(n) + [Task("boom", FN, {"fail": "error"}),
+                         Task("div", FN, {"replicate": 2, "fail": "diverge"})]
+    ref = run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
+    for i, kw in enumerate(configs):
+        assert run_tasks(tasks, tmp_path / f"c{i}", progress=False, **kw) == ref, kw
+        for t in tasks:  # the files too, byte for byte
+            a = record_path(tmp_path / "ref", t.task_id).read_bytes()
+            assert record_path(tmp_path / f"c{i}", t.task_id).read_bytes() == a
+
+
 def test_pool_and_inprocess_and_dask_identical(tmp_path):
-    """Same records (bit for bit) in-process, with 2 and 3 processes, and on a Dask LocalCluster."""
+    """Same records (bit for bit) in-process, in a 2-process pool and on a Dask LocalCluster
+    (about 2-5 s, mostly the cluster's start-up)."""
     pytest.importorskip("dask.distributed")
-    tasks = _tasks(12) + [Task("boom", FN, {"fail": "error"}),
-                          Task("div", FN, {"replicate": 2, "fail": "diverge"})]
-    ref = run_tasks(tasks, tmp_path / "a", workers=1, progress=False)
-    assert run_tasks(tasks, tmp_path / "b", workers=2, progress=False) == ref
-    assert run_tasks(tasks, tmp_path / "c", workers=3, progress=False) == ref
-    assert run_tasks(tasks, tmp_path / "d", workers=2, dask="local", progress=False) == ref
-    for sub in "bcd":
-        for t in tasks:
-            a = record_path(tmp_path / "a", t.task_id).read_bytes()
-            assert record_path(tmp_path / sub, t.task_id).read_bytes() == a
+    _backends_agree(tmp_path, 12, [dict(workers=2), dict(workers=2, dask="local")])
+
+
+@pytest.mark.slow
+def test_backends_identical_more_workers(tmp_path):
+    pytest.importorskip("dask.distributed")
+    _backends_agree(tmp_path, 150, [dict(workers=2), dict(workers=3), dict(workers=None),
+                                    dict(workers=3, dask="local"),
+                                    dict(workers=1, dask="local")])
 
 
 def test_payload_mismatch_raises_unless_overwrite(tmp_path):

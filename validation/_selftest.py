@@ -11,12 +11,14 @@ depend on the engine or on theory.  Payload keys:
 * ``tag`` -- the text written to the log (default ``seed/replicate``);
 * ``fail`` -- ``"error"`` raises ValueError, ``"diverge"`` returns a diverged result;
 * ``interrupt_if`` -- path; if the file exists, raise KeyboardInterrupt (a simulated kill);
-* ``crash_if`` -- path; if the file exists, the process dies with ``os._exit(3)``.
+* ``crash_if`` -- path; if the file exists, the process dies with ``os._exit(3)``;
+* ``sleep`` -- seconds to sleep before computing (to kill a run midway in tests).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
@@ -39,6 +41,8 @@ def normal_mean(payload: dict) -> dict:
         raise KeyboardInterrupt("simulated kill")
     if payload.get("crash_if") and os.path.exists(payload["crash_if"]):
         os._exit(3)
+    if payload.get("sleep"):
+        time.sleep(float(payload["sleep"]))
     fail = payload.get("fail")
     if fail == "error":
         raise ValueError(f"synthetic failure in replicate {rep}\nsecond line")

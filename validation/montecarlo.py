@@ -78,6 +78,7 @@ __all__ = [
     "load_records",
     "execute_task",
     "atomic_write_json",
+    "records_frame",
     "RESUME_POLICY",
 ]
 
@@ -192,6 +193,22 @@ def load_records(run_dir: str | os.PathLike) -> dict[str, dict]:
     return out
 
 
+def records_frame(records: dict[str, dict] | Iterable[dict]) -> Any:
+    """A pandas DataFrame with one row per record: task_id, status, reason and every
+    top-level entry of ``value`` as a column (lists stay Python lists)."""
+    import pandas as pd
+
+    recs = list(records.values()) if isinstance(records, dict) else list(records)
+    rows = []
+    for rec in recs:
+        row = {"task_id": rec["task_id"], "status": rec["status"], "reason": rec["reason"]}
+        for k, v in (rec.get("value") or {}).items():
+            if k not in row:
+                row[k] = v
+        rows.append(row)
+    return pd.DataFrame(rows, columns=None if rows else ["task_id", "status", "reason"])
+
+
 # ----------------------------------------------------------------------------- execution
 
 
@@ -276,6 +293,12 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
             for rec in recs:
                 sink(rec)
                 done.add(rec["task_id"])
+        for fut in futs:  # after a break: keep chunks that finished before it
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                for rec in fut.result():
+                    if rec["task_id"] not in done:
+                        sink(rec)
+                        done.add(rec["task_id"])
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
     return [item for item in todo if item[0].task_id not in done]
