@@ -244,6 +244,7 @@ def area_moments(problem: Any, p: Any, p_s: float, M: int, alpha_schedule: Sched
     keep_zs = 1.0 - pcol - ps
     ar = np.arange(n)
     pg = pv[:, None, None, None, None]
+    J = np.tile(np.eye(d), (n, 1)) / n                # (nd, d): y-block mean as a product
 
     e0 = xs0 - x_star
     muz = np.tile(e0, 2 * n)
@@ -343,11 +344,11 @@ def area_moments(problem: Any, p: Any, p_s: float, M: int, alpha_schedule: Sched
         nPzz = W + W.T
         nPzz += Pzz
         nPzz.reshape(2, n, d, 2, n, d)[:, ar, :, :, ar, :] = Pg + pg * (NN - Pg)
-        yb = Pzz[:, nd:].reshape(nz, n, d).mean(axis=1)                  # E[z ybar^T]
+        yb = Pzz[:, nd:] @ J                                              # E[z ybar^T]
         nPzs = keep_zs * Pzs + ps * yb
         nPzs[:nd] += px_col * Vsx
         nPzs[nd:] += px_col * Pzs[:nd]
-        nPss = (1.0 - ps) * Pss + ps * yb[nd:].reshape(n, d, d).mean(axis=0)
+        nPss = (1.0 - ps) * Pss + ps * (J.T @ yb[nd:])
 
         # augmented ergodic sum: Ssum' = Ssum + e_s under every event
         ASz = PSz + Pzs.T
@@ -356,13 +357,13 @@ def area_moments(problem: Any, p: Any, p_s: float, M: int, alpha_schedule: Sched
         nPSz = ASz * (1.0 - prow)
         nPSz[:, :nd] += prow[:, :nd] * (ASs @ Rst.T + mSs[:, None] * cf[None, :])
         nPSz[:, nd:] += prow[:, :nd] * ASz[:, :nd]
-        nPSs = (1.0 - ps) * ASs + ps * ASz[:, nd:].reshape(d, n, d).mean(axis=1)
+        nPSs = (1.0 - ps) * ASs + ps * (ASz[:, nd:] @ J)
         nPSS = PSS + PSs + PSs.T + Pss
 
         nmuz = (1.0 - pz) * muz
         nmuz[:nd] += pz[:nd] * Enx
         nmuz[nd:] += pz[:nd] * muz[:nd]
-        nmus = (1.0 - ps) * mus + ps * muz[nd:].reshape(n, d).mean(axis=0)
+        nmus = (1.0 - ps) * mus + ps * (J.T @ muz[nd:])
 
         Pzz, Pzs, Pss, PSz, PSs, PSS = nPzz, nPzs, nPss, nPSz, nPSs, nPSS
         muz, mus, mS = nmuz, nmus, mSs
