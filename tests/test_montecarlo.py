@@ -203,9 +203,13 @@ def _backends_agree(tmp_path, n, configs):
 
 def test_pool_and_inprocess_and_dask_identical(tmp_path):
     """Same records (bit for bit) in-process, in a 2-process pool and on a Dask LocalCluster
-    (about 2-5 s, mostly the cluster's start-up)."""
-    pytest.importorskip("dask.distributed")
-    _backends_agree(tmp_path, 12, [dict(workers=2), dict(workers=2, dask="local")])
+    reached through its tcp:// address (about 2-5 s, mostly the cluster's start-up)."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster:
+        addr = cluster.scheduler_address
+        assert addr.startswith("tcp://")
+        _backends_agree(tmp_path, 12, [dict(workers=2), dict(dask=addr)])
 
 
 @pytest.mark.slow
