@@ -741,6 +741,12 @@ class QuadraticProblem(Problem):
         require(isinstance(n, (int, np.integer)) and n >= 1, "n", n, "must be an integer >= 1")
         require(isinstance(dim, (int, np.integer)) and dim >= 1, "dim", dim,
                 "must be an integer >= 1")
+        for name, val in (("mu", mu), ("L", L), ("heterogeneity", heterogeneity),
+                          ("noise_sd", noise_sd)):
+            require(isinstance(val, (int, float, np.integer, np.floating))
+                    and not isinstance(val, bool), name, val, "must be a real number")
+        require(isinstance(shared_hessian, (bool, np.bool_)), "shared_hessian", shared_hessian,
+                "must be a bool")
         require(math.isfinite(L) and L >= 0, "L", L, "must be finite and >= 0")
         require(math.isfinite(mu) and 0 <= mu <= L, "mu", mu, f"must be in [0, L={L}]")
         require(math.isfinite(heterogeneity) and heterogeneity >= 0, "heterogeneity",
