@@ -175,9 +175,18 @@ def _trunc(s: str, n: int) -> str:
     return s if len(s) <= n else s[: max(1, n - 1)] + "\u2026"
 
 
+def _mid(s: str, n: int) -> str:
+    """Shorten an identifier in the middle, keeping its (distinguishing) end."""
+    s = " ".join(str(s).split())
+    if len(s) <= n:
+        return s
+    head = max(1, (n - 1) // 2)
+    return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
+
+
 def _chars(width_frac: float, size: float = SMALL) -> int:
     """How many characters of a ``size``-pt font fit in ``width_frac`` of the page width."""
-    return max(3, int(width_frac * PAGE_SIZE[0] * 72 / (0.55 * size)))
+    return max(3, int((width_frac * PAGE_SIZE[0] * 72 - 5.0) / (0.62 * size)))
 
 
 def _wrap(fig: Figure, x: float, y: float, text: str, width: float, size: float = FONT,
@@ -222,7 +231,8 @@ def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header
 
 def _page(title: str, subtitle: str = "") -> Figure:
     fig = plt.figure(figsize=PAGE_SIZE)
-    fig.text(0.03, 0.965, title, fontsize=14, weight="bold", va="top")
+    fig.text(0.03, 0.965, _trunc(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
+             fontsize=14, weight="bold", va="top")
     if subtitle:
         _wrap(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
     return fig
@@ -280,7 +290,8 @@ def _summary_page(run: Run, idx: int) -> Figure:
         overall = _group_verdict(list(sub["verdict"]))
         ctl = has_ctl and sub["control"].astype(str).str.lower().isin(["true", "1"]).any()
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
-        rows.append([th, sc + ("  (control)" if ctl else ""), md or "-",
+        rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - (11 if ctl else 1))
+                     + (" (control)" if ctl else ""), _mid(md, _chars(0.08) - 1) or "-",
                      _uniq(list(sub["status"].astype(str)))[0] if len(sub) else "-",
                      str(len(sub)), *[str(n) for n in c], _SHORT[overall].upper(),
                      _rng(sub["tightness"]),
@@ -288,10 +299,10 @@ def _summary_page(run: Run, idx: int) -> Figure:
         fills.append([None] * 5 + [FILL[k] if n else None for k, n in zip(_ORDER, c,
                                                                          strict=True)]
                      + [FILL[overall], None, None])
-    widths = [0.08, 0.15, 0.09, 0.15, 0.045, 0.045, 0.05, 0.05, 0.04, 0.07, 0.085, 0.08]
+    widths = [0.08, 0.14, 0.08, 0.17, 0.045, 0.045, 0.05, 0.05, 0.04, 0.07, 0.085, 0.08]
     y = _table(fig, 0.03, 0.835, widths,
-               ["theorem", "scenario", "mode", "bound status", "#T/K", "holds", "violated",
-                "inconcl.", "n/a", "overall", "tightness", "slope (exp.)"], rows, fills)
+               ["theorem", "scenario", "mode", "bound status", "#T/K", "holds", "viol.",
+                "incon.", "n/a", "overall", "tightness", "slope (exp)"], rows, fills)
     note = (f"Verdict per horizon: holds = CI upper end <= bound; violated = CI lower end > "
             f"bound; inconclusive = otherwise (or a replicate diverged / gave NaN); n/a = not "
             f"applicable (a hypothesis fails, or the status is not a certified bound, e.g. "
@@ -331,7 +342,7 @@ def _plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
             else meta.get("expected_slope", math.nan)
         width = _chars(0.27, SMALL)
         sl = _fmt(sub["slope"].iloc[0] if len(sub) else None)
-        ax.set_title("\n".join([_trunc(f"{sc} [{md}]" if md else sc, width),
+        ax.set_title("\n".join([_mid(f"{sc} [{md}]" if md else sc, width),
                                 _trunc(f"{status}", width),
                                 _trunc(f"slope {sl} (order {_fmt(es, 2)}), bound/mean "
                                        f"{_rng(sub['tightness'])}", width)]), fontsize=SMALL)
@@ -421,7 +432,7 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
     title = f"{th} / {sc}: hypotheses, constants, tightness and slope"
     if meta is None:
         fig = _page(title)
-        fig.text(0.03, 0.85, "No metadata (meta/*.json) was recorded for this scenario.",
+        fig.text(0.03, 0.9, "No metadata (meta/*.json) was recorded for this scenario.",
                  fontsize=FONT)
         meta = {}
     else:
@@ -463,14 +474,14 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
             oracle = "no oracle"
         bad = int(s["n_nonfinite"].sum()) if "n_nonfinite" in s.columns else 0
         bad += int(s["n_failed"].sum()) if "n_failed" in s.columns else 0
-        trows.append([md or "-", str(s["status"].iloc[0]),
+        trows.append([_mid(md, _chars(0.1) - 1) or "-", str(s["status"].iloc[0]),
                       f"{_fmt(s['horizon'].min())} - {_fmt(s['horizon'].max())} ({len(s)})",
                       _rng(s["tightness"]), f"{_fmt(s['slope'].iloc[0])} +- {_fmt(se, 2)}",
                       _fmt(es), oracle, str(bad), _SHORT[ov]])
         tfill.append([None] * 8 + [FILL[ov]])
     fig.text(0.03, 0.395, "Tightness (bound / MC mean) and log-log slope per mode",
              fontsize=FONT + 1, weight="bold")
-    _table(fig, 0.03, 0.385, [0.1, 0.15, 0.11, 0.09, 0.1, 0.06, 0.16, 0.09, 0.07],
+    _table(fig, 0.03, 0.385, [0.1, 0.17, 0.11, 0.09, 0.1, 0.06, 0.14, 0.09, 0.07],
            ["mode", "bound status", "horizons (#)", "tightness", "slope +- se", "expected",
             f"exact oracle (FAR {ORACLE_FAR:g})", "failed/non-fin.", "overall"], trows, tfill,
            max_rows=5)
