@@ -469,8 +469,12 @@ class LogisticProblem(Problem):
     def synthetic(cls, n_clients: int, dim: int, samples_per_client: int, *,
                   heterogeneity: float = 1.0, label_noise: float = 0.1, seed: int = 0,
                   nu_reg: float = 0.0, anchors: str | None = "all",
-                  anchor_scale: float = 1.0) -> LogisticProblem:
+                  anchor_scale: float = 1.0, feature_scale: float = 1.0) -> LogisticProblem:
         """``data.synthetic_logistic(...)`` plus anchor rows (THEORY_SPEC 9.4).
+
+        ``feature_scale`` multiplies every feature row (before the anchors are appended), so
+        the data constants scale as L ~ s^2, G ~ s, rho ~ s^3: use it to build instances at
+        L << 1 (THEORY_SPEC 1.3, E-P17: the theorems are not scale invariant).
 
         ``anchors`` is ``"all"`` (every client: all f_i have unique minimisers),
         ``"first"`` (one client: the global minimiser exists) or ``None``.
@@ -480,6 +484,9 @@ class LogisticProblem(Problem):
         X, y = data.synthetic_logistic(n_clients, dim, samples_per_client,
                                        heterogeneity=heterogeneity, label_noise=label_noise,
                                        seed=seed)
+        require(math.isfinite(feature_scale) and feature_scale > 0, "feature_scale",
+                feature_scale, "must be finite and > 0")
+        X = [feature_scale * x for x in X]
         return cls._with_anchors(X, y, nu_reg, anchors, anchor_scale)
 
     @classmethod

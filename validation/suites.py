@@ -1,0 +1,320 @@
+"""Named validation suites and their orchestration (``fedsim validate``).
+
+A suite is a list of :class:`validation.scenarios.Case` objects.  :func:`run_suite`
+
+1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
+   oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
+2. runs every replicate of every run set through :func:`validation.montecarlo.run_tasks`
+   (process pool by default, or Dask; resumable, one record per replicate),
+3. turns the records into verdict rows with :func:`validation.compare.verdict_table`
+   (Student-t 99% CI of the mean over replicates; ``holds`` iff the CI's upper end is at
+   or under the bound, in a scenario whose checkable hypotheses hold),
+4. adds the negative controls and checks that each got the verdict it must get:
+
+   * (a) out-of-regime variants must be ``not_applicable`` with the failing hypothesis named;
+   * (b) for one in-regime scenario per theorem, the same data against the bound divided by
+     1000 (mode ``<mode>/1000``) must be ``violated``;
+   * (c) THEORY_SPEC 7.d: the paper-literal Theorem 8 bound must be ``violated`` and the
+     corrected one must hold,
+
+5. writes ``verdicts.csv``, ``meta/*.json`` (hypotheses, tagged constants, representative
+   run) and the PDF report.
+
+``quick`` covers every theorem at two scales and every control with small R (minutes on two
+cores); ``full`` uses larger grids and R, enough for tightness ratios to about 10%.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedsim.errors import ConfigError, require
+from theory.result import Hypothesis, Status
+from validation import scenarios as S
+from validation.compare import verdict_table, write_verdicts
+from validation.montecarlo import Task, atomic_write_json, run_tasks
+
+__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "collect"]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named suite: default replicates, the case list, and the /1000 control scenarios."""
+
+    name: str
+    replicates: int
+    cases: Callable[[int], list[S.Case]]
+    div1000: tuple[tuple[str, str], ...]
+    description: str
+
+
+def _ctrl_r(R: int) -> int:
+    return max(2, min(R, 4))
+
+
+def _quick(R: int) -> list[S.Case]:
+    c = _ctrl_r(R)
+    return [
+        S.theorem1_case("L1", horizons=[10240], replicates=R),
+        S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000], replicates=R),
+        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="step10x"),
+        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="tau_small"),
+        S.theorem2_case("L1", horizons=[200, 800], replicates=R),
+        S.theorem2_case("Lsmall", horizons=[200, 800], replicates=R),
+        S.theorem2_case("L1", horizons=[200], replicates=c, variant="step10x"),
+        S.theorem3_case("L1", horizons=[21066], replicates=R),
+        S.theorem3_case("Lsmall", horizons=[240, 480, 960], replicates=R),
+        S.theorem3_case("Lsmall", horizons=[240], replicates=c, variant="step10x"),
+        S.theorem3_case("Lsmall", horizons=[312], replicates=c, variant="lam_lt_7L"),
+        S.theorem7_case("L1", horizons=[100, 300, 1000, 3000, 10000], replicates=R),
+        S.theorem7_case("Lsmall", horizons=[100, 300, 1000, 3000, 10000], replicates=R),
+        S.theorem7_case("L1", horizons=[100, 1000], replicates=c, variant="step10x"),
+        S.theorem7_case("L1", horizons=[100, 1000], replicates=c, variant="fixed_count"),
+        S.theorem8_case("L1", horizons=[100, 400, 1600], replicates=R),
+        S.theorem8_case("Lsmall", horizons=[100, 400, 1600], replicates=R),
+        S.theorem8_case("L1", horizons=[100], replicates=c, variant="step10x"),
+        S.theorem8_counterexample(M=50, K=9, replicates=25 * R),
+        S.theorem8_counterexample(M=10, K=8, replicates=25 * R),
+    ]
+
+
+def _full(R: int) -> list[S.Case]:
+    c = _ctrl_r(R)
+    return [
+        S.theorem1_case("L1", horizons=[10240, 20480, 40960], replicates=R),
+        S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000, 8000, 16000], replicates=R),
+        S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="step10x"),
+        S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="tau_small"),
+        S.theorem2_case("L1", horizons=[200, 800, 3200, 12800], replicates=R),
+        S.theorem2_case("Lsmall", horizons=[200, 800, 3200, 12800], replicates=R),
+        S.theorem2_case("L1", horizons=[200, 800], replicates=c, variant="step10x"),
+        S.theorem3_case("L1", horizons=[21066, 42132], replicates=R),
+        S.theorem3_case("Lsmall", horizons=[240, 480, 960, 1920, 3840], replicates=R),
+        S.theorem3_case("Lsmall", horizons=[240, 960], replicates=c, variant="step10x"),
+        S.theorem3_case("Lsmall", horizons=[312, 1248], replicates=c, variant="lam_lt_7L"),
+        S.theorem7_case("L1", horizons=[100, 300, 1000, 3000, 10000, 30000, 100000],
+                        replicates=R),
+        S.theorem7_case("Lsmall", horizons=[100, 300, 1000, 3000, 10000, 30000, 100000],
+                        replicates=R),
+        S.theorem7_case("L1", horizons=[100, 1000, 10000], replicates=c, variant="step10x"),
+        S.theorem7_case("L1", horizons=[100, 1000, 10000], replicates=c,
+                        variant="fixed_count"),
+        S.theorem8_case("L1", horizons=[100, 400, 1600, 6400, 25600], replicates=R),
+        S.theorem8_case("Lsmall", horizons=[100, 400, 1600, 6400, 25600], replicates=R),
+        S.theorem8_case("L1", horizons=[100, 1600], replicates=c, variant="step10x"),
+        S.theorem8_counterexample(M=50, K=9, replicates=20 * R),
+        S.theorem8_counterexample(M=10, K=8, replicates=20 * R),
+    ]
+
+
+_DIV1000 = (("theorem1", "quad-L1"), ("theorem2", "logistic-Lsmall"), ("theorem3", "quad-Lsmall"),
+            ("theorem7", "quad-L1"), ("theorem8", "logistic-L1"))
+
+SUITES: dict[str, Suite] = {
+    "quick": Suite("quick", 16, _quick, _DIV1000,
+                   "every theorem at L ~ 1 and L << 1, every negative control, small R"),
+    "full": Suite("full", 200, _full, _DIV1000,
+                  "larger horizon grids and R = 200: CIs tight enough for ~10% tightness"),
+}
+
+
+def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
+    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default)."""
+    require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
+    R = SUITES[suite].replicates if replicates is None else int(replicates)
+    require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
+    return SUITES[suite].cases(R)
+
+
+def _tasks(cases: list[S.Case]) -> list[Task]:
+    tasks = []
+    for case in cases:
+        rep_key = max(case.runs, key=lambda r: max(r.horizons)).key
+        for run in case.runs:
+            for r in range(run.replicates):
+                tasks.append(Task(f"{run.key}/r{r}", "validation.worker:run_replicate",
+                                  {"scenario": run.scenario, "replicate": r,
+                                   "metric": run.metric, "horizons": list(run.horizons),
+                                   "representative": r == 0 and run.key == rep_key}))
+    return tasks
+
+
+def _hyp_dict(h: Hypothesis) -> dict[str, Any]:
+    return {"name": h.name, "holds": h.holds, "detail": h.detail}
+
+
+def _case_hypotheses(case: S.Case, recs: dict[str, dict]) -> list[Hypothesis]:
+    """The simulation-side checks of a case, evaluated on its records."""
+    out = []
+    for chk in case.sim_checks:
+        stale = [rec["value"]["max_staleness"] for run in case.runs
+                 for r in range(run.replicates)
+                 if (rec := recs.get(f"{run.key}/r{r}")) and rec.get("value")]
+        if not stale:
+            out.append(Hypothesis(chk.name, None, chk.detail + "; no replicate finished"))
+            continue
+        m = max(stale)
+        out.append(Hypothesis(chk.name, bool(m <= chk.tau),
+                              f"{chk.detail}; measured max staleness {m:g} over "
+                              f"{len(stale)} replicates"))
+    return out
+
+
+def _merged(row: S.Row, sim: list[Hypothesis]) -> list[Hypothesis]:
+    """Theory hypotheses with the simulator-only ones (holds=None) replaced by measurements."""
+    hyps = list(row.result.hypotheses)
+    if sim:
+        hyps = [h for h in hyps if not (h.holds is None and ("stale" in h.name.lower()
+                                                             or "H1.4" in h.name
+                                                             or "Asm 1" in h.name
+                                                             or "Assumption 1" in h.name))]
+        hyps += sim
+    return hyps
+
+
+def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
+            ) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
+    """Verdict table and per-(theorem, scenario) metadata from the records."""
+    samples, bounds, metas = [], [], {}
+    for case in cases:
+        sim = _case_hypotheses(case, recs)
+        n_failed = 0
+        rep = None
+        for run in case.runs:
+            for r in range(run.replicates):
+                rec = recs.get(f"{run.key}/r{r}")
+                if rec is None or rec["status"] == "error":
+                    n_failed += 1
+                    continue
+                val = rec.get("value") or {}
+                if val.get("staleness_steps") is not None:
+                    rep = {k: val[k] for k in ("staleness_steps", "concurrency_time",
+                                               "concurrency_busy", "concurrency_mean")
+                           if k in val}
+                for h, v in zip(run.horizons, val.get("values", []), strict=True):
+                    if rec["status"] == "diverged":
+                        v = math.inf
+                    for row in case.rows:
+                        if row.run_key == run.key and row.horizon == h:
+                            samples.append((case.theorem, case.scenario, row.mode, h, v))
+        for row in case.rows:
+            hyps = _merged(row, sim)
+            hold = not any(h.holds is False for h in hyps)
+            failing = "; ".join(h.name for h in hyps if h.holds is False)
+            status = row.result.status
+            if not hold and status is not Status.NOT_APPLICABLE:
+                status = Status.NOT_APPLICABLE
+            base = dict(theorem=case.theorem, scenario=case.scenario, horizon=row.horizon,
+                        status=status.value, hypotheses_hold=hold, exact=row.exact,
+                        expected_slope=case.expected_slope, n_failed=n_failed,
+                        failing_hypotheses=failing)
+            claim = status in S.CLAIM_STATUSES and hold
+            bounds.append(dict(base, mode=row.mode, bound=row.bound, bound_is_certified=claim,
+                               control=row.control, expected_verdict=row.expected_verdict))
+            if (case.theorem, case.scenario) in div1000:
+                samples += [(t, s, f"{row.mode}/1000", h, v) for (t, s, m, h, v) in samples
+                            if (t, s, m, h) == (case.theorem, case.scenario, row.mode,
+                                                row.horizon)]
+                bounds.append(dict(base, mode=f"{row.mode}/1000", bound=row.bound / 1000,
+                                   bound_is_certified=claim, control="bound_div_1000",
+                                   expected_verdict="violated", exact=math.nan))
+        r0 = case.rows[0].result
+        metas[(case.theorem, case.scenario)] = {
+            "theorem": case.theorem, "scenario": case.scenario,
+            "mode": ", ".join(dict.fromkeys(r.mode for r in case.rows)),
+            "title": case.title, "description": case.description, "x_label": case.x_label,
+            "quantity": case.quantity, "expected_slope": case.expected_slope,
+            "hypotheses": [_hyp_dict(h) for h in _merged(case.rows[-1], sim)],
+            "constants": case.constants,
+            "bound_status": ", ".join(dict.fromkeys(r.result.status.value for r in case.rows)),
+            "step_sizes": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                           for k, v in r0.step_sizes.items()},
+            "errata_applied": list(r0.errata_applied),
+            "notes": case.notes + list(dict.fromkeys(r0.warnings)),
+            "control": case.control,
+        }
+        if rep is not None:
+            metas[(case.theorem, case.scenario)]["representative"] = rep
+    sdf = pd.DataFrame(samples, columns=["theorem", "scenario", "mode", "horizon", "value"])
+    table = verdict_table(sdf, pd.DataFrame(bounds))
+    exp = table["expected_verdict"].fillna("")
+    ok = (exp == "") | (table["verdict"] == exp)
+    # (a) must also name the failing hypothesis
+    oor = table["control"].fillna("").str.startswith("out_of_regime")
+    ok &= ~oor | (table["failing_hypotheses"].fillna("") != "")
+    table["control_ok"] = np.where(exp == "", None, ok)
+    return table, metas
+
+
+def run_suite(suite: str, *, replicates: int | None = None, workers: int | None = None,
+              dask: str | None = None, out: str | os.PathLike = "runs/quick",
+              report: str | os.PathLike | None = "reports/validation-quick.pdf",
+              progress: bool = True) -> dict[str, Any]:
+    """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
+
+    Returns ``{"verdicts": path, "report": path or None, "seconds": float,
+    "controls_ok": bool, "in_regime_ok": bool}``.
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
+    out.mkdir(parents=True, exist_ok=True)
+    S.set_oracle_cache(out / "oracle-cache")
+    try:
+        cases = build_cases(suite, replicates)
+    finally:
+        S.set_oracle_cache(None)
+    keys = [(c.theorem, c.scenario) for c in cases]
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"suite {suite!r} has duplicate (theorem, scenario) pairs")
+    tasks = _tasks(cases)
+    recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
+                     desc=f"{suite} replicates")
+    table, metas = collect(cases, recs, SUITES[suite].div1000)
+    csv = write_verdicts(table, out / "verdicts.csv")
+    for (th, sc), meta in metas.items():
+        atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
+    atomic_write_json(out / "suite.json", {"suite": suite, "replicates": replicates,
+                                           "seed": S.SEED, "tasks": len(tasks)})
+    pdf = None
+    if report is not None:
+        from validation.report import build_report
+
+        pdf = Path(report)
+        pdf.parent.mkdir(parents=True, exist_ok=True)
+        build_report(out, pdf)
+    ctrl = table["control_ok"].dropna()
+    in_reg = table[(table["control"].fillna("") == "")
+                   & table["status"].isin(["CERTIFIED_PAPER", "CERTIFIED_CORRECTED"])]
+    result = {"verdicts": str(csv), "report": str(pdf) if pdf else None,
+              "seconds": time.perf_counter() - t0,
+              "controls_ok": bool(ctrl.astype(bool).all()),
+              "in_regime_ok": bool((in_reg["verdict"] == "holds").all())}
+    if progress:
+        bad = table[table["control_ok"].astype(object).eq(False)]
+        for _, r in bad.iterrows():
+            sys.stderr.write(f"fedsim: CONTROL FAILED {r['theorem']} {r['scenario']} "
+                             f"{r['mode']} T/K={r['horizon']}: got {r['verdict']}, expected "
+                             f"{r['expected_verdict']}\n")
+        for _, r in in_reg[in_reg["verdict"] != "holds"].iterrows():
+            sys.stderr.write(f"fedsim: in-regime row not 'holds': {r['theorem']} "
+                             f"{r['scenario']} {r['mode']} T/K={r['horizon']} -> "
+                             f"{r['verdict']} (mean {r['mean']:.4g}, CI [{r['ci_low']:.4g}, "
+                             f"{r['ci_high']:.4g}], bound {r['bound']:.4g})\n")
+    atomic_write_json(out / "summary.json", result)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps(run_suite(sys.argv[1] if len(sys.argv) > 1 else "quick"), indent=1))
