@@ -32,18 +32,26 @@ simulated time; wall-clock time never enters a result.  A run whose model diverg
 from __future__ import annotations
 
 import math
+from heapq import heappush
 from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import NORMAL
 
 from fedsim.config import Scenario, build_problem
-from fedsim.engine_common import DelaySampler, StepLog, at, physical_staleness_bound, urgent_at
+from fedsim.engine_common import (
+    _DIV2,
+    DelaySampler,
+    StepLog,
+    at,
+    physical_staleness_bound,
+    urgent_at,
+)
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.servers.asfedavg import ASFedAvgServer
-from fedsim.servers.fedasync import fedasync_apply
 from fedsim.servers.fedbuff import FedBuffServer
 from fedsim.trace import KINDS, Recorder, Trace
 
@@ -114,6 +122,8 @@ def run(scenario: Scenario, replicate: int = 0, *, progress: bool = False) -> Tr
 class _AsyncRun:
     """State of one asynchronous physical run (FedAsync, FedBuff, AS-FedAvg)."""
 
+    lean_log = True
+
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool) -> None:
         self.sc = scenario
         a = scenario.algorithm
@@ -125,6 +135,8 @@ class _AsyncRun:
         self.w = initial_model(problem)
         self.rec = make_recorder(scenario, problem)
         self.log = StepLog(self.rec, scenario.horizon.steps, self.w, progress, self._stop)
+        if a.name == "fedasync" and self.lean_log:
+            self.log.fast_columns()
         steps = self.rule.Q if scenario.delays.compute_per == "step" else 1
         self.samplers = [DelaySampler(scenario.delays.for_client(i),
                                       streams.client(i, "delays"), steps) for i in range(n)]
@@ -145,6 +157,7 @@ class _AsyncRun:
         if self.kind != "fedasync":
             self.count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
         self.pending: list[tuple[int, float, int]] = []
+        self.counts = [0] * n
         self.idle = 0
         self.rec.busy(0.0, 1.0)
         bound_count = 1 if self.kind == "fedasync" else self.count
@@ -166,6 +179,10 @@ class _AsyncRun:
         if math.isfinite(sc.horizon.time):
             urgent_at(env, sc.horizon.time).callbacks.append(lambda _ev: self.log.halt())
         env.run(until=self.done)
+        if self.log.lazy:  # FedAsync hot path: one upload per step, counted from the log
+            cl = np.frombuffer(self.log.client, dtype=np.int64)[1:]
+            self.counts = np.bincount(cl, minlength=self.n)
+        self.rec.client_updates[:] = self.counts
         self.rec.info.update(self._rule_info())
         return self.log.finish(self.w, env.now, self.bound)
 
@@ -178,12 +195,88 @@ class _AsyncRun:
 
     # -- processes -------------------------------------------------------------------
     def _client(self, i: int):
+        if self.kind == "fedasync":
+            return self._client_fedasync(i)
+        return self._client_buffered(i)
+
+    def _client_fedasync(self, i: int):
+        """FedAsync hot path: one event per round, lean step log (same results as log.log)."""
         env, log, w = self.env, self.log, self.w
-        rule, rng, sampler = self.rule, self.noise[i], self.samplers[i]
+        rule_round, rng, sampler = self.rule.round, self.noise[i], self.samplers[i]
         snap, out, delta = self.snaps[i], self.out, self.delta
-        kind, beta = self.kind, self.beta
+        beta = self.beta
         arrival = self.sc.delays.read_at == "arrival"
-        updates = self.rec.client_updates
+        copyto, subtract, dot = np.copyto, np.subtract, np.dot
+        app_t, app_c, app_o, app_r = log.time.append, log.client.append, \
+            log.omega.append, log.t_read.append
+        queue, eid, new, Event = env._queue, env._eid, object.__new__, simpy.Event
+        T, ergodic, wsum = log.T, log.ergodic, self.rec.wsum if log.ergodic else None
+        n = self.n
+        rounds: list = []
+        j = 0
+        while True:
+            if j == len(rounds):
+                rounds = sampler.block()
+                j = 0
+            dl, comp, ul, th = rounds[j]
+            j += 1
+            t = env.now
+            if arrival:
+                t = t + dl
+                yield at(env, t)
+                if log.stopped:
+                    return
+            copyto(snap, w)
+            omega = log.t
+            t_read = t
+            if not arrival:
+                t = t + dl
+            for c in comp:
+                t = t + c
+            t = t + ul
+            ev = new(Event)  # inlined engine_common.at(env, t)
+            ev.env, ev.callbacks, ev._ok, ev._value = env, [], True, None
+            heappush(queue, (t, NORMAL, next(eid), ev))
+            yield ev
+            if log.stopped:
+                return
+            rule_round(i, snap, out, rng)
+            subtract(snap, out, out=delta)
+            if beta != 1.0:
+                np.multiply(delta, beta, out=delta)
+            subtract(w, delta, out=w)  # fedasync_apply, [P] Alg. 1 line 4
+            step = log.t + 1
+            log.t = step
+            app_t(t)
+            app_c(i)
+            app_o(omega)
+            app_r(t_read)
+            if not dot(w, w) <= _DIV2:
+                log.diverged = step
+                log.halt()
+                return
+            if step >= log.next_hook:
+                log.hook(step, w)
+            if ergodic:
+                np.add(wsum, w, out=wsum)
+            if step >= T:
+                log.halt()
+                return
+            if th != 0.0:
+                self.idle += 1
+                self.rec.busy(t, (n - self.idle) / n)
+                yield at(env, t + th)
+                self.idle -= 1
+                self.rec.busy(t + th, (n - self.idle) / n)
+                if log.stopped:
+                    return
+
+    def _client_buffered(self, i: int):
+        """FedBuff / AS-FedAvg client: the same cycle, uploads go to the server buffer."""
+        env, log = self.env, self.log
+        rule_round, rng, sampler = self.rule.round, self.noise[i], self.samplers[i]
+        snap, out = self.snaps[i], self.out
+        arrival = self.sc.delays.read_at == "arrival"
         n = self.n
         while True:
             dl, comp, ul, th = sampler.next_round()
@@ -193,7 +286,7 @@ class _AsyncRun:
                 yield at(env, t)
                 if log.stopped:
                     return
-            np.copyto(snap, w)
+            np.copyto(snap, self.w)
             omega = log.t
             t_read = t
             if not arrival:
@@ -204,18 +297,12 @@ class _AsyncRun:
             yield at(env, t)
             if log.stopped:
                 return
-            rule.round(i, snap, out, rng)
-            updates[i] += 1
-            if kind == "fedasync":
-                np.subtract(snap, out, out=delta)
-                fedasync_apply(w, delta, beta)
-                if log.log(t, K_UPLOAD, i, log.t - omega, t - t_read, 1, w):
+            rule_round(i, snap, out, rng)
+            self.counts[i] += 1
+            self._buffer(i, snap, out, omega, t_read)
+            if self.count is not None and self.buf.fill >= self.count:
+                if self._aggregate():
                     return
-            else:
-                self._buffer(i, snap, out, omega, t_read)
-                if self.count is not None and self.buf.fill >= self.count:
-                    if self._aggregate():
-                        return
             if th != 0.0:
                 self.idle += 1
                 self.rec.busy(t, (n - self.idle) / n)

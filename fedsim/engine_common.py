@@ -24,13 +24,16 @@ import numpy as np
 import simpy
 from simpy.events import NORMAL, URGENT
 
-from fedsim.trace import DIVERGE_NORM, Recorder, Trace
+from fedsim.trace import DIVERGE_NORM, KINDS, Recorder, Trace
 
 __all__ = ["DelaySampler", "StepLog", "physical_staleness_bound", "at", "BLOCK",
            "cycle_support"]
 
 BLOCK = 16
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
+_new_event = object.__new__
+_dot = np.dot
+_K_UPLOAD = KINDS.index("upload")
 
 
 def at(env: simpy.Environment, t: float, priority: int = NORMAL) -> simpy.Event:
@@ -41,7 +44,9 @@ def at(env: simpy.Environment, t: float, priority: int = NORMAL) -> simpy.Event:
     as the per-step reference (``((now + dl) + c_1) + ...``) and schedules them exactly.
     This uses SimPy's documented event queue layout ``(time, priority, eid, event)``.
     """
-    ev = simpy.Event(env)
+    ev = _new_event(simpy.Event)
+    ev.env = env
+    ev.callbacks = []
     ev._ok = True
     ev._value = None
     heappush(env._queue, (t, priority, next(env._eid), ev))
@@ -49,9 +54,14 @@ def at(env: simpy.Environment, t: float, priority: int = NORMAL) -> simpy.Event:
 
 
 class DelaySampler:
-    """One client's delays, drawn in blocks of ``BLOCK`` rounds (module docstring)."""
+    """One client's delays, drawn in blocks of ``BLOCK`` rounds (module docstring).
 
-    __slots__ = ("rng", "models", "counts", "const", "bufs", "j", "block")
+    :meth:`block` returns the next ``BLOCK`` rounds as tuples
+    ``(download, (compute, ...), upload, think)`` (one compute entry per local step when
+    ``compute_per = "step"``, else one); :meth:`next_round` returns one round.
+    """
+
+    __slots__ = ("rng", "models", "counts", "const", "j", "block_size", "rounds")
 
     KINDS = ("download", "compute", "upload", "think")
 
@@ -60,32 +70,36 @@ class DelaySampler:
         from fedsim.delays import Constant
 
         self.rng = rng
-        self.block = int(block)
+        self.block_size = int(block)
         self.models = [models[k] for k in self.KINDS]
         self.counts = [1, int(steps), 1, 1]
         self.const = [float(m.value) if isinstance(m, Constant) else None for m in self.models]
-        self.bufs: list[list[float] | None] = [None, None, None, None]
-        self.j = self.block
-
-    def _refill(self) -> None:
-        for k, m in enumerate(self.models):
-            if self.const[k] is None:
-                self.bufs[k] = m.sample(self.rng, size=self.block * self.counts[k]).tolist()
+        self.rounds: list[tuple] = []
         self.j = 0
 
-    def next_round(self) -> tuple[float, list[float], float, float]:
-        """``(download, [compute per step or one per round], upload, think)``."""
-        if self.j == self.block:
-            self._refill()
+    def block(self) -> list[tuple[float, tuple[float, ...], float, float]]:
+        """Draw the next ``BLOCK`` rounds (download, compute, upload, think blocks in order)."""
+        B = self.block_size
+        cols: list[list] = []
+        for k, m in enumerate(self.models):
+            c = self.const[k]
+            if c is None:
+                cols.append(m.sample(self.rng, size=B * self.counts[k]).tolist())
+            else:
+                cols.append([c] * (B * self.counts[k]))
+        q = self.counts[1]
+        comp = cols[1]
+        comps = [tuple(comp[j * q:(j + 1) * q]) for j in range(B)]
+        return list(zip(cols[0], comps, cols[2], cols[3], strict=True))
+
+    def next_round(self) -> tuple[float, tuple[float, ...], float, float]:
+        """``(download, (compute per step, or one per round), upload, think)``."""
+        if self.j == len(self.rounds):
+            self.rounds = self.block()
+            self.j = 0
         j = self.j
         self.j = j + 1
-        c, b = self.const, self.bufs
-        dl = c[0] if c[0] is not None else b[0][j]
-        q = self.counts[1]
-        comp = [c[1]] * q if c[1] is not None else b[1][j * q:(j + 1) * q]
-        ul = c[2] if c[2] is not None else b[2][j]
-        th = c[3] if c[3] is not None else b[3][j]
-        return dl, comp, ul, th
+        return self.rounds[j]
 
 
 class StepLog:
@@ -117,6 +131,10 @@ class StepLog:
         self.next_metric = self.every
         self.next_prog = self.pstride
         self.next_hook = min(self.next_metric, self.next_prog)
+        self.ergodic = rec.ergodic
+        self.lazy = False
+        self._app = (self.time.append, self.kind.append, self.client.append, self.sst.append,
+                     self.stt.append, self.fill.append)
         rec.metrics_at(0, w0)
         if rec.ergodic:
             np.add(rec.wsum, w0, out=rec.wsum)
@@ -126,27 +144,41 @@ class StepLog:
         """Append step ``t+1`` (model ``w`` after it); True when the run must stop."""
         t = self.t + 1
         self.t = t
-        self.time.append(now)
-        self.kind.append(kind)
-        self.client.append(client)
-        self.sst.append(sst)
-        self.stt.append(stt)
-        self.fill.append(fill)
-        s = np.dot(w, w)
-        if not s <= _DIV2:
+        a = self._app
+        a[0](now)
+        a[1](kind)
+        a[2](client)
+        a[3](sst)
+        a[4](stt)
+        a[5](fill)
+        if not _dot(w, w) <= _DIV2:
             self.diverged = t
             self.halt()
             return True
         if t >= self.next_hook:
-            self._hook(t, w)
-        if self.rec.ergodic:
+            self.hook(t, w)
+        if self.ergodic:
             np.add(self.rec.wsum, w, out=self.rec.wsum)
         if t >= self.T:
             self.halt()
             return True
         return False
 
-    def _hook(self, t: int, w: np.ndarray) -> None:
+    def fast_columns(self) -> tuple[Any, Any, Any, Any]:
+        """Switch to the lean FedAsync layout; returns the appenders of
+        ``(time, client, omega, t_read)``.
+
+        Every step is then an ``"upload"`` of one update whose staleness columns
+        ``t - 1 - omega`` and ``time - t_read`` are computed at :meth:`finish`; the caller
+        does the rest of :meth:`log` itself (see ``fedsim.engine._AsyncRun._client``).
+        """
+        self.lazy = True
+        self.omega = array("q", [0])
+        self.t_read = array("d", [0.0])
+        return self.time.append, self.client.append, self.omega.append, self.t_read.append
+
+    def hook(self, t: int, w: np.ndarray) -> None:
+        """Metrics / progress at step ``t`` (call when ``t >= next_hook``)."""
         if t >= self.next_metric:
             self.rec.metrics_at(t, w)
             self.next_metric = t + self.every
@@ -165,6 +197,16 @@ class StepLog:
     def finish(self, w: np.ndarray, sim_time: float, bound: float) -> Trace:
         """Build the Trace (closes the progress bar)."""
         rec = self.rec
+        if self.lazy:
+            m = len(self.time)
+            om = np.frombuffer(self.omega, dtype=np.int64)
+            tr = np.frombuffer(self.t_read, dtype=np.float64)
+            tm = np.frombuffer(self.time, dtype=np.float64)
+            self.sst = array("q", (np.arange(m, dtype=np.int64) - 1 - om).clip(0).tobytes())
+            self.stt = array("d", (tm - tr).tobytes())
+            self.kind = array("b", np.full(m, _K_UPLOAD, dtype=np.int8).tobytes())
+            self.fill = array("q", np.ones(m, dtype=np.int64).tobytes())
+            self.kind[0], self.fill[0] = 0, 0
         rec.time = np.frombuffer(self.time, dtype=np.float64).copy()
         rec.kind = np.frombuffer(self.kind, dtype=np.int8).copy()
         rec.client = np.frombuffer(self.client, dtype=np.int64).copy()

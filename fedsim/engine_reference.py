@@ -24,6 +24,8 @@ __all__ = ["run_reference"]
 
 
 class _ReferenceRun(_AsyncRun):
+    lean_log = False
+
     def _client(self, i: int):
         env, log, w = self.env, self.log, self.w
         rule, rng, sampler = self.rule, self.noise[i], self.samplers[i]
@@ -53,7 +55,7 @@ class _ReferenceRun(_AsyncRun):
             if log.stopped:
                 return
             t = env.now
-            self.rec.client_updates[i] += 1
+            self.counts[i] += 1
             if self.kind == "fedasync":
                 delta = w0 - wl
                 fedasync_apply(w, delta, self.beta)

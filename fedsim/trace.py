@@ -197,6 +197,8 @@ class Recorder:
         self.fill = np.zeros(cap, dtype=np.int64)
         self.m_steps: list[int] = []
         self.m_vals: list[list[float]] = [[] for _ in self.fns]
+        self._pairs = [(fn, vals.append) for (_, fn), vals in zip(self.fns, self.m_vals,
+                                                                   strict=True)]
         self.m_ergo: list[float] = []
         self.client_updates = np.zeros(n, dtype=np.int64)
         self.conc_t: list[float] = []
@@ -218,8 +220,8 @@ class Recorder:
     def metrics_at(self, t: int, w: np.ndarray) -> None:
         """Record every metric of ``w`` at step ``t``."""
         self.m_steps.append(t)
-        for k, (_, fn) in enumerate(self.fns):
-            self.m_vals[k].append(fn(w))
+        for fn, app in self._pairs:
+            app(fn(w))
         if self.ergodic:
             self.m_ergo.append(self._ergo_fn(self.wsum / t) if t > 0 else math.nan)
 

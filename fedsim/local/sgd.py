@@ -115,6 +115,8 @@ class SGDRule:
         self._tmp = np.empty(self.d)
         self._blk = np.empty(self.Q * self.d)
         self._v = np.empty(self.d)
+        self._rows_q = -1
+        self._row_views: list[np.ndarray] = []
 
     # -- quadratic fast path ----------------------------------------------------------
     def _noise_block(self, i: int, rng: np.random.Generator, eta: float, Q: int,
@@ -123,6 +125,7 @@ class SGDRule:
         k = self.kernel
         if Q * self.d > self._blk.size:
             self._blk = np.empty(Q * self.d)
+            self._rows_q = -1
         V = self._blk[: Q * self.d].reshape(Q, self.d)
         if k.zero_noise:
             V[:] = c
@@ -147,16 +150,25 @@ class SGDRule:
         R, c = k.get(i, eta)
         tmp = self._tmp
         if k.zero_noise or k.isotropic:
-            V = self._noise_block(i, rng, eta, Q, c)
-            for q in range(Q):
-                np.dot(R, out, out=tmp)
-                np.add(tmp, V[q], out=out)
+            self._noise_block(i, rng, eta, Q, c)
+            dot, add = np.dot, np.add
+            for v in self._rows(Q):
+                dot(R, out, out=tmp)
+                add(tmp, v, out=out)
         else:
             for _ in range(Q):
                 self._general_noise(i, rng, eta, c)
                 np.dot(R, out, out=tmp)
                 np.add(tmp, self._v, out=out)
         return out
+
+    def _rows(self, Q: int) -> list[np.ndarray]:
+        """Row views ``V[q]`` of the noise block (cached per Q; the block is reused)."""
+        if self._rows_q != Q:
+            V = self._blk[: Q * self.d].reshape(Q, self.d)
+            self._row_views = [V[q] for q in range(Q)]
+            self._rows_q = Q
+        return self._row_views
 
     def _general_noise(self, i: int, rng: np.random.Generator, eta: float,
                        c: np.ndarray) -> None:

@@ -1,0 +1,153 @@
+"""Engine speed: server updates per second for FedAsync, Option A, on quadratics.
+
+Grid ``n in {10, 100, 1000}``, ``d in {2, 10, 100}``, ``Q in {1, 10}`` (``--quick``: the
+``n=100, d=10`` rows).  Each cell times
+
+* the **engine**: ``fedsim.engine.run`` on a physical FedAsync scenario (exponential
+  download/compute/upload delays, isotropic gradient noise, ``grad_sq`` recorded at every
+  step), and
+* the **floor**: a bare NumPy loop doing the same arithmetic per update with no events and
+  no trace -- snapshot copy, the same ``SGDRule.round`` (Q local steps, noise drawn per
+  round), ``Delta = w0 - wQ``, ``w -= beta Delta``, the divergence check and the
+  ``grad_sq`` metric -- with the uploader drawn uniformly at random.
+
+and prints one line per cell::
+
+    n=100 d=10 Q=10 updates_per_s=63000 floor_ratio=1.08 simpy_share=0.07
+
+``floor_ratio`` = engine time / floor time per update; ``simpy_share`` = ``1 - 1/ratio``,
+the fraction of the engine's time per update spent outside the update arithmetic (SimPy
+event handling plus trace bookkeeping).  ``--memory`` also reports the engine's state per
+client (tracemalloc, n=1000, d=10).  Times are the CPU time of this process on one core
+(best of ``--repeat`` interleaved runs); results never depend on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from fedsim import config
+from fedsim.engine import initial_model, problem_for, run
+from fedsim.local.sgd import SGDRule
+from fedsim.trace import metric_functions
+
+TARGET_S = 0.6
+# CPU time of this process: on a shared machine it is far less noisy than wall-clock time
+# (time spent descheduled does not count).
+_clock = time.process_time
+
+
+def scenario(n: int, d: int, Q: int, steps: int) -> config.Scenario:
+    """The benchmark scenario of one cell."""
+    return config.Scenario.from_dict({
+        "name": f"bench-n{n}-d{d}-Q{Q}", "seed": 1,
+        "problem": {"kind": "quadratic", "n": n, "dim": d, "mu": 0.1, "L": 1.0,
+                    "heterogeneity": 1.0, "noise_sd": 0.1, "shared_hessian": True, "seed": 0},
+        "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": Q,
+                      "eta": 0.5 / (n * Q), "beta": 1.0},
+        "delays": {"download": {"kind": "exponential", "rate": 10.0},
+                   "compute": {"kind": "exponential", "rate": 1.0},
+                   "upload": {"kind": "exponential", "rate": 10.0}},
+        "horizon": {"steps": steps},
+        "record": {"every": 1, "metrics": ["grad_sq"]},
+    })
+
+
+def floor(sc: config.Scenario) -> float:
+    """Seconds for the bare NumPy loop of ``sc.horizon.steps`` updates."""
+    p = problem_for(sc)
+    a = sc.algorithm
+    rule = SGDRule(p, a.get("eta"), a.get("Q"), a.get("batch"))
+    n, d, T = p.n, p.dim, sc.horizon.steps
+    rngs = [np.random.default_rng(1000 + i) for i in range(n)]
+    who = np.random.default_rng(7).integers(0, n, size=T).tolist()
+    (_, grad_sq), = metric_functions(p, ["grad_sq"], None, None)
+    w = initial_model(p)
+    snap, out, delta = np.empty(d), np.empty(d), np.empty(d)
+    vals = []
+    beta = 1.0
+    t0 = _clock()
+    for i in who:
+        np.copyto(snap, w)
+        rule.round(i, snap, out, rngs[i])
+        np.subtract(snap, out, out=delta)
+        if beta != 1.0:
+            np.multiply(delta, beta, out=delta)
+        np.subtract(w, delta, out=w)
+        if not np.dot(w, w) <= 1e300:
+            break
+        vals.append(grad_sq(w))
+    return _clock() - t0
+
+
+def engine(sc: config.Scenario) -> float:
+    """Seconds for ``fedsim.engine.run`` (problem already built and cached)."""
+    t0 = _clock()
+    tr = run(sc)
+    dt = _clock() - t0
+    assert tr.steps_done == sc.horizon.steps and not tr.diverged
+    return dt
+
+
+def cell(n: int, d: int, Q: int, repeat: int) -> tuple[float, float, float]:
+    """``(updates_per_s, floor_ratio, simpy_share)`` of one cell."""
+    probe = scenario(n, d, Q, 2000)
+    engine(probe)
+    per = engine(probe) / 2000
+    steps = int(min(max(TARGET_S / per, 5000), 400000))
+    sc = scenario(n, d, Q, steps)
+    es, fs = [], []
+    for _ in range(repeat):  # interleaved, so drifts in machine load hit both alike
+        es.append(engine(sc))
+        fs.append(floor(sc))
+    e, f = min(es), min(fs)
+    ratio = e / f
+    return steps / e, ratio, 1.0 - 1.0 / ratio
+
+
+def memory_per_client(n: int = 1000, d: int = 10) -> float:
+    """Bytes of engine state per client (run setup: processes, streams, delay blocks)."""
+    from fedsim.engine import _AsyncRun
+    from fedsim.rng import Streams
+
+    sc = scenario(n, d, 10, 10)
+    p = problem_for(sc)
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    r = _AsyncRun(sc, p, Streams(1, 0), False)
+    for i in range(n):
+        r.env.process(r._client(i))
+    r.env.run(until=r.env.peek() + 1e-12)
+    for s in r.samplers:
+        if s.j == s.block:
+            s._refill()
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    return used / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="only the n=100, d=10 rows")
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (default 3)")
+    ap.add_argument("--memory", action="store_true", help="also report engine bytes per client")
+    args = ap.parse_args(argv)
+    ns, ds = ([100], [10]) if args.quick else ([10, 100, 1000], [2, 10, 100])
+    for n in ns:
+        for d in ds:
+            for Q in (1, 10):
+                ups, ratio, share = cell(n, d, Q, args.repeat)
+                print(f"n={n} d={d} Q={Q} updates_per_s={ups:.0f} floor_ratio={ratio:.2f} "
+                      f"simpy_share={share:.2f}", flush=True)
+    if args.memory:
+        print(f"engine_bytes_per_client={memory_per_client():.0f} (n=1000, d=10)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
