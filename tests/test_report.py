@@ -54,6 +54,12 @@ def test_verdict_colours_and_negative_control_in_synthetic_run(run_dir):
     assert set(v[v.scenario == "unequal_hessians"].verdict) == {"not_applicable"}
     assert set(v[v.scenario == "quad_shared"].verdict) == {"holds"}
     assert run.theorems == ["ThmA", "ThmB"]
+    cells = {sc: report._control_cell(v[v.scenario == sc]) for sc in set(v.scenario)}
+    assert cells["too_small_bound"] == ("violated: ok", report.FILL["holds"])
+    assert cells["unequal_hessians"] == ("n/a: ok", report.FILL["holds"])
+    assert cells["quad_shared"] == ("-", None)
+    broken = v[v.scenario == "too_small_bound"].assign(verdict="holds")
+    assert report._control_cell(broken) == ("violated: FAILED", report.FILL["violated"])
     assert run.groups["ThmA"][:2] == [("quad_shared", "paper"),
                                       ("quad_shared", "proof_general_eta")]
 
@@ -178,6 +184,21 @@ def test_cli_validate_calls_run_suite(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert f"verdicts: {out / 'verdicts.csv'}" in printed and f"report:   {pdf}" in printed
     assert "holds 14, violated 5, inconclusive 0, not_applicable 5" in printed
+
+
+def test_cli_validate_failed_control_exits_1(tmp_path, monkeypatch, capsys):
+    import sys
+    import types
+
+    from fedsim.cli import main
+
+    def run_suite(suite, **kw):
+        return {"verdicts": str(tmp_path / "v.csv"), "report": None, "controls_ok": False}
+
+    monkeypatch.setitem(sys.modules, "validation.suites",
+                        types.SimpleNamespace(run_suite=run_suite))
+    assert main(["validate", "--suite", "quick", "--out", str(tmp_path)]) == 1
+    assert "negative control" in capsys.readouterr().err
 
 
 def test_cli_report_rebuilds_pdf(tmp_path, capsys):

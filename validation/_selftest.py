@@ -76,13 +76,14 @@ def write_synthetic_run(run_dir: str | os.PathLike, seed: int = 0, replicates: i
     (run_dir / "meta").mkdir(parents=True, exist_ok=True)
     samples, bounds = [], []
 
-    def add(th, sc, md, hs, true, bnd, status, cert, hyp, exact=None, slope=-0.5, ctl=False):
+    def add(th, sc, md, hs, true, bnd, status, cert, hyp, exact=None, slope=-0.5, ctl="",
+            expect=""):
         for h in hs:
             mu = true(h)
             for v in mu * (1.0 + 0.05 * rng.standard_normal(replicates)):
                 samples.append((th, sc, md, h, v))
             bounds.append((th, sc, md, h, bnd(h), status, cert, hyp,
-                           exact(h) if exact else float("nan"), slope, ctl))
+                           exact(h) if exact else float("nan"), slope, ctl, expect))
 
     T = [100, 300, 1000, 3000, 10000]
     add("ThmA", "quad_shared", "paper", T, lambda t: 2 / t**0.5, lambda t: 9 / t**0.5,
@@ -90,15 +91,15 @@ def write_synthetic_run(run_dir: str | os.PathLike, seed: int = 0, replicates: i
     add("ThmA", "quad_shared", "proof_general_eta", T, lambda t: 2 / t**0.5,
         lambda t: 4 / t**0.5, "PROOF_LEVEL", True, True)
     add("ThmA", "too_small_bound", "paper", T, lambda t: 2 / t**0.5, lambda t: 1 / t**0.5,
-        "CERTIFIED_PAPER", True, True, ctl=True)
+        "CERTIFIED_PAPER", True, True, ctl="bound_too_small", expect="violated")
     add("ThmA", "unequal_hessians", "paper", T, lambda t: 3 / t**0.4, lambda t: 5 / t**0.5,
-        "NOT_APPLICABLE", False, False, ctl=True)
+        "NOT_APPLICABLE", False, False, ctl="out_of_regime", expect="not_applicable")
     K = [10, 30, 100, 300]
     add("ThmB", "area_quadratic", "certified_vector", K, lambda k: 5 / k,
         lambda k: 40 / k + 0.01, "CERTIFIED_CORRECTED", True, True,
         exact=lambda k: 5 / k, slope=-1.0)
     cols = ["theorem", "scenario", "mode", "horizon", "bound", "status", "bound_is_certified",
-            "hypotheses_hold", "exact", "expected_slope", "control"]
+            "hypotheses_hold", "exact", "expected_slope", "control", "expected_verdict"]
     df = verdict_table(pd.DataFrame(samples, columns=["theorem", "scenario", "mode", "horizon",
                                                        "value"]),
                        pd.DataFrame(bounds, columns=cols))

@@ -9,8 +9,10 @@ interruption resumes from the run directory (see :mod:`validation.montecarlo`).
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
 (:func:`validation.report.build_report`); the default is ``DIR/report.pdf``.
 
-Bad options print one line ``fedsim: error: ...`` on stderr and exit with code 2
-(the parser is :class:`fedsim.cli.OneLineParser`).
+Exit codes: 0 done; 1 a negative control of the suite did not get the verdict it must
+get (``run_suite`` returned ``controls_ok=False``: the machinery cannot be trusted);
+2 bad options (one line ``fedsim: error: ...`` on stderr, from
+:class:`fedsim.cli.OneLineParser`) or a user error; 130 interrupted (re-run to resume).
 """
 
 from __future__ import annotations
@@ -114,15 +116,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
                          "re-run the same command to resume\n")
         return 130
-    csv = out / "verdicts.csv"
+    csv: Path = out / "verdicts.csv"
+    pdf_out: Path | None = pdf
     if isinstance(result, Mapping):
-        csv = Path(result.get("verdicts", csv))
-        pdf = Path(result.get("report", pdf))
+        csv = Path(result.get("verdicts") or csv)
+        pdf_out = Path(result["report"]) if result.get("report") else (
+            None if "report" in result else pdf)
     print(f"verdicts: {csv}")
     counts = _verdict_counts(csv)
     if counts:
         print(f"  {counts}")
-    print(f"report:   {pdf}")
+    print(f"report:   {pdf_out if pdf_out is not None else '(not written)'}")
+    if isinstance(result, Mapping) and result.get("in_regime_ok") is False:
+        print("  note: some in-regime comparisons did not give 'holds' (see verdicts.csv)")
+    if isinstance(result, Mapping) and result.get("controls_ok") is False:
+        sys.stderr.write("fedsim: error: a negative control did not get its required verdict; "
+                         "the validation is not trustworthy (see the control column of "
+                         f"{csv})\n")
+        return 1
     return 0
 
 

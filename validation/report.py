@@ -266,6 +266,33 @@ def _rng(x: pd.Series) -> str:
     return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
 
 
+def _present(x: Any) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x)) and \
+        str(x).strip().lower() not in ("", "false", "0", "nan", "none")
+
+
+def _control_cell(sub: pd.DataFrame) -> tuple[str, str | None]:
+    """Text and fill of the summary's control column for one group."""
+    if "expected_verdict" in sub.columns:
+        exp = [str(e) for e in sub["expected_verdict"] if _present(e)]
+        if exp:
+            want = exp[0]
+            got = sub["verdict"][[_present(e) for e in sub["expected_verdict"]]]
+            ok = bool((got == want).all())
+            if "control_ok" in sub.columns:
+                flags = [str(f).lower() for f in sub["control_ok"] if _present(f) or
+                         str(f).lower() == "false"]
+                ok = ok and "false" not in flags
+            return (f"{_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",
+                    FILL["holds"] if ok else FILL["violated"])
+    if "control" in sub.columns:
+        kinds = [str(k) for k in sub["control"] if _present(k)]
+        if kinds:
+            return _mid(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
+                        _chars(0.09) - 1), FILL["not_applicable"]
+    return "-", None
+
+
 def _summary_page(run: Run, idx: int) -> Figure:
     v = run.verdicts
     counts = {k: int((v["verdict"] == k).sum()) for k in _ORDER}
@@ -283,35 +310,35 @@ def _summary_page(run: Run, idx: int) -> Figure:
         x += 0.16
     rows, fills = [], []
     allg = [(th, sc, md) for th in run.theorems for sc, md in run.groups[th]]
-    has_ctl = "control" in v.columns
     for th, sc, md in allg[idx * SUMMARY_ROWS:(idx + 1) * SUMMARY_ROWS]:
         sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
         c = [int((sub["verdict"] == k).sum()) for k in _ORDER]
         overall = _group_verdict(list(sub["verdict"]))
-        ctl = has_ctl and sub["control"].astype(str).str.lower().isin(["true", "1"]).any()
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
-        rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - (11 if ctl else 1))
-                     + (" (control)" if ctl else ""), _mid(md, _chars(0.08) - 1) or "-",
-                     _uniq(list(sub["status"].astype(str)))[0] if len(sub) else "-",
-                     str(len(sub)), *[str(n) for n in c], _SHORT[overall].upper(),
-                     _rng(sub["tightness"]),
-                     f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})"])
-        fills.append([None] * 5 + [FILL[k] if n else None for k, n in zip(_ORDER, c,
-                                                                         strict=True)]
-                     + [FILL[overall], None, None])
-    widths = [0.08, 0.14, 0.08, 0.17, 0.045, 0.045, 0.05, 0.05, 0.04, 0.07, 0.085, 0.08]
+        ctext, cfill = _control_cell(sub)
+        rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - 1),
+                     _mid(md, _chars(0.08) - 1) or "-",
+                     _mid(_uniq(list(sub["status"].astype(str)))[0], _chars(0.15) - 1),
+                     str(len(sub)), "/".join(str(n) for n in c), _SHORT[overall].upper(),
+                     _rng(sub["tightness"]), f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})",
+                     ctext])
+        fills.append([None] * 6 + [FILL[overall], None, None, cfill])
+    widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.09, 0.07, 0.1, 0.1, 0.09]
     y = _table(fig, 0.03, 0.835, widths,
-               ["theorem", "scenario", "mode", "bound status", "#T/K", "holds", "viol.",
-                "incon.", "n/a", "overall", "tightness", "slope (exp)"], rows, fills)
-    note = (f"Verdict per horizon: holds = CI upper end <= bound; violated = CI lower end > "
+               ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na",
+                "overall", "tightness", "slope (exp)", "control"], rows, fills)
+    note = (f"#T/K: number of horizons; h/v/i/na: how many of them hold, are violated, "
+            f"inconclusive, not applicable. "
+            f"Verdict per horizon: holds = CI upper end <= bound; violated = CI lower end > "
             f"bound; inconclusive = otherwise (or a replicate diverged / gave NaN); n/a = not "
             f"applicable (a hypothesis fails, or the status is not a certified bound, e.g. "
             f"NOT_APPLICABLE, ASYMPTOTIC_LEADING_TERMS, RATE_SHAPE_ONLY). Overall: violated "
             f"if any horizon is violated, holds if all applicable horizons hold. Tightness = "
             f"bound / MC mean (range over horizons). Slope = least-squares log-log slope of "
             f"the MC mean vs T or K; in brackets the theorem's order. CI: {CI_METHOD}, level "
-            f"{CI_LEVEL}; oracle z-tests at false-alarm rate {ORACLE_FAR:g}.")
-    _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=5, color="#333333")
+            f"{CI_LEVEL}; oracle z-tests at false-alarm rate {ORACLE_FAR:g}. Control: for a "
+            f"deliberate negative control, the verdict it must get and whether it got it.")
+    _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
     return fig
 
 
@@ -472,8 +499,11 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
             oracle = f"{npass}/{z.size} pass, max|z| {_fmt(np.nanmax(np.abs(z)), 2)}"
         else:
             oracle = "no oracle"
-        bad = int(s["n_nonfinite"].sum()) if "n_nonfinite" in s.columns else 0
-        bad += int(s["n_failed"].sum()) if "n_failed" in s.columns else 0
+        bad_rows = np.zeros(len(s))
+        for col in ("n_nonfinite", "n_failed"):
+            if col in s.columns:
+                bad_rows = bad_rows + s[col].fillna(0).to_numpy(float)
+        bad = int(bad_rows.max()) if len(s) else 0
         trows.append([_mid(md, _chars(0.11) - 1) or "-", str(s["status"].iloc[0]),
                       f"{_fmt(s['horizon'].min())} - {_fmt(s['horizon'].max())} ({len(s)})",
                       _rng(s["tightness"]), f"{_fmt(s['slope'].iloc[0])} +- {_fmt(se, 2)}",
@@ -488,7 +518,8 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
           f"tightness = bound / MC mean (range over horizons); slope = log-log least squares "
           f"+- its standard error; exact oracle: z-tests of the MC mean against the exact "
           f"expectation at false-alarm rate {ORACLE_FAR:g} each; failed = replicates that "
-          f"raised, diverged or gave NaN/inf (excluded from the mean; never 'holds').",
+          f"raised, diverged or gave NaN/inf at the worst horizon (excluded from the mean; a "
+          f"horizon with a non-finite replicate is never 'holds').",
           0.94, size=SMALL, max_lines=2, color="#333333")
     steps = meta.get("step_sizes", {}) or {}
     st_txt = ", ".join(f"{k} = {_fmt(val, 4)}" for k, val in steps.items()) or "-"
