@@ -293,6 +293,32 @@ def test_area_hand_case_n1():
     assert df.ergodic_f_gap.iloc[1] == pytest.approx(0.5 * a * x0**2, rel=1e-15)
 
 
+def test_area_lyapunov_initial_values_and_scale_invariance():
+    """ux_i(0) = uy_i(0) = r_i^2 = ||x_s0 - x* + alpha_0 M grad f_i(x*)||^2 (THEORY_SPEC 6.c);
+    rescaling x by s (b, x0 by s, noise covariance by s^2) scales every second moment by s^2
+    exactly, for s = 1e-6 and 1e6 (the PSD guard is scale-relative and must not fire)."""
+    rng = np.random.default_rng(9)
+    A = [rand_spd(rng, 2, 0.5, 2.0) for _ in range(3)]
+    b = rng.standard_normal((3, 2))
+    S = [rand_spd(rng, 2, 0.1, 0.3) for _ in range(3)]
+    p, ps = [0.2, 0.3, 0.1], 0.4
+    sched = lambda k: 0.3 / (1 + 0.1 * k)
+    x0 = np.array([1.0, 2.0])
+    base = orc.area_moments(QuadraticProblem(A, b, noise_cov=S), p, ps, 2, sched, x0, 30,
+                            lyapunov=True, psd_every=1)
+    q = QuadraticProblem(A, b, noise_cov=S)
+    for i in range(3):
+        r = np.linalg.norm(x0 - q.x_star + 0.3 * 2 * q.grad(i, q.x_star))
+        assert base[f"ux_{i}"].iloc[0] == pytest.approx(r**2, rel=1e-14)
+        assert base[f"uy_{i}"].iloc[0] == pytest.approx(r**2, rel=1e-14)
+    for sc in (1e-6, 1e6):
+        qs = QuadraticProblem(A, sc * b, noise_cov=[sc**2 * m for m in S])
+        df = orc.area_moments(qs, p, ps, 2, sched, sc * x0, 30, lyapunov=True, psd_every=1)
+        for col in base.columns[1:]:
+            np.testing.assert_allclose(df[col].to_numpy()[1:] / sc**2,
+                                       base[col].to_numpy()[1:], rtol=1e-11)
+
+
 def test_geom_sum_edge_cases():
     """The geometric kernel handles r = 1 (singular A), r = 0, r < 0 and r -> 1 exactly."""
     lp = np.array([0.0, 1.0, 3.0, 1e-9, 2.0])

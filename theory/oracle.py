@@ -201,8 +201,9 @@ def area_moments(problem: Any, p: Any, p_s: float, M: int, alpha_schedule: Sched
     moments close exactly (THEORY_SPEC 10.1, block form; never the N^2 x N^2 map).
 
     The event ``k -> k+1`` uses ``alpha_k`` (index k, not k+1; E-A11).  ``alpha_schedule`` is a
-    constant or a callable ``k -> alpha_k``; ``R_i, c_i, Sig_i`` are rebuilt from the
-    eigendecompositions of ``A_i`` only when alpha changes.
+    constant or a callable ``k -> alpha_k``; ``R_i, c_i, Sig_i`` come from the
+    eigendecompositions of ``A_i`` (computed once), evaluated for 256 steps per batched call
+    (once for a constant).  With ``lyapunov=True`` the schedule is also called at k = K.
 
     Returns a DataFrame with one row per recorded k (0, record_every, ..., and always K):
 
