@@ -210,6 +210,7 @@ class _AsyncRun:
         app_t, app_c, app_o, app_r = log.time.append, log.client.append, \
             log.omega.append, log.t_read.append
         queue, eid, new, Event = env._queue, env._eid, object.__new__, simpy.Event
+        hook = log.hook
         T, ergodic, wsum = log.T, log.ergodic, self.rec.wsum if log.ergodic else None
         n = self.n
         rounds: list = []
@@ -234,8 +235,8 @@ class _AsyncRun:
             for c in comp:
                 t = t + c
             t = t + ul
-            ev = new(Event)  # inlined engine_common.at(env, t)
-            ev.env, ev.callbacks, ev._ok, ev._value = env, [], True, None
+            ev = new(Event)  # engine_common.at(env, t), inlined (SimPy reads only these)
+            ev.callbacks, ev._ok, ev._value = [], True, None
             heappush(queue, (t, NORMAL, next(eid), ev))
             yield ev
             if log.stopped:
@@ -256,7 +257,7 @@ class _AsyncRun:
                 log.halt()
                 return
             if step >= log.next_hook:
-                log.hook(step, w)
+                hook(step, w)
             if ergodic:
                 np.add(wsum, w, out=wsum)
             if step >= T:

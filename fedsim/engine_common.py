@@ -89,7 +89,10 @@ class DelaySampler:
                 cols.append([c] * (B * self.counts[k]))
         q = self.counts[1]
         comp = cols[1]
-        comps = [tuple(comp[j * q:(j + 1) * q]) for j in range(B)]
+        if q == 1:
+            comps = [(c,) for c in comp]
+        else:
+            comps = [tuple(comp[j * q:(j + 1) * q]) for j in range(B)]
         return list(zip(cols[0], comps, cols[2], cols[3], strict=True))
 
     def next_round(self) -> tuple[float, tuple[float, ...], float, float]:
@@ -180,7 +183,13 @@ class StepLog:
     def hook(self, t: int, w: np.ndarray) -> None:
         """Metrics / progress at step ``t`` (call when ``t >= next_hook``)."""
         if t >= self.next_metric:
-            self.rec.metrics_at(t, w)
+            rec = self.rec
+            if rec.ergodic:
+                rec.metrics_at(t, w)
+            else:  # Recorder.metrics_at, inlined for the hot path
+                rec.m_steps.append(t)
+                for fn, app in rec._pairs:
+                    app(fn(w))
             self.next_metric = t + self.every
         if t >= self.next_prog:
             self.pbar.update(t - self.pbar.n)
