@@ -49,7 +49,8 @@ def run_replicate(payload: dict) -> dict:
     Returned keys: ``values`` (the metric at each horizon; NaN if a horizon was not
     reached), ``max_staleness`` (max over server steps of t - Omega(t)),
     ``staleness_bound`` (the engine's provable bound, inf if none), ``steps_done``,
-    ``sim_time``; with ``representative`` also ``staleness_steps``, ``concurrency_time``,
+    ``sim_time``, ``inner_failures`` (Option C inner solves that hit their iteration cap);
+    with ``representative`` also ``staleness_steps``, ``concurrency_time``,
     ``concurrency_busy``, ``concurrency_mean``.  A diverged run returns
     ``diverged=True`` and a reason (the runner records it as such; it never raises).
     """
@@ -64,6 +65,7 @@ def run_replicate(payload: dict) -> dict:
         "staleness_bound": float(trace.staleness_bound),
         "steps_done": int(trace.steps_done),
         "sim_time": float(trace.sim_time),
+        "inner_failures": int(getattr(trace, "info", {}).get("inner_failures", 0)),
     }
     if payload.get("representative"):
         out["staleness_steps"] = stale[:MAX_REPR_STEPS].tolist()
