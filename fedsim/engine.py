@@ -213,14 +213,13 @@ class _AsyncRun:
         hook = log.hook
         T, ergodic, wsum = log.T, log.ergodic, self.rec.wsum if log.ergodic else None
         n = self.n
-        rounds: list = []
-        j = 0
+        q, nb = sampler.q, sampler.rounds
+        j = nb
         while True:
-            if j == len(rounds):
-                rounds = sampler.block()
+            if j == nb:
+                dls, cps, uls, ths = sampler.block()
                 j = 0
-            dl, comp, ul, th = rounds[j]
-            j += 1
+            dl = dls[j]
             t = env.now
             if arrival:
                 t = t + dl
@@ -232,9 +231,14 @@ class _AsyncRun:
             t_read = t
             if not arrival:
                 t = t + dl
-            for c in comp:
-                t = t + c
-            t = t + ul
+            if q == 1:
+                t = t + cps[j]
+            else:
+                for k in range(j * q, j * q + q):
+                    t = t + cps[k]
+            t = t + uls[j]
+            th = ths[j]
+            j += 1
             ev = new(Event)  # engine_common.at(env, t), inlined (SimPy reads only these)
             ev.callbacks, ev._ok, ev._value = [], True, None
             heappush(queue, (t, NORMAL, next(eid), ev))

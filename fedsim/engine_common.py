@@ -54,14 +54,16 @@ def at(env: simpy.Environment, t: float, priority: int = NORMAL) -> simpy.Event:
 
 
 class DelaySampler:
-    """One client's delays, drawn in blocks of ``BLOCK`` rounds (module docstring).
+    """One client's delays, drawn in blocks of rounds (module docstring).
 
-    :meth:`block` returns the next ``BLOCK`` rounds as tuples
-    ``(download, (compute, ...), upload, think)`` (one compute entry per local step when
-    ``compute_per = "step"``, else one); :meth:`next_round` returns one round.
+    :meth:`block` returns the next ``rounds`` rounds as four ``array('d')`` columns
+    (download, compute, upload, think; compute holds ``steps`` entries per round when
+    ``compute_per = "step"``, else one); :meth:`next_round` returns one round as
+    ``(download, (compute, ...), upload, think)``.  A block holds ``max(4, BLOCK // steps)``
+    rounds, so the buffers stay below ~600 bytes per client.
     """
 
-    __slots__ = ("rng", "models", "counts", "const", "j", "block_size", "rounds")
+    __slots__ = ("rng", "models", "counts", "const", "j", "rounds", "q", "_cols")
 
     KINDS = ("download", "compute", "upload", "think")
 
@@ -70,39 +72,36 @@ class DelaySampler:
         from fedsim.delays import Constant
 
         self.rng = rng
-        self.block_size = int(block)
+        self.q = int(steps)
+        self.rounds = max(4, int(block) // self.q)
         self.models = [models[k] for k in self.KINDS]
-        self.counts = [1, int(steps), 1, 1]
+        self.counts = [1, self.q, 1, 1]
         self.const = [float(m.value) if isinstance(m, Constant) else None for m in self.models]
-        self.rounds: list[tuple] = []
-        self.j = 0
+        self._cols: tuple[array, ...] | None = None
+        self.j = self.rounds
 
-    def block(self) -> list[tuple[float, tuple[float, ...], float, float]]:
-        """Draw the next ``BLOCK`` rounds (download, compute, upload, think blocks in order)."""
-        B = self.block_size
-        cols: list[list] = []
+    def block(self) -> tuple[array, array, array, array]:
+        """Draw the next block of rounds (download, compute, upload, think, in that order)."""
+        B = self.rounds
+        cols = []
         for k, m in enumerate(self.models):
             c = self.const[k]
             if c is None:
-                cols.append(m.sample(self.rng, size=B * self.counts[k]).tolist())
+                cols.append(array("d", m.sample(self.rng, size=B * self.counts[k]).tobytes()))
             else:
-                cols.append([c] * (B * self.counts[k]))
-        q = self.counts[1]
-        comp = cols[1]
-        if q == 1:
-            comps = [(c,) for c in comp]
-        else:
-            comps = [tuple(comp[j * q:(j + 1) * q]) for j in range(B)]
-        return list(zip(cols[0], comps, cols[2], cols[3], strict=True))
+                cols.append(array("d", [c]) * (B * self.counts[k]))
+        return cols[0], cols[1], cols[2], cols[3]
 
     def next_round(self) -> tuple[float, tuple[float, ...], float, float]:
         """``(download, (compute per step, or one per round), upload, think)``."""
-        if self.j == len(self.rounds):
-            self.rounds = self.block()
+        if self.j == self.rounds:
+            self._cols = self.block()
             self.j = 0
         j = self.j
         self.j = j + 1
-        return self.rounds[j]
+        dl, cp, ul, th = self._cols
+        q = self.q
+        return dl[j], tuple(cp[j * q:(j + 1) * q]), ul[j], th[j]
 
 
 class StepLog:
