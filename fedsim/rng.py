@@ -3,7 +3,7 @@
 Derivation (reproducible from ``(seed, replicate)`` alone)::
 
     root       = SeedSequence(seed)
-    replicate  = SeedSequence(seed, spawn_key=(replicate,))           # == root.spawn(...)[replicate]
+    replicate  = SeedSequence(seed, spawn_key=(replicate,))   # == root.spawn(r+1)[r]
     client i   = SeedSequence(seed, spawn_key=(replicate, i))
     purpose p  = SeedSequence(seed, spawn_key=(replicate, i, PURPOSES[p]))
     server     = SeedSequence(seed, spawn_key=(replicate, SERVER, PURPOSES[p]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 __all__ = ["Status", "Hypothesis", "BoundResult", "worst_status", "IS_BOUND"]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Kind of number a bound is (THEORY_SPEC section 1.4)."""
 
     CERTIFIED_PAPER = "CERTIFIED_PAPER"
@@ -138,7 +138,8 @@ class BoundResult:
         }
 
     def __str__(self) -> str:
-        head = f"{self.theorem or 'bound'} [{self.mode}]" if self.mode else (self.theorem or "bound")
+        name = self.theorem or "bound"
+        head = f"{name} [{self.mode}]" if self.mode else name
         lines = [f"{head}: value = {_fmt(self.value)}   status = {self.status.value}"]
         if self.terms:
             lines.append("  terms:")
@@ -150,13 +151,14 @@ class BoundResult:
             lines.append("  hypotheses:")
             mark = {True: "holds", False: "FAILS", None: "unknown"}
             w = max(len(h.name) for h in self.hypotheses)
-            lines += [f"    {h.name:<{w}}  {mark[h.holds]:<7}  {h.detail}" for h in self.hypotheses]
+            lines += [f"    {h.name:<{w}}  {mark[h.holds]:<7}  {h.detail}"
+                      for h in self.hypotheses]
         if self.step_sizes:
-            lines.append("  step sizes: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.step_sizes.items()))
+            lines.append("  step sizes: "
+                         + ", ".join(f"{k}={_fmt(v)}" for k, v in self.step_sizes.items()))
         if self.derived_constants:
-            lines.append(
-                "  derived: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.derived_constants.items())
-            )
+            lines.append("  derived: " + ", ".join(
+                f"{k}={_fmt(v)}" for k, v in self.derived_constants.items()))
         if self.errata_applied:
             lines.append("  errata applied: " + ", ".join(self.errata_applied))
         lines += [f"  warning: {w}" for w in self.warnings]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ from fedsim.errors import ConfigError
 __all__ = ["Tag", "Constant", "ConstantsTable"]
 
 
-class Tag(str, Enum):
+class Tag(StrEnum):
     """What kind of number a constant is (THEORY_SPEC section 9)."""
 
     EXACT = "EXACT"
