@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 PAGE_SIZE = (11.69, 8.27)  # A4 landscape, inches
-SUMMARY_ROWS = 24
+SUMMARY_ROWS = 20
 PANELS_PER_PAGE = 6
 REPR_PER_PAGE = 3
 FONT = 9
@@ -168,6 +168,12 @@ def _fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt(x, digits) for x in v[:4]) + (", ...]" if len(v) > 4 else "]")
     return str(v)
+
+
+def _hfmt(x: float) -> str:
+    """A horizon: integers in full (10000, not 1e+04)."""
+    x = float(x)
+    return f"{int(x)}" if math.isfinite(x) and x == int(x) and abs(x) < 1e7 else _fmt(x)
 
 
 def _trunc(s: str, n: int) -> str:
@@ -283,13 +289,13 @@ def _control_cell(sub: pd.DataFrame) -> tuple[str, str | None]:
                 flags = [str(f).lower() for f in sub["control_ok"] if _present(f) or
                          str(f).lower() == "false"]
                 ok = ok and "false" not in flags
-            return (f"{_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",
+            return (f"{_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",  # fits 0.11
                     FILL["holds"] if ok else FILL["violated"])
     if "control" in sub.columns:
         kinds = [str(k) for k in sub["control"] if _present(k)]
         if kinds:
             return _mid(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
-                        _chars(0.09) - 1), FILL["not_applicable"]
+                        _chars(0.11) - 1), FILL["not_applicable"]
     return "-", None
 
 
@@ -323,7 +329,7 @@ def _summary_page(run: Run, idx: int) -> Figure:
                      _rng(sub["tightness"]), f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})",
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
-    widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.09, 0.07, 0.1, 0.1, 0.09]
+    widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
     y = _table(fig, 0.03, 0.835, widths,
                ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na",
                 "overall", "tightness", "slope (exp)", "control"], rows, fills)
@@ -343,10 +349,18 @@ def _summary_page(run: Run, idx: int) -> Figure:
 
 
 def _meta_for(run: Run, th: str) -> dict:
-    for (t, _), m in run.meta.items():
-        if t == th:
-            return m
-    return {}
+    """The metadata of the theorem's first scenario that has one, plus a shared ``title``:
+    the common beginning of its scenarios' titles (cut at a word boundary)."""
+    metas = [run.meta[(th, sc)] for sc in run.scenarios.get(th, []) if (th, sc) in run.meta]
+    if not metas:
+        return {}
+    titles = [str(m.get("title", "")) for m in metas]
+    common = os.path.commonprefix(titles)
+    whole_word = all(len(t) == len(common) or not t[len(common)].isalnum() for t in titles)
+    if len(set(titles)) > 1 and not whole_word:
+        common = common[: max(common.rfind(","), common.rfind(" "), 0)]
+    common = common.rstrip(" ,;:-")
+    return {**metas[0], "title": common if len(common) >= 4 else titles[0]}
 
 
 def _plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
@@ -356,7 +370,7 @@ def _plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
                 "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
     v = run.verdicts
     ncol, nrow = 3, 2
-    gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.19,
+    gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.2,
                           hspace=0.62, wspace=0.28)
     for k, (sc, md) in enumerate(groups):
         ax = fig.add_subplot(gs[k // ncol, k % ncol])
@@ -377,15 +391,13 @@ def _plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
     fig.legend(handles=_legend_handles(), loc="upper center", ncol=8, fontsize=SMALL,
                bbox_to_anchor=(0.5, 0.9), frameon=False, handletextpad=0.3, columnspacing=1.0)
-    cap = (f"Coloured dots: Monte-Carlo mean of the measured quantity over the replicates, with "
-           f"{CI_LEVEL:.0%} {CI_METHOD} CI error bars (a lower end <= 0 is drawn down to the "
-           "panel floor); dot colour = verdict at that horizon (green holds, red violated, "
-           "amber inconclusive, grey not applicable). Blue line: the theorem's bound evaluated "
-           "at the scenario's constants (solid: a certified bound; dashed: not a certified bound; "
-           "its status is the panel's second title line). Black crosses: exact expectation from "
-           "the oracle. Dotted grey: the theorem's order (expected slope), anchored at the first "
-           "MC mean. Third title line: fitted log-log slope, expected order, bound / MC mean.")
-    _wrap(fig, 0.04, 0.12, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
+    cap = (f"Dots: Monte-Carlo mean over the replicates with {CI_LEVEL:.0%} {CI_METHOD} CI "
+           "error bars (a lower end <= 0 is drawn to the panel floor), coloured by the verdict at "
+           "that horizon. Blue line: the theorem's bound at the scenario's constants (solid: "
+           "certified; dashed: not a certified bound). Black crosses: exact expectation (oracle). "
+           "Dotted grey: the theorem's order, anchored at the first MC mean. Title lines: "
+           "scenario [mode]; bound status; fitted log-log slope (expected order), bound / mean.")
+    _wrap(fig, 0.04, 0.125, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
     return fig
 
 
@@ -395,8 +407,9 @@ def _legend_handles() -> list[Line2D]:
             Line2D([], [], color=INK["violated"], label="violated", **dot),
             Line2D([], [], color=INK["inconclusive"], label="inconclusive", **dot),
             Line2D([], [], color=INK["not_applicable"], label="not applicable", **dot),
-            Line2D([], [], color="#1f5fbf", lw=1.5, label="bound (certified)"),
-            Line2D([], [], color="#1f5fbf", lw=1.5, ls="--", label="bound (not certified)"),
+            Line2D([], [], color="#1f5fbf", lw=1.5, marker="D", ms=3, label="bound (certified)"),
+            Line2D([], [], color="#1f5fbf", lw=1.5, ls="--", marker="D", ms=3,
+                   label="bound (not certified)"),
             Line2D([], [], color="black", ls="none", marker="x", label="exact oracle"),
             Line2D([], [], color="#888888", ls=":", lw=1.2, label="theorem's order")]
 
@@ -416,13 +429,21 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         return
     ax.set_xscale("log")
     ax.set_yscale("log")
+    hmin, hmax = float(h[ok].min()), float(h[ok].max())
+    pad = 1.6 if hmin < hmax else 3.0  # a single horizon still gets a readable axis
+    ax.set_xlim(hmin / pad, hmax * pad)
+    hs = np.unique(h[ok])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if hs.size <= 6:  # label the simulated horizons themselves
+        ax.set_xticks(hs, [_hfmt(x) for x in hs])
     positive = np.concatenate([mean[ok], hi[ok & np.isfinite(hi) & (hi > 0)]])
     bound = sub["bound"].to_numpy(float)
     exact = sub["exact"].to_numpy(float)
     for arr in (bound, exact):
         good = np.isfinite(arr) & (arr > 0)
         positive = np.concatenate([positive, arr[good]])
-    floor = positive.min() / 3.0
+    top = positive.max() * 2.0
+    floor = positive.min() / 2.0
     lo_c = np.where(np.isfinite(lo) & (lo > floor), lo, floor)
     hi_c = np.where(np.isfinite(hi), hi, mean)
     yerr = np.vstack([mean - lo_c, hi_c - mean])[:, ok]
@@ -434,7 +455,7 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     gb = np.isfinite(bound) & (bound > 0)
     if gb.any():
         ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
-                else "--", marker=".", ms=4, zorder=1)
+                else "--", marker="D", ms=3, zorder=1)
     if np.isinf(bound).any():
         ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
                 fontsize=SMALL, color="#1f5fbf")
@@ -449,8 +470,9 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         i0 = int(np.flatnonzero(ok)[0])
         hh = np.array([h[ok].min(), h[ok].max()])
         ax.plot(hh, mean[i0] * (hh / h[i0]) ** es, ls=":", color="#888888", lw=1.2)
-    ax.set_ylim(bottom=floor)
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(floor, top)
+    if top / floor > 100.0:  # several decades: major labels suffice
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", lw=0.3, color="#dddddd")
 
 
@@ -475,13 +497,13 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
                                                                                FILL["inconclusive"]),
                       None])
     fig.text(0.03, 0.84, "Hypotheses", fontsize=FONT + 1, weight="bold")
-    _table(fig, 0.03, 0.83, [0.17, 0.06, 0.22], ["hypothesis", "status", "detail"], hrows,
+    _table(fig, 0.03, 0.83, [0.15, 0.06, 0.35], ["hypothesis", "status", "detail"], hrows,
            hfill, max_rows=14)
     crows = [[str(c.get("name", "")), _fmt(c.get("value"), 4), str(c.get("tag", "")),
               str(c.get("reason", ""))] for c in meta.get("constants", []) or []]
-    fig.text(0.51, 0.84, "Constants (tag: EXACT, UPPER, NUMERIC, INFINITE)", fontsize=FONT + 1,
+    fig.text(0.6, 0.84, "Constants (tag: EXACT, UPPER, NUMERIC, INFINITE)", fontsize=FONT + 1,
              weight="bold")
-    _table(fig, 0.51, 0.83, [0.08, 0.08, 0.07, 0.23], ["constant", "value", "tag", "reason"],
+    _table(fig, 0.6, 0.83, [0.07, 0.065, 0.065, 0.17], ["constant", "value", "tag", "reason"],
            crows, max_rows=14)
     v = run.verdicts
     sub = v[(v["theorem"] == th) & (v["scenario"] == sc)]
@@ -505,13 +527,13 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
                 bad_rows = bad_rows + s[col].fillna(0).to_numpy(float)
         bad = int(bad_rows.max()) if len(s) else 0
         trows.append([_mid(md, _chars(0.11) - 1) or "-", str(s["status"].iloc[0]),
-                      f"{_fmt(s['horizon'].min())} - {_fmt(s['horizon'].max())} ({len(s)})",
+                      f"{_hfmt(s['horizon'].min())} - {_hfmt(s['horizon'].max())} ({len(s)})",
                       _rng(s["tightness"]), f"{_fmt(s['slope'].iloc[0])} +- {_fmt(se, 2)}",
                       _fmt(es), oracle, str(bad), _SHORT[ov]])
         tfill.append([None] * 8 + [FILL[ov]])
     fig.text(0.03, 0.395, "Tightness (bound / MC mean) and log-log slope per mode",
              fontsize=FONT + 1, weight="bold")
-    _table(fig, 0.03, 0.385, [0.11, 0.16, 0.1, 0.09, 0.11, 0.065, 0.15, 0.06, 0.07],
+    _table(fig, 0.03, 0.385, [0.11, 0.15, 0.12, 0.1, 0.11, 0.065, 0.14, 0.06, 0.07],
            ["mode", "bound status", "horizons (#)", "tightness", "slope +- se", "expected",
             "exact oracle", "failed", "overall"], trows, tfill, max_rows=5)
     _wrap(fig, 0.03, 0.385 - 0.027 * (min(len(trows), 5) + 1) - 0.01,
@@ -568,7 +590,13 @@ def _repr_page(run: Run, th: str, scs: list[str]) -> Figure:
         a1.set_ylabel("count", fontsize=SMALL)
         t = np.asarray(rep.get("concurrency_time", []), dtype=float)
         b = np.asarray(rep.get("concurrency_busy", []), dtype=float)
-        if t.size and t.size == b.size:
+        if t.size and t.size == b.size and (t.size < 2 or t.max() == t.min()):
+            a2.axhline(b[-1], color="#4c72b0", lw=1.2)
+            a2.set_xticks([])
+            a2.set_ylim(-0.03, 1.05)
+            a2.text(0.5, 0.45, f"busy fraction {_fmt(b[-1])} from t = {_fmt(t[0])} on "
+                    "(no change recorded)", ha="center", transform=a2.transAxes, fontsize=SMALL)
+        elif t.size and t.size == b.size:
             a2.step(t, b, where="post", color="#4c72b0", lw=0.8, label="busy fraction")
             cm = rep.get("concurrency_mean")
             if cm is not None:
