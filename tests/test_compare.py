@@ -170,6 +170,11 @@ def test_verdict_table_end_to_end_with_negative_control(tmp_path):
     # not applicable status passes through
     b3 = bounds.assign(bound_is_certified=False, status="RATE_SHAPE_ONLY")
     assert (cmp.verdict_table(samples, b3).verdict == "not_applicable").all()
+    # missing values given as None are NaN (object columns from the caller)
+    b4 = bounds.astype(object).assign(exact=None, expected_slope=None)
+    d4 = cmp.verdict_table(samples, b4)
+    assert d4.exact.isna().all() and d4.oracle_pass.isna().all()
+    assert (d4[d4.scenario == "sc"].verdict == "holds").all()
     # CSV round trip keeps inf/nan and column order
     df.loc[0, "bound"] = math.inf
     p = cmp.write_verdicts(df, tmp_path / "verdicts.csv")

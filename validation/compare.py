@@ -186,6 +186,11 @@ def oracle_test(mean: float, sem: float, exact: float,
     return z, bool(abs(z) <= stats.norm.ppf(1.0 - far / 2.0))
 
 
+def _float(x: Any) -> float:
+    """float(x), with None (a missing value) as NaN."""
+    return math.nan if x is None else float(x)
+
+
 def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
                   level: float = CI_LEVEL, far: float = ORACLE_FAR) -> pd.DataFrame:
     """One verdict row per (theorem, scenario, mode, horizon).
@@ -211,13 +216,13 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     for b in bounds.to_dict("records"):
         key = tuple(b[k] for k in _KEYS)
         s = summarize(groups.get(key, np.empty(0)), level)
-        bound = float(b["bound"])
+        bound = _float(b["bound"])
         hyp = b["hypotheses_hold"]
         hyp = None if hyp is None or (isinstance(hyp, float) and math.isnan(hyp)) else bool(hyp)
         v = verdict(s["ci_low"], s["ci_high"], bound, bool(b["bound_is_certified"]), hyp)
         if v == "holds" and s["n_nonfinite"] > 0:
             v = "inconclusive"
-        exact = float(b.get("exact", math.nan))
+        exact = _float(b.get("exact"))
         z, passed = (math.nan, False)
         if math.isfinite(exact):
             z, passed = oracle_test(s["mean"], s["sem"], exact, far)
@@ -225,7 +230,7 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
         row.update(mean=s["mean"], ci_low=s["ci_low"], ci_high=s["ci_high"], bound=bound,
                    status=str(getattr(b["status"], "value", b["status"])), verdict=v,
                    tightness=tightness(bound, s["mean"]), slope=math.nan, exact=exact,
-                   expected_slope=float(b.get("expected_slope", math.nan)),
+                   expected_slope=_float(b.get("expected_slope")),
                    slope_stderr=math.nan, n_ok=s["n_ok"], n_nonfinite=s["n_nonfinite"],
                    sem=s["sem"], oracle_z=z,
                    oracle_pass=passed if math.isfinite(exact) else None, ci_level=level)
