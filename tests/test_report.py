@@ -212,3 +212,17 @@ def test_cli_report_rebuilds_pdf(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "x.pdf")]) == 0
     assert "(4 pages)" in capsys.readouterr().out
     assert _pdf_pages(tmp_path / "x.pdf") == 4
+
+
+def test_theorem_title_is_the_common_title_of_its_scenarios(run_dir):
+    run = report.load_run(run_dir)
+    run.meta[("ThmA", "quad_shared")] = {**run.meta[("ThmA", "quad_shared")],
+                                         "title": "[A] Thm 8, AREA, logistic"}
+    run.meta[("ThmA", "too_small_bound")] = {**run.meta[("ThmA", "too_small_bound")],
+                                             "title": "[A] Thm 8 counterexample, M=10"}
+    run.meta[("ThmA", "unequal_hessians")] = {**run.meta[("ThmA", "unequal_hessians")],
+                                              "title": "[A] Thm 8, AREA, quadratic"}
+    assert report._meta_for(run, "ThmA")["title"] == "[A] Thm 8"
+    assert report._meta_for(run, "nope") == {}
+    assert report._hfmt(10000.0) == "10000" and report._hfmt(0.5) == "0.5"
+    assert report._mid("scenario_with_a_long_name_7", 12) == "scena\u2026name_7"
