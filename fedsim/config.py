@@ -663,6 +663,15 @@ class Scenario:
         if a.name == "fedavg":
             require(tr.kind == "every_upload", "trigger.kind", tr.kind,
                     "is not used by synchronous fedavg (leave the default)")
+            from fedsim.delays import Constant
+
+            for i in range(n):
+                th = dl.for_client(i)["think"]
+                require(isinstance(th, Constant) and th.value == 0.0, "delays.think",
+                        th.to_dict(), "is not used by synchronous fedavg (must be constant 0)")
+        if a.name == "area":
+            require(dl.read_at == "request", "delays.read_at", dl.read_at,
+                    "must be 'request' for area (the server's reply carries x_s)")
         if a.model in ("expcycle", "iterate_model"):
             self._check_exp_cycle()
         if a.model == "iterate_model":

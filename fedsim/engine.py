@@ -211,7 +211,12 @@ class _AsyncRun:
             log.omega.append, log.t_read.append
         queue, eid, new, Event = env._queue, env._eid, object.__new__, simpy.Event
         hook = log.hook
-        T, ergodic, wsum = log.T, log.ergodic, self.rec.wsum if log.ergodic else None
+        T, ergodic = log.T, log.ergodic
+        # every-step metrics without a progress bar: record inline (StepLog.hook's effect)
+        inline = log.every == 1 and log.pbar is None and not ergodic
+        m_step = self.rec.m_steps.append
+        pairs = self.rec._pairs
+        wsum = self.rec.wsum if ergodic else None
         n = self.n
         q, nb = sampler.q, sampler.rounds
         j = nb
@@ -220,7 +225,7 @@ class _AsyncRun:
                 dls, cps, uls, ths = sampler.block()
                 j = 0
             dl = dls[j]
-            t = env.now
+            t = env._now
             if arrival:
                 t = t + dl
                 yield at(env, t)
@@ -260,7 +265,11 @@ class _AsyncRun:
                 log.diverged = step
                 log.halt()
                 return
-            if step >= log.next_hook:
+            if inline:
+                m_step(step)
+                for fn, app in pairs:
+                    app(fn(w))
+            elif step >= log.next_hook:
                 hook(step, w)
             if ergodic:
                 np.add(wsum, w, out=wsum)

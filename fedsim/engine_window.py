@@ -39,7 +39,10 @@ def run_window(scenario, problem, streams, progress: bool) -> Trace:
     beta = float(a.get("beta"))
     w = initial_model(problem)
     rec = make_recorder(scenario, problem)
-    log = StepLog(rec, scenario.horizon.steps, w, progress)
+    T = scenario.horizon.steps
+    if math.isfinite(scenario.horizon.time):  # time is the step index; events at the horizon
+        T = min(T, max(0, math.ceil(scenario.horizon.time) - 1))  # time are not processed
+    log = StepLog(rec, T, w, progress)
     ring = np.tile(w, (tau + 1, 1))
     ev = streams.server("events")
     noise = [streams.client(i, "noise") for i in range(n)]
@@ -48,7 +51,6 @@ def run_window(scenario, problem, streams, progress: bool) -> Trace:
     j = 0
     who: list[int] = []
     lag: list[int] = []
-    T = scenario.horizon.steps
     for t in range(T):
         if j == len(who):
             who = ev.integers(0, n, size=BLOCK * 8).tolist()

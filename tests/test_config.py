@@ -120,6 +120,11 @@ def test_bad_values_raise(bad, msg):
      r"trigger\.kind must be 'poisson'"),
     ({"algorithm": {"name": "area", "alpha": {"kind": "theorem7"}},
       "trigger": {"kind": "poisson", "rate": 1.0}}, r"needs model='iterate_model'"),
+    ({"algorithm": {"name": "area", "alpha": {"kind": "constant", "value": 0.1}},
+      "delays": {"read_at": "arrival"}}, r"delays\.read_at must be 'request'"),
+    ({"algorithm": {"name": "fedavg"},
+      "delays": {"think": {"kind": "constant", "value": 1.0}}},
+     r"delays\.think is not used by synchronous fedavg"),
 ])
 def test_inconsistent_choices_raise(bad, msg):
     with pytest.raises(ConfigError, match=msg):
