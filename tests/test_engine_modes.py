@@ -254,3 +254,64 @@ def test_fedasync_models_match_exact_oracle(model):
         ex = oracle.fedasync_expcycle_moments(prob, "A", 2, 0.2, 1.0, [1.0] * 3, 30,
                                               np.zeros(2))
     assert _mc_vs(vals, float(ex["avg_grad_sq"].iloc[-1])) < 5
+
+
+@pytest.mark.parametrize("option", ["B", "C"])
+def test_window_options_b_c_match_exact_oracle(option):
+    """Window model, Options B (MAML, exact Hessian) and C (Moreau, exact inner solve):
+    Monte Carlo (250 runs) of (1/T) sum_{t<T} ||grad F(w^t)||^2 vs the oracle, T = 20.
+
+    |z| < 5 (false-alarm rate ~6e-7 under the normal approximation of the mean)."""
+    from theory import oracle
+
+    alg = {"name": "fedasync", "model": "window", "tau": 1, "delay_pmf": [0.5, 0.5], "Q": 2,
+           "eta": 0.2, "batch": 2}
+    if option == "B":
+        alg.update(client_rule="maml", alpha=0.2)
+        metric, kw = "grad_maml_sq", {"alpha": 0.2}
+    else:
+        alg.update(client_rule="moreau", lam=5.0, inner_solver="exact")
+        metric, kw = "grad_me_sq", {"lam": 5.0}
+    sc = S(alg, problem={"n": 2, "dim": 2, "noise_sd": 0.5, "heterogeneity": 2.0},
+           horizon={"steps": 20}, record={"every": 1, "metrics": [metric]})
+    vals = np.array([run(sc, r).metrics[f"avg_{metric}"][-1] for r in range(250)])
+    ex = oracle.fedasync_window_moments(problem_for(sc), option, 2, 0.2, 1.0, [0.5, 0.5], 20,
+                                        np.zeros(2), batch=2, **kw)
+    assert _mc_vs(vals, float(ex["avg_grad_sq"].iloc[-1])) < 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["window", "expcycle", "area"])
+def test_models_match_exact_oracle_many_runs(model):
+    """Slow version: 3000 runs, several horizons; |z| < 5 at each of 4 checkpoints
+    (false-alarm rate ~2.3e-6)."""
+    from theory import oracle
+
+    if model == "area":
+        sc = S({"name": "area", "model": "iterate_model", "M": 3,
+                "alpha": {"kind": "constant", "value": 0.3}},
+               trigger={"kind": "poisson", "rate": 1.0},
+               problem={"n": 3, "dim": 2, "shared_hessian": False, "noise_sd": 0.3},
+               horizon={"steps": 80}, record={"every": 20, "metrics": ["dist_sq"]})
+        p, ps = event_probabilities(sc)
+        ex = oracle.area_moments(problem_for(sc), p, ps, 3, 0.3, np.zeros(2), 80,
+                                 record_every=20)["sq_dist"].to_numpy()
+        key = "dist_sq"
+    else:
+        alg = {"name": "fedasync", "model": model, "Q": 2, "eta": 0.2}
+        if model == "window":
+            alg.update(tau=3, delay_pmf=[0.1, 0.2, 0.3, 0.4])
+        sc = S(alg, problem={"n": 3, "dim": 2, "noise_sd": 0.5, "heterogeneity": 2.0},
+               horizon={"steps": 80}, record={"every": 20, "metrics": ["grad_sq"]})
+        prob = problem_for(sc)
+        if model == "window":
+            ex = oracle.fedasync_window_moments(prob, "A", 2, 0.2, 1.0, [0.1, 0.2, 0.3, 0.4],
+                                                80, np.zeros(2), record_every=20)
+        else:
+            ex = oracle.fedasync_expcycle_moments(prob, "A", 2, 0.2, 1.0, [1.0] * 3, 80,
+                                                  np.zeros(2), record_every=20)
+        ex = ex["grad_sq"].to_numpy()
+        key = "grad_sq"
+    runs = np.array([run(sc, r).metrics[key] for r in range(3000)])
+    for k in range(1, runs.shape[1]):
+        assert _mc_vs(runs[:, k], float(ex[k])) < 5, k
