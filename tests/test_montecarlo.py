@@ -50,7 +50,7 @@ def test_inprocess_records_hand_checked(tmp_path):
     # an exception is recorded with "ExcType: first line" and the run goes on
     assert res["boom"] == {"task_id": "boom", "status": "error", "value": None,
                            "reason": "ValueError: synthetic failure in replicate 0",
-                           "payload_hash": payload_hash(tasks[3])}
+                           "payload_hash": payload_hash(tasks[3]), "payload": {"fail": "error"}}
     d = res["div"]
     assert d["status"] == "diverged" and d["reason"] == "iterate norm exceeded 1e12 at step 11"
     assert d["value"]["mean"] == float("inf")
@@ -151,6 +151,12 @@ def test_resume_after_parent_interrupt_with_pool(tmp_path, monkeypatch):
     assert res == run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
 
 
+def test_diff_paths():
+    assert mc._diff_paths({"a": 1, "b": {"c": 2, "d": [1]}}, {"a": 1, "b": {"c": 3, "d": [1]},
+                                                              "e": 0}) == ["b.c", "e"]
+    assert mc._diff_paths([1], [2]) == ["(payload)"]
+
+
 def test_records_frame():
     recs = {"a": {"task_id": "a", "status": "ok", "reason": None, "value": {"x": 1.0}},
             "b": {"task_id": "b", "status": "error", "reason": "E: m", "value": None}}
@@ -223,7 +229,7 @@ def test_backends_identical_more_workers(tmp_path):
 def test_payload_mismatch_raises_unless_overwrite(tmp_path):
     run_tasks(_tasks(2), tmp_path, workers=1, progress=False)
     changed = _tasks(2, n=7)
-    with pytest.raises(mc.FedsimError, match="different arguments"):
+    with pytest.raises(mc.FedsimError, match=r"different payload \(differs in: n\)"):
         run_tasks(changed, tmp_path, workers=1, progress=False)
     res = run_tasks(changed, tmp_path, workers=1, progress=False, overwrite=True)
     assert len(res["rep000"]["value"]["first"]) == 3

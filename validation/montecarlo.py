@@ -11,8 +11,9 @@ Store layout (one JSON file per task, written atomically)::
 
     run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
 
-A record is ``{"task_id", "status", "value", "reason", "payload_hash"}`` with
-``status`` in ``"ok" | "diverged" | "error"``:
+A record is ``{"task_id", "status", "value", "reason", "payload_hash", "payload"}``
+(``payload`` is the task's payload, JSON-normalised, kept so that a mismatch can say
+which field changed) with ``status`` in ``"ok" | "diverged" | "error"``:
 
 * ``ok``       -- ``value`` is the function's dict, normalised through JSON
   (numpy scalars and arrays become floats and lists; NaN/inf are kept, written in
@@ -222,14 +223,32 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
 
 
+def _record(task: Task, phash: str, status: str, reason: str | None) -> dict[str, Any]:
+    """A record skeleton; the payload is stored (JSON-normalised) to explain mismatches."""
+    return {"task_id": task.task_id, "status": status, "value": None, "reason": reason,
+            "payload_hash": phash, "payload": json.loads(_canonical(task.payload))}
+
+
+def _diff_paths(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Dotted paths where two JSON values differ (for the mismatch message)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            if k not in a or k not in b:
+                out.append(f"{prefix}{k}")
+            else:
+                out += _diff_paths(a[k], b[k], f"{prefix}{k}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".") or "(payload)"]
+
+
 def execute_task(task: Task, phash: str) -> dict:
     """Run one task and return its record (exceptions become ``error`` records).
 
     Only ``Exception`` is caught: ``KeyboardInterrupt``/``SystemExit`` propagate, so an
     interrupted run stops (and resumes later) instead of recording a bogus error.
     """
-    rec: dict[str, Any] = {"task_id": task.task_id, "status": "ok", "value": None,
-                           "reason": None, "payload_hash": phash}
+    rec = _record(task, phash, "ok", None)
     try:
         value = _resolve(task.fn)(task.payload)
         if not isinstance(value, dict):
@@ -314,9 +333,8 @@ def _run_isolated(todo: list[tuple[Task, str]], sink: _Sink) -> None:
             except BrokenProcessPool:
                 ex.shutdown(wait=True, cancel_futures=True)
                 ex = cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context())
-                rec = {"task_id": item[0].task_id, "status": "error", "value": None,
-                       "reason": "WorkerCrash: the worker process died while running this task",
-                       "payload_hash": item[1]}
+                rec = _record(item[0], item[1], "error",
+                              "WorkerCrash: the worker process died while running this task")
             sink(rec)
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
@@ -360,8 +378,7 @@ def _run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
             try:
                 recs = fut.result()
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: record, go on
-                recs = [{"task_id": t.task_id, "status": "error", "value": None,
-                         "reason": _reason(exc), "payload_hash": h} for t, h in futs[fut]]
+                recs = [_record(t, h, "error", _reason(exc)) for t, h in futs[fut]]
             for rec in recs:
                 sink(rec)
     finally:
@@ -411,10 +428,15 @@ def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int
         rec = _read_record(record_path(run_dir, t.task_id))
         if rec is not None and rec.get("task_id") == t.task_id:
             if rec.get("payload_hash") != h and not overwrite:
+                where = ""
+                if isinstance(rec.get("payload"), dict):
+                    diff = _diff_paths(rec["payload"], json.loads(_canonical(t.payload)))
+                    more = ", ..." if len(diff) > 4 else ""
+                    where = f" (differs in: {', '.join(diff[:4])}{more})"
                 raise FedsimError(
                     f"run directory {run_dir} holds a result for task {t.task_id!r} computed "
-                    "from different arguments (payload hash mismatch); use a new --out "
-                    "directory or overwrite=True")
+                    f"from a different payload{where}: the arguments or the scenario "
+                    "definitions changed; use a new --out directory or overwrite=True")
             if rec.get("payload_hash") == h and rec["status"] in ("ok", "diverged"):
                 out[t.task_id] = rec
                 continue
