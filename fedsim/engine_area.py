@@ -109,6 +109,7 @@ def run_area(scenario, problem, streams, progress: bool, *,
     tr = scenario.trigger
     count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
     rec.busy(0.0, 1.0)
+    idle = [0]
 
     def check() -> None:
         if check_invariant:
@@ -147,7 +148,11 @@ def run_area(scenario, problem, streams, progress: bool, *,
             if count is not None and server.pending >= count and aggregate():
                 return
             if th != 0.0:
+                idle[0] += 1
+                rec.busy(t, (n - idle[0]) / n)
                 yield at(env, t + th)
+                idle[0] -= 1
+                rec.busy(t + th, (n - idle[0]) / n)
                 if log.stopped:
                     return
 
