@@ -226,3 +226,16 @@ def test_theorem_title_is_the_common_title_of_its_scenarios(run_dir):
     assert report._meta_for(run, "nope") == {}
     assert report._hfmt(10000.0) == "10000" and report._hfmt(0.5) == "0.5"
     assert report._mid("scenario_with_a_long_name_7", 12) == "scena\u2026name_7"
+
+
+def test_details_page_never_hides_a_failing_hypothesis(run_dir):
+    run = report.load_run(run_dir)
+    hyps = [{"name": f"ok{i}", "holds": True, "detail": "fine"} for i in range(20)]
+    hyps.append({"name": "the_failing_one", "holds": False, "detail": "gamma = inf"})
+    run.meta[("ThmA", "quad_shared")] = {**run.meta[("ThmA", "quad_shared")],
+                                         "hypotheses": hyps}
+    fig = report._details_page(run, "ThmA", "quad_shared")
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    plt.close(fig)
+    assert "the_failing_one" in texts
+    assert any("more rows not shown" in t for t in texts)

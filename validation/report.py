@@ -79,6 +79,7 @@ INK = {"holds": "#2e7d32", "violated": "#c62828", "inconclusive": "#e08a00",
 _ORDER = ("holds", "violated", "inconclusive", "not_applicable")
 _SHORT = {"holds": "holds", "violated": "violated", "inconclusive": "inconcl.",
           "not_applicable": "n/a"}
+_HYP_ROWS = 8  # hypothesis rows on a details page (failing ones first when more)
 _Z_CRIT = float(stats.norm.ppf(1 - ORACLE_FAR / 2))  # the oracle test's |z| threshold
 _CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
 
@@ -208,8 +209,12 @@ def _wrap(fig: Figure, x: float, y: float, text: str, width: float, size: float 
 
 def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header: Sequence[str],
            rows: Sequence[Sequence[str]], fills: Sequence[Sequence[str | None]] | None = None,
-           size: float = SMALL, row_h: float = 0.027, max_rows: int | None = None) -> float:
-    """Draw a table in figure coordinates (truncating cells to fit); return the bottom y."""
+           size: float = SMALL, row_h: float = 0.027, max_rows: int | None = None,
+           lines: int = 1) -> float:
+    """Draw a table in figure coordinates; return the bottom y.
+
+    Cells are wrapped to at most ``lines`` lines (body rows) and truncated with an ellipsis.
+    """
     rows = [list(r) for r in rows]
     fills = [list(f) for f in fills] if fills is not None else [[None] * len(widths)] * len(rows)
     if max_rows is not None and len(rows) > max_rows:
@@ -218,21 +223,35 @@ def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header
                                        [""] * (len(widths) - 1)]
         fills = fills[: max_rows - 1] + [[None] * len(widths)]
     y = y_top
+    line_h = size * 1.3 / 72 / PAGE_SIZE[1]
+    body_h = row_h + (lines - 1) * line_h
     for r, (cells, fill) in enumerate([(header, ["#e8eaf0"] * len(widths))] +
                                       list(zip(rows, fills, strict=True))):
+        h = row_h if r == 0 else body_h
         x = x0
         for c, (w, txt) in enumerate(zip(widths, cells, strict=True)):
             colour = fill[c] if c < len(fill) else None
-            fig.add_artist(Rectangle((x, y - row_h), w, row_h, transform=fig.transFigure,
+            fig.add_artist(Rectangle((x, y - h), w, h, transform=fig.transFigure,
                                      facecolor=colour or "white", edgecolor="#9a9a9a",
                                      linewidth=0.4))
             is_last_note = r > 0 and str(cells[0]).startswith("... ") and c == 0
             n = _chars(sum(widths) if is_last_note else w, size) - 1
-            fig.text(x + 0.004, y - row_h / 2, _trunc(txt, n), fontsize=size, va="center",
-                     ha="left", weight="bold" if r == 0 else "normal")
+            fig.text(x + 0.004, y - h / 2, _fit(txt, n, 1 if r == 0 else lines), fontsize=size,
+                     va="center", ha="left", weight="bold" if r == 0 else "normal",
+                     linespacing=1.15)
             x += w
-        y -= row_h
+        y -= h
     return y
+
+
+def _fit(text: str, n: int, lines: int) -> str:
+    """``text`` wrapped to ``n`` characters per line, at most ``lines`` lines."""
+    if lines <= 1:
+        return _trunc(text, n)
+    out = textwrap.wrap(" ".join(str(text).split()), n) or [""]
+    if len(out) > lines:
+        out = out[: lines - 1] + [_trunc(" ".join(out[lines - 1:]), n)]
+    return "\n".join(out)
 
 
 def _page(title: str, subtitle: str = "") -> Figure:
@@ -487,7 +506,9 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
     else:
         fig = _page(title, " ".join(x for x in (meta.get("title", ""),
                                                  meta.get("description", "")) if x))
-    hyps = meta.get("hypotheses", []) or []
+    hyps = list(meta.get("hypotheses", []) or [])
+    if len(hyps) > _HYP_ROWS:  # what does not fit must not be a failing hypothesis
+        hyps.sort(key=lambda hh: {False: 0, None: 1}.get(hh.get("holds"), 2))
     hrows, hfill = [], []
     for hyp in hyps:
         holds = hyp.get("holds")
@@ -498,7 +519,7 @@ def _details_page(run: Run, th: str, sc: str) -> Figure:
                       None])
     fig.text(0.03, 0.84, "Hypotheses", fontsize=FONT + 1, weight="bold")
     _table(fig, 0.03, 0.83, [0.15, 0.06, 0.35], ["hypothesis", "status", "detail"], hrows,
-           hfill, max_rows=14)
+           hfill, max_rows=_HYP_ROWS, lines=2)
     crows = [[str(c.get("name", "")), _fmt(c.get("value"), 4), str(c.get("tag", "")),
               str(c.get("reason", ""))] for c in meta.get("constants", []) or []]
     fig.text(0.6, 0.84, "Constants (tag: EXACT, UPPER, NUMERIC, INFINITE)", fontsize=FONT + 1,
