@@ -18,8 +18,40 @@ and prints one line per cell::
 ``floor_ratio`` = engine time / floor time per update; ``simpy_share`` = ``1 - 1/ratio``,
 the fraction of the engine's time per update spent outside the update arithmetic (SimPy
 event handling plus trace bookkeeping).  ``--memory`` also reports the engine's state per
-client (tracemalloc, n=1000, d=10).  Times are the CPU time of this process on one core
-(best of ``--repeat`` interleaved runs); results never depend on them.
+client (tracemalloc, n=1000, d=10).
+
+Recorded reference figures (2026-11-21, shared 2-core VM with load ~2.4 from other jobs,
+CPU time, ``--repeat 3``; cell-to-cell noise on this machine is about +-15%)::
+
+    n=10 d=2 Q=1 updates_per_s=56624 floor_ratio=1.45
+    n=10 d=2 Q=10 updates_per_s=30530 floor_ratio=1.27
+    n=10 d=10 Q=1 updates_per_s=54818 floor_ratio=1.38
+    n=10 d=10 Q=10 updates_per_s=28527 floor_ratio=1.38
+    n=10 d=100 Q=1 updates_per_s=43236 floor_ratio=1.38
+    n=10 d=100 Q=10 updates_per_s=13332 floor_ratio=1.48
+    n=100 d=2 Q=1 updates_per_s=65954 floor_ratio=1.34
+    n=100 d=2 Q=10 updates_per_s=31184 floor_ratio=1.29
+    n=100 d=10 Q=1 updates_per_s=54507 floor_ratio=1.46
+    n=100 d=10 Q=10 updates_per_s=31058 floor_ratio=1.37
+    n=100 d=100 Q=1 updates_per_s=48151 floor_ratio=1.31
+    n=100 d=100 Q=10 updates_per_s=19007 floor_ratio=1.04
+    n=1000 d=2 Q=1 updates_per_s=57634 floor_ratio=1.47
+    n=1000 d=2 Q=10 updates_per_s=35130 floor_ratio=1.25
+    n=1000 d=10 Q=1 updates_per_s=52342 floor_ratio=1.54
+    n=1000 d=10 Q=10 updates_per_s=26944 floor_ratio=1.37
+    n=1000 d=100 Q=1 updates_per_s=33361 floor_ratio=1.61
+    n=1000 d=100 Q=10 updates_per_s=15238 floor_ratio=1.26
+    engine_bytes_per_client=5156 (n=1000, d=10)
+
+On this machine a small NumPy call costs ~0.6-1.1 us and one SimPy event with its
+bookkeeping ~4 us, so the n=100, d=10 targets of the issue (>= 60,000 updates/s at Q=10,
+engine/floor <= 1.15 at Q=10 and <= 1.3 at Q=1) are not met here: the engine adds a fixed
+~4-6 us per update to a floor of ~24 us (Q=10) / ~11 us (Q=1).  The per-client state is
+dominated by the two ``numpy.random.Generator`` objects that ``fedsim.rng`` gives each
+client (~2.3 KB together); delay buffers are capped at 4 x 16 doubles.
+
+Times are the CPU time of this process on one core (best of ``--repeat`` interleaved
+runs); simulation results never depend on them.
 """
 
 from __future__ import annotations
