@@ -11,13 +11,15 @@ Grid ``n in {10, 100, 1000}``, ``d in {2, 10, 100}``, ``Q in {1, 10}`` (``--quic
   round), ``Delta = w0 - wQ``, ``w -= beta Delta``, the divergence check and the
   ``grad_sq`` metric -- with the uploader drawn uniformly at random.
 
-and prints one line per cell::
+and prints one line per cell (format)::
 
-    n=100 d=10 Q=10 updates_per_s=63000 floor_ratio=1.08 simpy_share=0.07
+    n=<n> d=<d> Q=<Q> updates_per_s=<engine updates/s> floor_ratio=<r> simpy_share=<s>
 
 ``floor_ratio`` = engine time / floor time per update; ``simpy_share`` = ``1 - 1/ratio``,
 the fraction of the engine's time per update spent outside the update arithmetic (SimPy
-event handling plus trace bookkeeping).  ``--memory`` also reports the engine's state per
+event handling plus trace bookkeeping).  Both are steady-state figures: the engine's
+per-run setup (processes, 2n seeded streams) is timed with a one-step run and subtracted,
+as the floor's setup is not timed.  ``--memory`` also reports the engine's state per
 client (tracemalloc, n=1000, d=10).
 
 Recorded reference figures (2026-11-21, shared 2-core VM with load ~2.4 from other jobs,
