@@ -29,7 +29,7 @@ from fedsim.errors import FedsimError
 
 __all__ = ["add_parser", "cmd_validate", "cmd_report", "SUITES"]
 
-SUITES = ("quick", "full")
+SUITES = ("quick", "full", "smoke")
 
 
 def _int_at_least(lo: int, name: str) -> Callable[[str], int]:

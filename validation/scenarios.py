@@ -115,6 +115,7 @@ class SimCheck:
     limit: float
     detail: str
     kind: str = "max_staleness"
+    replaces: tuple[str, ...] = ()   # unknown theory hypotheses (name prefixes) it settles
 
 
 def _resolve(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResult:
@@ -125,6 +126,7 @@ def _resolve(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResul
         hit = next((v for k, v in facts.items() if h.name.startswith(k)), None)
         if h.holds is None and hit is not None:
             h = Hypothesis(h.name, hit[0], f"scenario: {hit[1]}")
+        # (facts may keep holds=None with a better detail: an honest "unknown")
         out.append(h)
     res.hypotheses = out
     if any(h.holds is False for h in out):
@@ -202,6 +204,16 @@ def _scenario(name: str, problem: dict, algorithm: dict, steps: int, metrics: li
     return d
 
 
+def _physical_tau(delays: dict, n: int, Q: int) -> int:
+    """The engine's provable staleness bound for always-busy FedAsync clients."""
+    from fedsim.config import DelaysConfig
+    from fedsim.engine_common import physical_staleness_bound
+
+    tau = physical_staleness_bound(DelaysConfig.from_dict(delays), n, Q, False, 1)
+    require(math.isfinite(tau), "delays", delays, "must have bounded supports")
+    return int(tau)
+
+
 def _uniform_pmf(tau: int) -> list[float]:
     return [1.0 / (tau + 1)] * (tau + 1)
 
@@ -224,29 +236,45 @@ def _persafl_case(theorem: str, name: str, title: str, description: str, problem
                   bound_fn, eta_of_T, modes: list[str], exact_fn=None, control: str = "",
                   expected: str = "", record_extra: dict | None = None,
                   notes: list[str] | None = None,
-                  facts: dict[str, tuple[bool, str]] | None = None) -> Case:
-    """A window-model FedAsync case for [P] Theorems 1-3: one run set per T."""
+                  facts: dict[str, tuple[bool, str]] | None = None,
+                  physical: dict | None = None) -> Case:
+    """A FedAsync case for [P] Theorems 1-3: one run set per T.
+
+    Window model by default; ``physical`` (a ``[delays]`` table) runs always-busy physical
+    clients instead, with ``tau_sim`` the engine's provable staleness bound for them.
+    """
     runs, rows = [], []
     for T in horizons:
         eta = float(eta_of_T(T))
         key = f"{theorem}/{name}/T{T}"
-        alg = dict(name="fedasync", model="window", Q=Q, eta=eta, beta=1.0, tau=tau_sim,
-                   delay_pmf=_uniform_pmf(tau_sim), **rule)
+        if physical is None:
+            alg = dict(name="fedasync", model="window", Q=Q, eta=eta, beta=1.0, tau=tau_sim,
+                       delay_pmf=_uniform_pmf(tau_sim), **rule)
+        else:
+            alg = dict(name="fedasync", model="physical", Q=Q, eta=eta, beta=1.0, **rule)
         sc = _scenario(f"{theorem}-{name}-T{T}", problem_cfg, alg, T,
-                       [metric.removeprefix("avg_")], record_extra=record_extra)
+                       [metric.removeprefix("avg_")], record_extra=record_extra,
+                       delays=physical)
         runs.append(RunSpec(key, sc, metric, (T,), replicates))
         ex = exact_fn(eta, T) if exact_fn is not None else math.nan
         for mode in modes:
             res = _resolve(bound_fn(T=T, eta=eta, mode=mode, tau=tau_decl), facts or {})
             rows.append(Row(mode, T, key, res, float(res.value), ex, control, expected))
-    checks = [SimCheck("H1.4 staleness <= tau (measured)", tau_decl,
-                       f"window model: s_t i.i.d. uniform on {{0..{tau_sim}}}, uploader i.i.d. "
-                       f"uniform (Assumption 1 by construction); declared tau = {tau_decl}")]
+    if physical is None:
+        checks = [SimCheck("H1.4 staleness <= tau (measured)", tau_decl,
+                           f"window model: s_t i.i.d. uniform on {{0..{tau_sim}}}, uploader "
+                           f"i.i.d. uniform (Assumption 1 by construction); declared tau = "
+                           f"{tau_decl}", replaces=("Asm 1",))]
+    else:
+        checks = [SimCheck("H1.4(i) staleness <= tau (measured)", tau_decl,
+                           f"physical clients with bounded delays: provable tau = {tau_sim} "
+                           f"(fedsim.engine_common.physical_staleness_bound); declared tau = "
+                           f"{tau_decl}")]
     if rule.get("client_rule") == "moreau":
         checks.append(SimCheck("inner accuracy ||grad h_tilde|| <= nu (measured)", 0,
                                "inner gradient descent stops at ||grad h~|| <= nu; every "
                                "solve that hit the iteration cap is counted",
-                               "inner_failures"))
+                               "inner_failures", replaces=("inner accuracy",)))
     return Case(theorem, name, title, description, "T", quantity, -0.5, runs, rows,
                 _consts(problem), checks, list(notes or []), control, expected)
 
@@ -265,17 +293,28 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     the declared tau, so H1.4 fails).
     """
     require(scale in ("L1", "Lsmall"), "scale", scale, "must be 'L1' or 'Lsmall'")
-    require(variant in ("", "step10x", "tau_small"), "variant", variant,
-            "must be '', 'step10x' or 'tau_small'")
+    require(variant in ("", "step10x", "tau_small", "physical"), "variant", variant,
+            "must be '', 'step10x', 'tau_small' or 'physical'")
+    n = 4
+    physical = None
     if scale == "L1":
         L, mu, Q, tau, T0 = 1.0, 0.5, 1, 1, 10240
     else:
         L, mu, Q, tau, T0 = 0.01, 0.005, 2, 3, 1000
+    if variant == "physical":
+        n, Q = 3, 1
+        physical = {"download": {"kind": "constant", "value": 0.0},
+                    "compute": {"kind": "uniform", "low": 1.0, "high": 1.2},
+                    "upload": {"kind": "constant", "value": 0.0},
+                    "think": {"kind": "uniform", "low": 0.0, "high": 0.3},
+                    "compute_per": "round"}
+        tau = _physical_tau(physical, n, Q)
+        T0 = math.ceil(160 * L * (Q + 7) * (tau + 1) ** 3)
     if variant == "tau_small":
         tau = 3
         T0 = max(T0, math.ceil(160 * L * (Q + 7) * 2**3))
     horizons = horizons or [T0, 2 * T0]
-    pcfg = dict(kind="quadratic", n=4, dim=2, mu=mu, L=L, heterogeneity=3.0, noise_sd=0.3,
+    pcfg = dict(kind="quadratic", n=n, dim=2, mu=mu, L=L, heterogeneity=3.0, noise_sd=0.3,
                 shared_hessian=True, seed=3)
     prob = _problem(pcfg)
     b = 1
@@ -295,18 +334,30 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         return _window_exact(prob, "A", Q, eta, tau, T, batch=b, cache_key=pcfg)
 
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
-    ctrl = {"": "", "step10x": "out_of_regime:step10x",
+    ctrl = {"": "", "step10x": "out_of_regime:step10x", "physical": "",
             "tau_small": "out_of_regime:tau_smaller_than_staleness"}[variant]
+    how = (f"window staleness uniform on {{0..{tau}}}" if physical is None else
+           f"physical clients, compute Uniform(1, 1.2) per round, think Uniform(0, 0.3), no "
+           f"communication delay, provable staleness tau = {tau}")
+    facts = {"Asm 2": _QUAD_SMOOTH, "Asm 3": _FRESH,
+             "Option A": (True, "client_rule = 'sgd': Q unbiased minibatch SGD steps")}
+    notes = []
+    if physical is not None:
+        facts["Asm 1"] = (None, "physical clients: staleness <= tau is provable (checked "
+                                "below), but uploads are nearly round-robin, not i.i.d. "
+                                "uniform as [P] Assumption 1(ii) asks: the bound is tested "
+                                "beyond its proven regime")
+        notes.append("No exact oracle: non-exponential physical delays need Monte Carlo "
+                     "(THEORY_SPEC 10.2(d)).")
     return _persafl_case(
         "theorem1", name, f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}",
-        f"n=4, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), additive "
-        f"noise sd 0.3, Q={Q}, batch {b}, window staleness uniform on {{0..{tau}}}, "
+        f"n={n}, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), additive "
+        f"noise sd 0.3, Q={Q}, batch {b}, {how}, "
         f"eta = {mult:g}/(Q sqrt(L T)), beta = 1.",
         pcfg, prob, dict(client_rule="sgd", batch=b), Q, tau, tau_decl, horizons, replicates,
         "avg_grad_sq", "(1/T) sum_{t<T} ||grad f(w^t)||^2", bound_fn, eta_of_T, ["paper"],
-        exact_fn, ctrl, "not_applicable" if variant else "",
-        facts={"Asm 2": _QUAD_SMOOTH, "Asm 3": _FRESH,
-               "Option A": (True, "client_rule = 'sgd': Q unbiased minibatch SGD steps")})
+        exact_fn if physical is None else None, ctrl, "not_applicable" if ctrl else "",
+        notes=notes, facts=facts, physical=physical)
 
 
 # ---------------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ def _quick(R: int) -> list[S.Case]:
     return [
         S.theorem1_case("L1", horizons=[10240], replicates=R),
         S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000], replicates=R),
+        S.theorem1_case("Lsmall", replicates=R, variant="physical"),
         S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="step10x"),
         S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="tau_small"),
         S.theorem2_case("L1", horizons=[200, 800], replicates=R),
@@ -94,6 +95,7 @@ def _full(R: int) -> list[S.Case]:
     return [
         S.theorem1_case("L1", horizons=[10240, 20480, 40960], replicates=R),
         S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000, 8000, 16000], replicates=R),
+        S.theorem1_case("Lsmall", replicates=R, variant="physical"),
         S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="step10x"),
         S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="tau_small"),
         S.theorem2_case("L1", horizons=[200, 800, 3200, 12800], replicates=R),
@@ -177,8 +179,9 @@ def _hyp_dict(h: Hypothesis) -> dict[str, Any]:
     return {"name": h.name, "holds": h.holds, "detail": h.detail}
 
 
-def _case_hypotheses(case: S.Case, recs: dict[str, dict]) -> list[Hypothesis]:
-    """The simulation-side checks of a case, evaluated on its records."""
+def _case_hypotheses(case: S.Case, recs: dict[str, dict]) -> list[tuple]:
+    """The simulation-side checks of a case, evaluated on its records:
+    ``(name, holds, detail, replaces)`` tuples."""
     out = []
     for chk in case.sim_checks:
         field = "max_staleness" if chk.kind == "max_staleness" else "inner_failures"
@@ -186,25 +189,23 @@ def _case_hypotheses(case: S.Case, recs: dict[str, dict]) -> list[Hypothesis]:
                 for r in range(run.replicates)
                 if (rec := recs.get(f"{run.key}/r{r}")) and rec.get("value")]
         if not vals:
-            out.append(Hypothesis(chk.name, None, chk.detail + "; no replicate finished"))
+            out.append((chk.name, None, chk.detail + "; no replicate finished", chk.replaces))
             continue
         m = max(vals) if chk.kind == "max_staleness" else sum(vals)
         what = "max staleness" if chk.kind == "max_staleness" else "inner-solve failures"
-        out.append(Hypothesis(chk.name, bool(m <= chk.limit),
-                              f"{chk.detail}; measured {what} {m:g} over {len(vals)} "
-                              "replicates"))
+        out.append((chk.name, bool(m <= chk.limit),
+                    f"{chk.detail}; measured {what} {m:g} over {len(vals)} replicates",
+                    chk.replaces))
     return out
 
 
-def _merged(row: S.Row, sim: list[Hypothesis]) -> list[Hypothesis]:
+def _merged(row: S.Row, sim: list[tuple]) -> list[Hypothesis]:
     """Theory hypotheses with the simulator-only ones (holds=None) replaced by measurements."""
     hyps = list(row.result.hypotheses)
     if sim:
-        names = {"max_staleness": ("Asm 1", "H1.4"), "inner_failures": ("inner accuracy",)}
-        drop = tuple(p for c in sim for p in names["max_staleness" if "stale" in c.name
-                                                   else "inner_failures"])
-        hyps = [h for h in hyps if not (h.holds is None and h.name.startswith(drop))]
-        hyps += sim
+        drop = tuple(p for c in sim for p in c[3])
+        hyps = [h for h in hyps if not (h.holds is None and drop and h.name.startswith(drop))]
+        hyps += [Hypothesis(*c[:3]) for c in sim]
     return hyps
 
 
@@ -304,8 +305,10 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
     if len(set(keys)) != len(keys):
         raise ConfigError(f"suite {suite!r} has duplicate (theorem, scenario) pairs")
     tasks = _tasks(cases)
+    # overwrite=True: a record computed from an older payload (the suite's scenarios changed
+    # since) is recomputed instead of refused; verdicts only ever read the current tasks.
     recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
-                     desc=f"{suite} replicates")
+                     desc=f"{suite} replicates", overwrite=True)
     table, metas = collect(cases, recs, SUITES[suite].div1000)
     csv = write_verdicts(table, out / "verdicts.csv")
     for (th, sc), meta in metas.items():
