@@ -218,6 +218,8 @@ class _AsyncRun:
         pairs = self.rec._pairs
         wsum = self.rec.wsum if ergodic else None
         n = self.n
+        ev = new(Event)
+        ev._ok, ev._value = True, None
         q, nb = sampler.q, sampler.rounds
         j = nb
         while True:
@@ -244,8 +246,10 @@ class _AsyncRun:
             t = t + uls[j]
             th = ths[j]
             j += 1
-            ev = new(Event)  # engine_common.at(env, t), inlined (SimPy reads only these)
-            ev.callbacks, ev._ok, ev._value = [], True, None
+            # engine_common.at(env, t), inlined, with one event object per client re-armed
+            # each round: SimPy sets ``callbacks = None`` once it has processed an event and
+            # keeps no other reference to it, so resetting ``callbacks`` makes it pending again.
+            ev.callbacks = []
             heappush(queue, (t, NORMAL, next(eid), ev))
             yield ev
             if log.stopped:
