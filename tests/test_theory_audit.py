@@ -581,3 +581,26 @@ def test_thm8_linear_counterexample_and_general_alpha():
     assert np.allclose(g.value, [A * R**2 / (2 * 0.05 * M * K) + 0.05 * CB / 2 for K in (5, 50)],
                        rtol=1e-12, atol=0)
     assert g.status is Status.PROOF_LEVEL
+
+
+# --- THEORY_SPEC 2.1: the f_lower option (lead) ---------------------------------------
+def test_f_lower_global_inf_is_proof_level_with_the_same_formula():
+    """f_lower='global_inf' keeps the formula (the caller passes f(w0) - inf f as the gap)
+    but a certified status becomes PROOF_LEVEL; a failing hypothesis still wins."""
+    from fedsim.errors import ConfigError
+    from theory import persafl as P
+
+    kw = dict(L=1.0, Q=2, tau=2, b=1, sigma_g2=0.2, gamma_g2=1.0, f_gap=50.0, T=38880)
+    paper = P.theorem1(**kw)
+    tight = P.theorem1(**kw, f_lower="global_inf")
+    assert paper.status.value == "CERTIFIED_PAPER"
+    assert tight.status.value == "PROOF_LEVEL"
+    assert tight.value == paper.value and tight.derived_constants["f_lower"] == "global_inf"
+    assert P.theorem1(**dict(kw, T=38879), f_lower="global_inf").status.value == "NOT_APPLICABLE"
+    t3 = P.theorem3(L=1.0, lam=10.0, nu=0.1, sigma_g2=0.2, gamma_g2=1.0, b=2, Q=1, tau=1,
+                    F_gap=5.0, T=23040, f_lower="global_inf")
+    assert t3.status.value == "PROOF_LEVEL"
+    arr = P.theorem1(**dict(kw, T=[38880, 77760]), f_lower="global_inf")
+    assert arr.derived_constants["status_per_T"] == ["PROOF_LEVEL", "PROOF_LEVEL"]
+    with pytest.raises(ConfigError):
+        P.theorem1(**kw, f_lower="whatever")

@@ -33,6 +33,7 @@ Conventions shared by the three evaluators
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -331,6 +332,41 @@ def me_constants(*, L: float, lam: float, nu: float, sigma_g2: float, b: int, ga
 
 
 # --------------------------------------------------------------------------- Theorem 1
+_F_LOWER = ("paper", "global_inf")
+
+
+def _with_f_lower(fn):
+    """Add THEORY_SPEC 2.1's ``f_lower`` option to a Theorem 1-3 evaluator.
+
+    ``f_lower="paper"`` (default): the gap argument is ``f(w0) - f_star_P`` as the theorem
+    states.  ``f_lower="global_inf"``: the caller passes ``f(w0) - inf f`` (resp.
+    ``F(w0) - inf F``) instead; the proofs only use ``F(w0) - E F(w^T) <= F(w0) - (any lower
+    bound of inf F)``, so the value is still a valid bound, but it is no longer the stated
+    theorem: a certified status becomes ``PROOF_LEVEL``.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*, f_lower: str = "paper", **kw: Any) -> BoundResult:
+        require(f_lower in _F_LOWER, "f_lower", f_lower, f"must be one of {list(_F_LOWER)}")
+        res = fn(**kw)
+        res.derived_constants["f_lower"] = f_lower
+        if f_lower == "global_inf":
+            cert = (Status.CERTIFIED_PAPER, Status.CERTIFIED_CORRECTED)
+            if res.status in cert:
+                res.status = Status.PROOF_LEVEL
+            per = res.derived_constants.get("status_per_T")
+            if per is not None:
+                res.derived_constants["status_per_T"] = [
+                    Status.PROOF_LEVEL.value if Status(x) in cert else x for x in per]
+            res.warnings.append("f_lower='global_inf': the gap uses inf f (or inf F) instead "
+                                "of f_star_P, a valid proof-level tightening (THEORY_SPEC "
+                                "2.1), not the theorem as stated")
+        return res
+
+    return wrapper
+
+
+@_with_f_lower
 def theorem1(*, L: float, Q: int, tau: int, b: int, sigma_g2: float, gamma_g2: float,
              f_gap: float, T: Any, beta: float = 1.0, eta: Any = None,
              mode: str = "paper") -> BoundResult:
@@ -408,6 +444,7 @@ def theorem1(*, L: float, Q: int, tau: int, b: int, sigma_g2: float, gamma_g2: f
 
 
 # --------------------------------------------------------------------------- Theorem 2
+@_with_f_lower
 def theorem2(*, L: float, rho: float, G: float, alpha: float, sigma_g2: float, sigma_h2: float,
              gamma_g2: float, gamma_h2: float, b: int, Q: int, tau: int, F_gap: float, T: Any,
              beta: float = 1.0, eta: Any = None, mode: str = "paper") -> BoundResult:
@@ -510,6 +547,7 @@ def theorem2(*, L: float, rho: float, G: float, alpha: float, sigma_g2: float, s
 
 
 # --------------------------------------------------------------------------- Theorem 3
+@_with_f_lower
 def theorem3(*, L: float, lam: float, nu: float, sigma_g2: float, gamma_g2: float, b: int,
              Q: int, tau: int, F_gap: float, T: Any, kappa_me: float | None = None,
              affine_additive: bool = False, beta: float = 1.0, eta: Any = None,
