@@ -33,6 +33,8 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
     # area: M, alpha = {kind="constant", value=0.1} | {kind="c_over_k_plus_d", c=, d=}
     #       | {kind="theorem7"}  (the [A] Thm 7 schedule from the problem's L, mu and p_min)
     # window: tau, delay_pmf = [pi_0, ..., pi_tau]  (default: point mass at tau)
+    # any algorithm: w0 = initial model w^0 (x_{s,0} for AREA): a list of dim numbers, or one
+    #                number for every coordinate (default 0)
 
     [delays]                          # defaults below; per-client overrides in [[delays.override]]
     download = {kind = "constant", value = 0.0}
@@ -289,6 +291,7 @@ class AlgorithmConfig:
     M: int | None = None
     tau: int | None = None
     delay_pmf: tuple[float, ...] | None = None
+    w0: float | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:  # noqa: C901 - one validation table
         f = "algorithm"
@@ -307,12 +310,20 @@ class AlgorithmConfig:
         allowed = set(_RULE_KEYS[rule]) | set(_SERVER_KEYS[self.name]) | set(
             _MODEL_KEYS.get(model, ()))
         for fl in fields(self):
-            if fl.name in ("name", "model", "client_rule"):
+            if fl.name in ("name", "model", "client_rule", "w0"):
                 continue
             v = getattr(self, fl.name)
             require(v is None or fl.name in allowed, f"{f}.{fl.name}", v,
                     f"is not used by name={self.name!r}, client_rule={rule!r}, "
                     f"model={model!r}")
+        if self.w0 is not None:
+            if isinstance(self.w0, (list, tuple)):
+                require(len(self.w0) > 0, f"{f}.w0", list(self.w0), "must not be empty")
+                for k, x in enumerate(self.w0):
+                    _num(f"{f}.w0[{k}]", x)
+                object.__setattr__(self, "w0", tuple(float(x) for x in self.w0))
+            else:
+                _num(f"{f}.w0", self.w0)
         if self.Q is not None:
             _int(f"{f}.Q", self.Q, 1)
         if self.eta is not None:

@@ -78,9 +78,17 @@ def problem_for(scenario: Scenario):
     return hit
 
 
-def initial_model(problem) -> np.ndarray:
-    """``w^0 = 0`` (the engine's fixed starting point; theory reads ``||w^0 - x*||`` off it)."""
-    return np.zeros(problem.dim)
+def initial_model(problem, scenario: Scenario | None = None) -> np.ndarray:
+    """``w^0`` (``x_{s,0}`` for AREA): ``algorithm.w0`` if set (a list of ``dim`` numbers or
+    one number for every coordinate), else the zero vector."""
+    w0 = None if scenario is None else scenario.algorithm.w0
+    if w0 is None:
+        return np.zeros(problem.dim)
+    if isinstance(w0, tuple):
+        require(len(w0) == problem.dim, "algorithm.w0", list(w0),
+                f"must have dim = {problem.dim} entries")
+        return np.array(w0, dtype=np.float64)
+    return np.full(problem.dim, float(w0))
 
 
 def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
@@ -132,7 +140,7 @@ class _AsyncRun:
         self.env = simpy.Environment()
         self.done = self.env.event()
         self.rule = make_client_rule(a, problem)
-        self.w = initial_model(problem)
+        self.w = initial_model(problem, scenario)
         self.rec = make_recorder(scenario, problem)
         self.log = StepLog(self.rec, scenario.horizon.steps, self.w, progress, self._stop)
         if a.name == "fedasync" and self.lean_log:

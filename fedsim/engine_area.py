@@ -95,7 +95,7 @@ def run_area(scenario, problem, streams, progress: bool, *,
 
     sgd = make_client_rule(a, problem)
     alpha = step_schedule(scenario, problem)
-    x0 = initial_model(problem)
+    x0 = initial_model(problem, scenario)
     server = AreaServer(x0, n)
     clients = AreaClients(x0, n, sgd)
     rec = make_recorder(scenario, problem)

@@ -41,7 +41,7 @@ def run_sync(scenario, problem, streams, progress: bool) -> Trace:
             done.succeed()
 
     rule = make_client_rule(a, problem)
-    w = initial_model(problem)
+    w = initial_model(problem, scenario)
     rec = make_recorder(scenario, problem)
     log = StepLog(rec, scenario.horizon.steps, w, progress, stop)
     steps = rule.Q if scenario.delays.compute_per == "step" else 1

@@ -37,7 +37,7 @@ def run_window(scenario, problem, streams, progress: bool) -> Trace:
     pmf = pmf / pmf.sum()
     rule = make_client_rule(a, problem)
     beta = float(a.get("beta"))
-    w = initial_model(problem)
+    w = initial_model(problem, scenario)
     rec = make_recorder(scenario, problem)
     T = scenario.horizon.steps
     if math.isfinite(scenario.horizon.time):  # time is the step index; events at the horizon

@@ -131,6 +131,25 @@ def test_inconsistent_choices_raise(bad, msg):
         sc(**bad)
 
 
+def test_initial_model_w0():
+    import numpy as np
+
+    from fedsim.engine import initial_model, problem_for
+
+    s = sc(algorithm={"name": "fedasync", "w0": [1.0, -2.0]})
+    assert s.algorithm.w0 == (1.0, -2.0)
+    assert config.loads(config.dumps(s)) == s
+    np.testing.assert_array_equal(initial_model(problem_for(s), s), [1.0, -2.0])
+    t = run(sc(algorithm={"name": "area", "w0": 3.0, "alpha": {"kind": "constant", "value": 0.1}},
+               trigger={"kind": "poisson", "rate": 1.0}, record={"metrics": ["dist_sq"]}))
+    p = problem_for(s)
+    assert t.metrics["dist_sq"][0] == float(np.sum((3.0 - p.x_star) ** 2))
+    with pytest.raises(ConfigError, match=r"algorithm\.w0 must have dim = 2"):
+        run(sc(algorithm={"name": "fedasync", "w0": [1.0]}))
+    with pytest.raises(ConfigError, match=r"algorithm\.w0\[1\] must be finite"):
+        sc(algorithm={"name": "fedasync", "w0": [1.0, math.inf]})
+
+
 def test_fedbuff_default_trigger_follows_buffer():
     s = sc(algorithm={"name": "fedbuff", "buffer": 4})
     assert s.trigger.kind == "every_k" and s.trigger.count == 4
