@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from fedsim.config import Scenario
@@ -315,3 +317,27 @@ def test_models_match_exact_oracle_many_runs(model):
     runs = np.array([run(sc, r).metrics[key] for r in range(3000)])
     for k in range(1, runs.shape[1]):
         assert _mc_vs(runs[:, k], float(ex[k])) < 5, k
+
+
+def _uniform(lo: float, width: float) -> dict:
+    return {"kind": "uniform", "low": lo, "high": lo + width}
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 5), Q=st.integers(1, 3), seed=st.integers(0, 1000),
+       read_at=st.sampled_from(["request", "arrival"]), per=st.sampled_from(["round", "step"]),
+       lows=st.lists(st.floats(0.01, 1.0), min_size=4, max_size=4),
+       widths=st.lists(st.floats(0.0, 2.0), min_size=4, max_size=4),
+       slow=st.floats(0.05, 3.0), buffer=st.integers(1, 3))
+def test_staleness_bound_property(n, Q, seed, read_at, per, lows, widths, slow, buffer):
+    """Any bounded supports (one client with its own compute law): measured <= bound."""
+    delays = {k: _uniform(lo, wd) for k, lo, wd in
+              zip(("download", "compute", "upload", "think"), lows, widths, strict=True)}
+    delays.update(read_at=read_at, compute_per=per,
+                  override=[{"clients": [0], "compute": _uniform(slow, slow)}])
+    alg = ({"name": "fedasync", "Q": Q, "eta": 0.01} if buffer == 1 else
+           {"name": "fedbuff", "Q": Q, "eta": 0.01, "buffer": buffer})
+    tr = run(S(alg, problem={"n": n}, delays=delays, horizon={"steps": 300}, seed=seed,
+               record={"every": 100, "metrics": ["grad_sq"]}))
+    assert math.isfinite(tr.staleness_bound)
+    assert tr.staleness_steps.max() <= tr.staleness_bound
