@@ -45,7 +45,7 @@ from validation import scenarios as S
 from validation.compare import verdict_table, write_verdicts
 from validation.montecarlo import Task, atomic_write_json, run_tasks
 
-__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "collect"]
+__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
 
 
 @dataclass(frozen=True)
@@ -283,6 +283,32 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     return table, metas
 
 
+def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | None = None,
+              dask: str | None = None, div1000: tuple = (), report: str | os.PathLike | None
+              = None, progress: bool = True, desc: str = "replicates") -> pd.DataFrame:
+    """Run ``cases`` into ``out`` (resumable): records, verdicts.csv, meta/ and the PDF."""
+    out = Path(out)
+    keys = [(c.theorem, c.scenario) for c in cases]
+    if len(set(keys)) != len(keys):
+        raise ConfigError("a suite must not repeat a (theorem, scenario) pair")
+    tasks = _tasks(cases)
+    # overwrite=True: a record computed from an older payload (the suite's scenarios changed
+    # since) is recomputed instead of refused; verdicts only ever read the current tasks.
+    recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress, desc=desc,
+                     overwrite=True)
+    table, metas = collect(cases, recs, div1000)
+    write_verdicts(table, out / "verdicts.csv")
+    for (th, sc), meta in metas.items():
+        atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
+    if report is not None:
+        from validation.report import build_report
+
+        pdf = Path(report)
+        pdf.parent.mkdir(parents=True, exist_ok=True)
+        build_report(out, pdf)
+    return table
+
+
 def run_suite(suite: str, *, replicates: int | None = None, workers: int | None = None,
               dask: str | None = None, out: str | os.PathLike = "runs/quick",
               report: str | os.PathLike | None = "reports/validation-quick.pdf",
@@ -301,31 +327,17 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
         cases = build_cases(suite, replicates)
     finally:
         S.set_oracle_cache(None)
-    keys = [(c.theorem, c.scenario) for c in cases]
-    if len(set(keys)) != len(keys):
-        raise ConfigError(f"suite {suite!r} has duplicate (theorem, scenario) pairs")
-    tasks = _tasks(cases)
-    # overwrite=True: a record computed from an older payload (the suite's scenarios changed
-    # since) is recomputed instead of refused; verdicts only ever read the current tasks.
-    recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
-                     desc=f"{suite} replicates", overwrite=True)
-    table, metas = collect(cases, recs, SUITES[suite].div1000)
-    csv = write_verdicts(table, out / "verdicts.csv")
-    for (th, sc), meta in metas.items():
-        atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
+    table = run_cases(cases, out, workers=workers, dask=dask, div1000=SUITES[suite].div1000,
+                      report=report, progress=progress, desc=f"{suite} replicates")
     atomic_write_json(out / "suite.json", {"suite": suite, "replicates": replicates,
-                                           "seed": S.SEED, "tasks": len(tasks)})
-    pdf = None
-    if report is not None:
-        from validation.report import build_report
-
-        pdf = Path(report)
-        pdf.parent.mkdir(parents=True, exist_ok=True)
-        build_report(out, pdf)
+                                           "seed": S.SEED,
+                                           "tasks": int(sum(r.replicates for c in cases
+                                                            for r in c.runs))})
     ctrl = table["control_ok"].dropna()
     in_reg = table[(table["control"].fillna("") == "")
                    & table["status"].isin(["CERTIFIED_PAPER", "CERTIFIED_CORRECTED"])]
-    result = {"verdicts": str(csv), "report": str(pdf) if pdf else None,
+    result = {"verdicts": str(out / "verdicts.csv"),
+              "report": str(report) if report is not None else None,
               "seconds": time.perf_counter() - t0,
               "controls_ok": bool(ctrl.astype(bool).all()),
               "in_regime_ok": bool((in_reg["verdict"] == "holds").all())}
