@@ -67,11 +67,14 @@ class MoreauRule:
             return p.batch_theta_hat(i, w, lam, batch)
         th = w.copy()
         nu2 = self.nu * self.nu
-        for _ in range(self.max_iter + 1):
+        # checks the iterates theta_0 = w, ..., theta_{max_iter}: at most max_iter GD steps
+        for it in range(self.max_iter + 1):
             g = p.batch_grad(i, th, batch)
             g += lam * (th - w)
             if float(g @ g) <= nu2:
                 return th
+            if it == self.max_iter:
+                break
             th -= self.step_in * g
             self.inner_iters += 1
         self.inner_failures += 1
