@@ -13,6 +13,10 @@ Inner solvers (stated, THEORY_SPEC 2.1):
   error contracts by ``1 - (lam - L)/(lam + L)`` per iteration, [P] Section 3); stops at
   the first iterate with ``||grad h_tilde|| <= nu`` or after ``inner_max_iter``
   iterations (counted in ``inner_failures``).  The inner iterations are counted.
+  Caveat: ``L`` bounds the smoothness of the expected ``f_i``; the *batch* loss
+  ``f_tilde_i(., D)`` can be rougher (logistic, batch 1: per-sample ``||x||^2/4``), and GD
+  with step ``1/(L + lam)`` is then guaranteed to converge only if ``L_D + lam < 2 (L + lam)``;
+  slow or failed inner solves show up in ``inner_failures`` (E-P11 of THEORY_SPEC 8).
 * ``"exact"`` -- the closed-form minimiser of a quadratic's ``h_tilde``
   (``QuadraticProblem.batch_theta_hat``; ``nu = 0``), the model of THEORY_SPEC 10.2.
 """
