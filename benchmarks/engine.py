@@ -102,20 +102,21 @@ def floor(sc: config.Scenario) -> float:
     who = np.random.default_rng(7).integers(0, n, size=T).tolist()
     (_, grad_sq), = metric_functions(p, ["grad_sq"], None, None)
     w = initial_model(p)
-    snap, out, delta = np.empty(d), np.empty(d), np.empty(d)
+    out, delta = np.empty(d), np.empty(d)
     vals = []
+    app = vals.append
     beta = 1.0
+    rnd, subtract, multiply, wdot = rule.round, np.subtract, np.multiply, w.dot
     t0 = _clock()
     for i in who:
-        np.copyto(snap, w)
-        rule.round(i, snap, out, rngs[i])
-        np.subtract(snap, out, out=delta)
+        rnd(i, w, out, rngs[i])
+        subtract(w, out, delta)
         if beta != 1.0:
-            np.multiply(delta, beta, out=delta)
-        np.subtract(w, delta, out=w)
-        if not np.dot(w, w) <= 1e300:
+            multiply(delta, beta, delta)
+        subtract(w, delta, w)
+        if not wdot(w) <= 1e300:
             break
-        vals.append(grad_sq(w))
+        app(grad_sq(w))
     return _clock() - t0
 
 
@@ -160,12 +161,8 @@ def memory_per_client(n: int = 1000, d: int = 10) -> float:
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     r = _AsyncRun(sc, p, Streams(1, 0), False)
-    for i in range(n):
-        r.env.process(r._client(i))
+    r.start()  # every client has read the model, computed its round and holds a delay block
     r.env.run(until=r.env.peek() + 1e-12)
-    for s in r.samplers:
-        if s.j == s.block:
-            s._refill()
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     return used / n

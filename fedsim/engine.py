@@ -127,6 +127,32 @@ def run(scenario: Scenario, replicate: int = 0, *, progress: bool = False) -> Tr
         return _AsyncRun(scenario, problem, streams, progress).run()
 
 
+class _Client(simpy.Event):
+    """A FedAsync client of the hot path: its re-armed SimPy event and its round state.
+
+    ``dls``/``cps``/``uls``/``ths``: the current delay block (download, compute, upload,
+    think) and ``j`` the next round in it; ``dlt``: the pending update; ``omega`` /
+    ``t_read``: the server step and the time of the read; ``th``: the think time after
+    the pending upload.
+    """
+
+    __slots__ = ("callbacks", "_ok", "_value", "i", "rng", "sampler", "dlt", "dls", "cps",
+                 "uls", "ths", "j", "omega", "t_read", "th")
+
+    def __init__(self, i: int, rng: np.random.Generator, sampler: DelaySampler,
+                 dlt: np.ndarray) -> None:
+        self.callbacks = None
+        self._ok = True
+        self._value = None
+        self.i, self.rng, self.sampler, self.dlt = i, rng, sampler, dlt
+        self.j = sampler.rounds
+        self.omega, self.t_read, self.th = 0, 0.0, 0.0
+
+    def refill(self) -> None:
+        """The next block of delays (:meth:`DelaySampler.block`)."""
+        self.dls, self.cps, self.uls, self.ths = self.sampler.block()
+
+
 class _AsyncRun:
     """State of one asynchronous physical run (FedAsync, FedBuff, AS-FedAvg)."""
 
@@ -143,14 +169,13 @@ class _AsyncRun:
         self.w = initial_model(problem, scenario)
         self.rec = make_recorder(scenario, problem)
         self.log = StepLog(self.rec, scenario.horizon.steps, self.w, progress, self._stop)
-        if a.name == "fedasync" and self.lean_log:
-            self.log.fast_columns()
         steps = self.rule.Q if scenario.delays.compute_per == "step" else 1
         self.samplers = [DelaySampler(scenario.delays.for_client(i),
                                       streams.client(i, "delays"), steps) for i in range(n)]
         self.noise = [streams.client(i, "noise") for i in range(n)]
         self.streams = streams
-        self.snaps = np.zeros((n, d))
+        self.snaps = np.zeros((n, d))  # FedBuff / AS-FedAvg: the model each client read
+        self.deltas = self.snaps  # FedAsync: each client's pending update (same storage)
         self.out = np.empty(d)
         self.delta = np.empty(d)
         self.kind = a.name
@@ -179,14 +204,17 @@ class _AsyncRun:
 
     def run(self) -> Trace:
         env, sc = self.env, self.sc
-        for i in range(self.n):
-            env.process(self._client(i))
+        self.start()
         tr = sc.trigger
         if self.kind != "fedasync" and tr.kind in ("poisson", "period"):
             env.process(self._timer(tr.kind, tr.rate if tr.kind == "poisson" else tr.period))
         if math.isfinite(sc.horizon.time):
             urgent_at(env, sc.horizon.time).callbacks.append(lambda _ev: self.log.halt())
         env.run(until=self.done)
+        if getattr(self, "lazy_metric_steps", False):  # metrics of steps 0, 1, ..., k
+            log = self.log
+            k = log.t - 1 if log.diverged == log.t else log.t  # a diverged step has none yet
+            self.rec.m_steps[:] = range(k + 1)
         if self.log.lazy:  # FedAsync hot path: one upload per step, counted from the log
             cl = np.frombuffer(self.log.client, dtype=np.int64)[1:]
             self.counts = np.bincount(cl, minlength=self.n)
@@ -202,83 +230,121 @@ class _AsyncRun:
         return {}
 
     # -- processes -------------------------------------------------------------------
+    def start(self) -> None:
+        """Set the clients going (at the current simulated time)."""
+        if self.kind == "fedasync" and self.lean_log:
+            self._start_fedasync()
+        else:
+            for i in range(self.n):
+                self.env.process(self._client(i))
+
     def _client(self, i: int):
-        if self.kind == "fedasync":
-            return self._client_fedasync(i)
         return self._client_buffered(i)
 
-    def _client_fedasync(self, i: int):
-        """FedAsync hot path: one event per round, lean step log (same results as log.log)."""
-        env, log, w = self.env, self.log, self.w
-        rule_round, rng, sampler = self.rule.round, self.noise[i], self.samplers[i]
-        snap, out, delta = self.snaps[i], self.out, self.delta
-        beta = self.beta
+    def _start_fedasync(self) -> None:
+        """FedAsync hot path: every client is a :class:`_Client` event driven by callbacks.
+
+        Each client is the state machine of the per-step reference's generator process
+        (*read -> download -> compute -> upload -> think*), with one SimPy event per round:
+        at the read it computes its whole round with ``rule.round`` (which reads the live
+        server model directly, so no snapshot is copied) and keeps only its update
+        ``beta (w_read - w_Q)``; the upload event applies it.  Nothing the round depends on
+        changes in between (the noise stream is the client's own).  The upload time is
+        ``((t_read + dl) + c_1 + ...) + ul``, the additions the reference makes.  Its one
+        event object is re-armed every round: SimPy sets ``callbacks = None`` once it has
+        processed an event and keeps no other reference to it.  The three callbacks
+        (upload, download done for ``read_at = "arrival"``, end of think time) each resume
+        the cycle where the reference's process would.  Steps are logged in the lean
+        :meth:`StepLog.fast_columns` layout and every-step metrics recorded inline (what
+        ``StepLog.log`` / ``hook`` would do; ``metric_steps`` is filled in at the end).
+        """
+        env, log, w, rec = self.env, self.log, self.w, self.rec
+        rule_round, out, beta = self.rule.round, self.out, self.beta
         arrival = self.sc.delays.read_at == "arrival"
-        copyto, subtract, dot = np.copyto, np.subtract, np.dot
-        app_t, app_c, app_o, app_r = log.time.append, log.client.append, \
-            log.omega.append, log.t_read.append
-        queue, eid, new, Event = env._queue, env._eid, object.__new__, simpy.Event
-        hook = log.hook
+        subtract, multiply, wdot = np.subtract, np.multiply, w.dot
+        app_t, app_c, app_o, app_r = log.fast_columns()
+        queue, eid = env._queue, env._eid
+        hook, busy = log.hook, rec.busy
         T, ergodic = log.T, log.ergodic
-        # every-step metrics without a progress bar: record inline (StepLog.hook's effect)
         inline = log.every == 1 and log.pbar is None and not ergodic
-        m_step = self.rec.m_steps.append
-        pairs = self.rec._pairs
-        wsum = self.rec.wsum if ergodic else None
+        pairs = rec._pairs
+        fn1 = app1 = None
+        if inline and len(pairs) == 1:
+            (fn1, app1), = pairs
+        self.lazy_metric_steps = inline
+        wsum = rec.wsum if ergodic else None
         n = self.n
-        ev = new(Event)
-        ev._ok, ev._value = True, None
-        q, nb = sampler.q, sampler.rounds
-        j = nb
-        while True:
-            if j == nb:
-                dls, cps, uls, ths = sampler.block()
-                j = 0
-            dl = dls[j]
-            t = env._now
-            if arrival:
-                t = t + dl
-                yield at(env, t)
-                if log.stopped:
-                    return
-            copyto(snap, w)
-            omega = log.t
-            t_read = t
-            if not arrival:
-                t = t + dl
+        q, nb = self.samplers[0].q, self.samplers[0].rounds  # the same for every client
+        # shared callback lists (SimPy only iterates them), one per kind of wake-up
+        CB_UP: list[Any] = []
+        CB_READ: list[Any] = []
+        CB_THINK: list[Any] = []
+
+        def schedule(c: _Client, t_read: float, t: float, j: int, omega: int) -> None:
+            """Read ``w`` at ``t_read`` ([P] Alg. 1 line 6), run the round, arm the upload
+            (``t``: the read time, plus the download when the read is at the request)."""
+            dlt = c.dlt
+            rule_round(c.i, w, out, c.rng)
+            subtract(w, out, dlt)
+            if beta != 1.0:
+                multiply(dlt, beta, dlt)
+            c.omega = omega
+            c.t_read = t_read
             if q == 1:
-                t = t + cps[j]
+                t = t + c.cps[j]
             else:
+                cps = c.cps
                 for k in range(j * q, j * q + q):
                     t = t + cps[k]
-            t = t + uls[j]
-            th = ths[j]
-            j += 1
-            # engine_common.at(env, t), inlined, with one event object per client re-armed
-            # each round: SimPy sets ``callbacks = None`` once it has processed an event and
-            # keeps no other reference to it, so resetting ``callbacks`` makes it pending again.
-            ev.callbacks = []
-            heappush(queue, (t, NORMAL, next(eid), ev))
-            yield ev
+            t = t + c.uls[j]
+            c.th = c.ths[j]
+            c.j = j + 1
+            c.callbacks = CB_UP
+            heappush(queue, (t, NORMAL, next(eid), c))
+
+        def begin(c: _Client, t: float) -> None:
+            """Start a cycle at ``t``: read now (``request``) or after the download."""
+            j = c.j
+            if j == nb:
+                c.refill()
+                j = 0
+            if arrival:
+                c.j = j
+                c.callbacks = CB_READ
+                heappush(queue, (t + c.dls[j], NORMAL, next(eid), c))
+            else:
+                schedule(c, t, t + c.dls[j], j, log.t)
+
+        def on_read(c: _Client) -> None:  # download done (read_at = "arrival")
+            if not log.stopped:
+                t = env._now
+                schedule(c, t, t, c.j, log.t)
+
+        def on_think(c: _Client) -> None:  # end of think time
+            self.idle -= 1
+            t = env._now
+            busy(t, (n - self.idle) / n)
+            if not log.stopped:
+                begin(c, t)
+
+        def on_upload(c: _Client) -> None:
             if log.stopped:
                 return
-            rule_round(i, snap, out, rng)
-            subtract(snap, out, out=delta)
-            if beta != 1.0:
-                np.multiply(delta, beta, out=delta)
-            subtract(w, delta, out=w)  # fedasync_apply, [P] Alg. 1 line 4
+            t = env._now
+            subtract(w, c.dlt, w)  # fedasync_apply, [P] Alg. 1 line 4
             step = log.t + 1
             log.t = step
             app_t(t)
-            app_c(i)
-            app_o(omega)
-            app_r(t_read)
-            if not dot(w, w) <= _DIV2:
+            app_c(c.i)
+            app_o(c.omega)
+            app_r(c.t_read)
+            if not wdot(w) <= _DIV2:
                 log.diverged = step
                 log.halt()
                 return
-            if inline:
-                m_step(step)
+            if fn1 is not None:
+                app1(fn1(w))
+            elif inline:
                 for fn, app in pairs:
                     app(fn(w))
             elif step >= log.next_hook:
@@ -288,14 +354,45 @@ class _AsyncRun:
             if step >= T:
                 log.halt()
                 return
+            th = c.th
             if th != 0.0:
                 self.idle += 1
-                self.rec.busy(t, (n - self.idle) / n)
-                yield at(env, t + th)
-                self.idle -= 1
-                self.rec.busy(t + th, (n - self.idle) / n)
-                if log.stopped:
-                    return
+                busy(t, (n - self.idle) / n)
+                c.callbacks = CB_THINK
+                heappush(queue, (t + th, NORMAL, next(eid), c))
+            elif arrival:
+                begin(c, t)
+            else:  # begin + schedule, inlined for the common case
+                j = c.j
+                if j == nb:
+                    c.refill()
+                    j = 0
+                dlt = c.dlt
+                rule_round(c.i, w, out, c.rng)
+                subtract(w, out, dlt)
+                if beta != 1.0:
+                    multiply(dlt, beta, dlt)
+                c.omega = step
+                c.t_read = t
+                t = t + c.dls[j]
+                if q == 1:
+                    t = t + c.cps[j]
+                else:
+                    cps = c.cps
+                    for k in range(j * q, j * q + q):
+                        t = t + cps[k]
+                t = t + c.uls[j]
+                c.th = c.ths[j]
+                c.j = j + 1
+                c.callbacks = CB_UP
+                heappush(queue, (t, NORMAL, next(eid), c))
+
+        CB_UP.append(on_upload)
+        CB_READ.append(on_read)
+        CB_THINK.append(on_think)
+        t0 = env._now
+        for i in range(n):
+            begin(_Client(i, self.noise[i], self.samplers[i], self.deltas[i]), t0)
 
     def _client_buffered(self, i: int):
         """FedBuff / AS-FedAvg client: the same cycle, uploads go to the server buffer."""

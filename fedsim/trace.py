@@ -124,13 +124,15 @@ def metric_functions(problem, names: list[str] | tuple[str, ...], maml_alpha: fl
 def _metric_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
     if name == "grad_sq":
         if hasattr(problem, "Abar") and hasattr(problem, "m"):
-            Abar, m = problem.Abar, problem.m
+            # ndarray.dot is np.dot without the __array_function__ dispatch (same result)
+            Adot, m = problem.Abar.dot, problem.m
             g = np.empty(problem.dim)
+            gdot, sub = g.dot, np.subtract
 
             def grad_sq(w: np.ndarray) -> float:
-                np.dot(Abar, w, out=g)
-                np.subtract(g, m, out=g)
-                return float(np.dot(g, g))
+                Adot(w, g)
+                sub(g, m, g)
+                return float(gdot(g))
             return grad_sq
         if hasattr(problem, "grad_f_sq"):
             return problem.grad_f_sq

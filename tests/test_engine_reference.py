@@ -75,3 +75,30 @@ def test_reference_detects_a_difference():
     """Negative control: a different seed is not 'equal'."""
     sc = make()
     assert not run(sc).equals(run_reference(make(seed=6)))
+
+
+EXTRA = {
+    "no-metrics": {"record": {"metrics": []}},
+    "every-3": {"record": {"every": 3, "metrics": ["grad_sq", "f_gap"]}},
+    "diverging": {"algorithm": {"eta": 40.0}, "horizon": {"steps": 5000}},
+    "request-think": {"delays": {"think": {"kind": "exponential", "rate": 4.0}}},
+    "arrival-q1": {"algorithm": {"Q": 1}, "delays": {"read_at": "arrival"}},
+    "zero-noise": {"problem": {"noise_sd": 0.0}},
+    "two-metrics-beta1": {"algorithm": {"beta": 1.0},
+                          "record": {"metrics": ["grad_sq", "dist_sq"]}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXTRA))
+def test_fast_engine_hot_path_variants_equal_reference(case):
+    """The FedAsync hot path's branches (lazy metric steps, divergence, think times, read at
+    arrival, Q = 1, no noise, several inline metrics) against the per-step reference."""
+    sc = make(**EXTRA[case])
+    fast, ref = run(sc), run_reference(sc)
+    assert fast.steps_done > 10
+    assert fast.equals(ref)
+    assert fast.metric_steps[0] == 0 and fast.metric_steps[-1] == fast.steps_done
+    if case == "diverging":
+        assert fast.diverged and fast.diverged_step == fast.steps_done < 5000
+    if case in ("no-metrics", "two-metrics-beta1"):
+        assert list(fast.metric_steps) == list(range(fast.steps_done + 1))

@@ -110,65 +110,116 @@ class SGDRule:
         self.Q = int(Q)
         self.batch = int(batch)
         self.d = problem.dim
+        self.n = problem.n
         self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
         self.kernel = QuadKernel(problem, self.batch) if self.fast else None
         self._tmp = np.empty(self.d)
         self._blk = np.empty(self.Q * self.d)
         self._v = np.empty(self.d)
         self._rows_q = -1
+        self._V = self._blk.reshape(self.Q, self.d)
+        self._scalars: dict[float, np.ndarray] = {}
         self._row_views: list[np.ndarray] = []
+        # the engine's hot path: isotropic noise, the rule's own eta and Q (see round)
+        self._hot = bool(self.fast and self.kernel.isotropic and not self.kernel.zero_noise)
+        if self._hot:
+            self._hot_blk = np.empty(self.Q * self.d)
+            self._hot_V = (self._hot_blk if self.Q == 1
+                           else self._hot_blk.reshape(self.Q, self.d))
+            self._hot_rows = ([self._hot_blk] if self.Q == 1
+                              else [self._hot_V[q] for q in range(self.Q)])
+            self._hot_s: list[np.ndarray | None] = [None] * self.n
 
     # -- quadratic fast path ----------------------------------------------------------
-    def _noise_block(self, i: int, rng: np.random.Generator, eta: float, Q: int,
-                     c: np.ndarray) -> np.ndarray:
-        """(Q, d) array V with rows ``c_i - eta e_q`` (isotropic noise or none)."""
+    def _noise_rows(self, i: int, rng: np.random.Generator, eta: float, Q: int,
+                    c: np.ndarray) -> list[np.ndarray]:
+        """The Q rows ``c_i - eta e_q`` of one round (isotropic noise or none).
+
+        Noise: ``Q d`` standard normals in one ``standard_normal(out=...)`` call (the numbers
+        Q per-step draws of ``d`` give), scaled and shifted in place for the whole block.
+        Without noise every row is ``c_i`` itself (no copy).
+        """
         k = self.kernel
-        if Q * self.d > self._blk.size:
-            self._blk = np.empty(Q * self.d)
-            self._rows_q = -1
-        V = self._blk[: Q * self.d].reshape(Q, self.d)
         if k.zero_noise:
-            V[:] = c
-            return V
+            return [c] * Q
+        if self._rows_q != Q:
+            if Q * self.d > self._blk.size:
+                self._blk = np.empty(Q * self.d)
+            flat = self._blk[: Q * self.d]
+            # Q == 1: a 1-d block, so adding c_i needs no broadcasting (same numbers)
+            self._V = flat if Q == 1 else flat.reshape(Q, self.d)
+            self._row_views = [flat] if Q == 1 else [self._V[q] for q in range(Q)]
+            self._rows_q = Q
+        V = self._V
         rng.standard_normal(out=V)
-        np.multiply(V, -eta * k.scale[i], out=V)
-        np.add(V, c, out=V)
-        return V
+        np.multiply(V, self._scalar(-eta * k.scale[i]), V)
+        np.add(V, c, V)
+        return self._row_views
+
+    def _scalar(self, s: float) -> np.ndarray:
+        """``s`` as a shared 0-d array: it multiplies faster than a Python float (same
+        product, both are float64)."""
+        cache = self._scalars
+        s0 = cache.get(s)
+        if s0 is None:
+            if len(cache) > 256:
+                cache.clear()
+            s0 = cache[s] = np.array(s)
+        return s0
 
     def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
               eta: float | None = None, Q: int | None = None) -> np.ndarray:
-        """Run the Q local steps from ``w0``; the result ``w_{i,Q}`` is written into ``out``."""
+        """Run the Q local steps from ``w0``; the result ``w_{i,Q}`` is written into ``out``.
+
+        ``w0`` is only read (the first step reads it directly, no copy), so the engine can
+        pass the live server model.  Quadratic steps are ``tmp = R_i w; w = tmp + v_q`` as
+        two calls, ``R_i.dot(w, tmp)`` and ``np.add(tmp, v_q, w)`` -- the very operations of
+        :meth:`step` (``ndarray.dot`` is ``np.dot`` without the ``__array_function__``
+        dispatch).
+        """
+        if self._hot and eta is None and Q is None:  # _noise_rows and the loop below, inlined
+            eta = self.eta
+            R, c = self.kernel.get(i, eta)
+            V = self._hot_V
+            rng.standard_normal(out=V)
+            s0 = self._hot_s[i]
+            if s0 is None:
+                s0 = self._hot_s[i] = self._scalar(-eta * self.kernel.scale[i])
+            add = np.add
+            np.multiply(V, s0, V)
+            add(V, c, V)
+            Rdot, tmp, x = R.dot, self._tmp, w0
+            for v in self._hot_rows:
+                Rdot(x, tmp)
+                add(tmp, v, out)
+                x = out
+            return out
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else Q
-        if out is not w0:
-            np.copyto(out, w0)
         if not self.fast:
+            if out is not w0:
+                np.copyto(out, w0)
             for _ in range(Q):
                 self._generic_step(i, out, rng, eta)
             return out
         k = self.kernel
         R, c = k.get(i, eta)
         tmp = self._tmp
+        Rdot, add = R.dot, np.add
         if k.zero_noise or k.isotropic:
-            self._noise_block(i, rng, eta, Q, c)
-            dot, add = np.dot, np.add
-            for v in self._rows(Q):
-                dot(R, out, out=tmp)
-                add(tmp, v, out=out)
+            x = w0
+            for v in self._noise_rows(i, rng, eta, Q, c):
+                Rdot(x, tmp)
+                add(tmp, v, out)
+                x = out
         else:
+            if out is not w0:
+                np.copyto(out, w0)
             for _ in range(Q):
                 self._general_noise(i, rng, eta, c)
-                np.dot(R, out, out=tmp)
-                np.add(tmp, self._v, out=out)
+                Rdot(out, tmp)
+                add(tmp, self._v, out)
         return out
-
-    def _rows(self, Q: int) -> list[np.ndarray]:
-        """Row views ``V[q]`` of the noise block (cached per Q; the block is reused)."""
-        if self._rows_q != Q:
-            V = self._blk[: Q * self.d].reshape(Q, self.d)
-            self._row_views = [V[q] for q in range(Q)]
-            self._rows_q = Q
-        return self._row_views
 
     def _general_noise(self, i: int, rng: np.random.Generator, eta: float,
                        c: np.ndarray) -> None:
@@ -195,8 +246,8 @@ class SGDRule:
         else:
             self._general_noise(i, rng, eta, c)
             v = self._v
-        np.dot(R, w, out=self._tmp)
-        np.add(self._tmp, v, out=w)
+        R.dot(w, self._tmp)
+        np.add(self._tmp, v, w)
         return w
 
     # -- generic path -------------------------------------------------------------------
