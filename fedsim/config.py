@@ -16,11 +16,14 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
 
     [algorithm]
     name = "fedasync"                 # "fedasync" | "fedbuff" | "area" | "fedavg" | "asfedavg"
+                                      # | "asypfl"
     model = "physical"                # fedasync: "physical" | "window" | "expcycle";
                                       # fedbuff, asfedavg: "physical" | "expcycle";
-                                      # fedavg: "physical"; area: "algorithm" | "iterate_model"
+                                      # fedavg, asypfl: "physical";
+                                      # area: "algorithm" | "iterate_model"
     client_rule = "sgd"               # "sgd" (Option A) | "maml" | "fomaml" | "hfmaml"
                                       # (Option B) | "moreau" (Option C) | "area" | "upload"
+                                      # | "asypfl" (asypfl only)
     Q = 10                            # local steps ([P]); AREA uses M
     eta = 0.01                        # local step ([P])
     batch = 1                         # batch size b
@@ -33,6 +36,11 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
     # area: M, alpha = {kind="constant", value=0.1} | {kind="c_over_k_plus_d", c=, d=}
     #       | {kind="theorem7"}  (the [A] Thm 7 schedule from the problem's L, mu and p_min)
     # window: tau, delay_pmf = [pi_0, ..., pi_tau]  (default: point mass at tau)
+    # asypfl (Algorithm 1 of Ma et al. 2022; fedsim.engine_asypfl): E (local epochs, default
+    #        1; E_k = pi_k E), eta (local step, 0.01), delta (personal step, 0.01), gamma
+    #        (decay, 0), lam (elastic weight, required, >= 0), batch; needs trigger
+    #        every_upload, delays.compute_per = "step", a compute delay that is not
+    #        constant 0, and constant-0 download+upload for every client or for none
     # any algorithm: w0 = initial model w^0 (x_{s,0} for AREA): a list of dim numbers, or one
     #                number for every coordinate (default 0)
 
@@ -81,14 +89,15 @@ __all__ = [
     "ALGORITHMS", "CLIENT_RULES", "MODELS",
 ]
 
-ALGORITHMS = ("fedasync", "fedbuff", "area", "fedavg", "asfedavg")
-CLIENT_RULES = ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload")
+ALGORITHMS = ("fedasync", "fedbuff", "area", "fedavg", "asfedavg", "asypfl")
+CLIENT_RULES = ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload", "asypfl")
 MODELS: dict[str, tuple[str, ...]] = {
     "fedasync": ("physical", "window", "expcycle"),
     "fedbuff": ("physical", "expcycle"),
     "asfedavg": ("physical", "expcycle"),
     "fedavg": ("physical",),
     "area": ("algorithm", "iterate_model"),
+    "asypfl": ("physical",),
 }
 _RULES_FOR: dict[str, tuple[str, ...]] = {
     "fedasync": ("sgd", "maml", "fomaml", "hfmaml", "moreau"),
@@ -96,6 +105,7 @@ _RULES_FOR: dict[str, tuple[str, ...]] = {
     "fedavg": ("sgd", "maml", "fomaml", "hfmaml", "moreau"),
     "asfedavg": ("upload",),
     "area": ("area",),
+    "asypfl": ("asypfl",),
 }
 _RULE_KEYS: dict[str, tuple[str, ...]] = {
     "sgd": ("Q", "eta", "batch"),
@@ -105,6 +115,7 @@ _RULE_KEYS: dict[str, tuple[str, ...]] = {
     "hfmaml": ("Q", "eta", "batch", "alpha", "hf_delta"),
     "moreau": ("Q", "eta", "batch", "lam", "nu", "inner_max_iter", "inner_solver"),
     "area": ("batch",),
+    "asypfl": ("E", "eta", "delta", "gamma", "lam", "batch"),
 }
 _SERVER_KEYS: dict[str, tuple[str, ...]] = {
     "fedasync": ("beta",),
@@ -112,6 +123,7 @@ _SERVER_KEYS: dict[str, tuple[str, ...]] = {
     "asfedavg": ("buffer", "beta"),
     "fedavg": ("participation", "beta"),
     "area": ("M", "alpha"),
+    "asypfl": (),
 }
 _MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
 STALENESS_WEIGHTS = ("none", "inverse_sqrt", "polynomial")
@@ -292,6 +304,9 @@ class AlgorithmConfig:
     tau: int | None = None
     delay_pmf: tuple[float, ...] | None = None
     w0: float | tuple[float, ...] | None = None
+    E: int | None = None
+    delta: float | None = None
+    gamma: float | None = None
 
     def __post_init__(self) -> None:  # noqa: C901 - one validation table
         f = "algorithm"
@@ -343,6 +358,16 @@ class AlgorithmConfig:
             _num(f"{f}.alpha", self.alpha, low=0.0)
         if self.hf_delta is not None:
             _num(f"{f}.hf_delta", self.hf_delta, low=0.0, strict=True)
+        if rule == "asypfl":
+            require(self.lam is not None, f"{f}.lam", None,
+                    "(the elastic weight lambda) is required for asypfl (0 = purely local)")
+            _num(f"{f}.lam", self.lam, low=0.0)
+            if self.E is not None:
+                _int(f"{f}.E", self.E, 1)
+            if self.delta is not None:
+                _num(f"{f}.delta", self.delta, low=0.0)
+            if self.gamma is not None:
+                _num(f"{f}.gamma", self.gamma, low=0.0)
         if rule == "moreau":
             require(self.lam is not None, f"{f}.lam", None, "is required for client_rule moreau")
             _num(f"{f}.lam", self.lam, low=0.0, strict=True)
@@ -394,7 +419,7 @@ class AlgorithmConfig:
                     "nu": (1e-8 if (self.inner_solver or "gd") == "gd" else 0.0),
                     "inner_max_iter": 1000, "inner_solver": "gd", "buffer": 1,
                     "server_lr": 1.0, "staleness_weight": "none", "staleness_exponent": 0.5,
-                    "participation": 1.0, "M": 1}
+                    "participation": 1.0, "M": 1, "E": 1, "delta": 0.01, "gamma": 0.0}
         if key == "delay_pmf" and self.tau is not None:
             return tuple([0.0] * self.tau + [1.0])
         return defaults.get(key)
@@ -662,6 +687,8 @@ class Scenario:
         if a.name == "fedasync":
             require(tr.kind == "every_upload", "trigger.kind", tr.kind,
                     "must be 'every_upload' for fedasync (each upload is one server step)")
+        if a.name == "asypfl":
+            self._check_asypfl()
         if a.name in ("fedbuff", "asfedavg"):
             buf = a.get("buffer")
             if tr.kind == "every_upload":
@@ -695,6 +722,34 @@ class Scenario:
         if isinstance(a.alpha, StepSchedule) and a.alpha.kind == "theorem7":
             require(a.model == "iterate_model", "algorithm.alpha.kind", "theorem7",
                     "needs model='iterate_model' (p_min comes from the Poisson rates)")
+
+    def _check_asypfl(self) -> None:
+        """AsyPFL (fedsim.engine_asypfl): one upload per server step (eq. (4)); one compute
+        delay per local step (DeltaT^g); pi_k = DeltaT^c/(DeltaT^g p^k pi_min) finite."""
+        from fedsim.delays import Constant
+
+        dl, tr = self.delays, self.trigger
+        require(tr.kind == "every_upload", "trigger.kind", tr.kind,
+                "must be 'every_upload' for asypfl (each upload is one server step, eq. (4))")
+        require(dl.compute_per == "step", "delays.compute_per", dl.compute_per,
+                "must be 'step' for asypfl (DeltaT^g is the time of one local update and "
+                "E_k = pi_k E varies)")
+
+        def zero(v: Any) -> bool:
+            return isinstance(v, Constant) and v.value == 0.0
+
+        silent = []
+        for i in range(self.problem.n):
+            dd = dl.for_client(i)
+            require(not zero(dd["compute"]), "delays.compute", dd["compute"].to_dict(),
+                    f"must not be constant 0 for asypfl (client {i}: pi_k divides by "
+                    "DeltaT^g)")
+            silent.append(zero(dd["download"]) and zero(dd["upload"]))
+        require(all(silent) or not any(silent), "delays",
+                {"zero_communication_clients": [i for i, s in enumerate(silent) if s]},
+                "must make download and upload constant 0 for every client or for none "
+                "with asypfl (pi_min = 0 would make pi_k = DeltaT^c/(DeltaT^g p^k pi_min) "
+                "infinite)")
 
     def _check_exp_cycle(self) -> None:
         from fedsim.delays import Constant, Exponential

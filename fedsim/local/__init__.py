@@ -3,7 +3,9 @@
 * :mod:`fedsim.local.sgd`    -- [P] Option A (local SGD); also AREA's and AS-FedAvg's steps;
 * :mod:`fedsim.local.maml`   -- [P] Option B (MAML, FO-MAML, HF-MAML);
 * :mod:`fedsim.local.moreau` -- [P] Option C (Moreau envelope, inexact inner solve);
-* :mod:`fedsim.local.area`   -- [A] Algorithm 2 (memory y_i, message x^M - y_i).
+* :mod:`fedsim.local.area`   -- [A] Algorithm 2 (memory y_i, message x^M - y_i);
+* :mod:`fedsim.local.asypfl` -- AsyPFL Algorithm 1 ClientUpdate (local model omega_k and
+  persistent personal model beta_k; its ``round`` also takes ``beta``, ``tau`` and ``E``).
 
 Every rule offers ``round(i, w0, out, rng, eta=None)`` (the Q steps of one round, written
 into ``out``) and ``step(i, w, rng, eta=None)`` (one step in place); for the same stream
@@ -15,11 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from fedsim.local.area import AreaClients
+from fedsim.local.asypfl import AsyPFLRule
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
 from fedsim.local.sgd import SGDRule
 
-__all__ = ["SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "make_client_rule"]
+__all__ = ["SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyPFLRule",
+           "make_client_rule"]
 
 
 def make_client_rule(alg: Any, problem: Any):
@@ -39,4 +43,6 @@ def make_client_rule(alg: Any, problem: Any):
             L = float(problem.constants["L"].value)
         return MoreauRule(problem, g("eta"), g("Q"), g("batch"), g("lam"), g("nu"),
                           g("inner_max_iter"), g("inner_solver"), L)
+    if rule == "asypfl":
+        return AsyPFLRule(problem, g("eta"), g("delta"), g("gamma"), g("lam"), g("batch"))
     raise ValueError(rule)  # pragma: no cover - config validates client_rule

@@ -1,0 +1,139 @@
+"""AsyPFL server (Ma, Lu, Li, Cui 2022; /work/shared/papers/asypfl.md): eq. (4) and the
+staleness indicators ``pi_k`` / local epochs ``E_k`` of Algorithm 1 ("Server executes").
+
+**Aggregation, eq. (4).**  ``omega^{tau+1} = omega^tau + sum_{k: tau+1 in Pi_k} p^k
+(omega_k^{tau+1} - omega_k^{r_k^tau})`` with ``omega_k^{r_k^tau} = omega^{r_k^tau}`` the global
+model client k downloaded.  In the asynchronous physical model one upload arrives per
+server step, so the sum has one term: ``omega <- omega + p^k (omega_k^new - omega^{r_k})``
+(:func:`asypfl_apply`).  ``p^k = m_k / m`` (Section 3.1); :func:`client_weights` uses the
+client row counts of a :class:`~fedsim.problems.logistic.LogisticProblem` and ``1/n`` for
+problems without sample counts (quadratics).
+
+**Staleness indicator and local epochs.**  Algorithm 1: "pi_min = min{DeltaT_k^c /
+(DeltaT_k^g p^k)}, pi_k = |DeltaT_k^c / (DeltaT_k^g p^k pi_min)|. E_k = pi_k E", with
+``DeltaT_k^g`` the time of one local update and ``DeltaT_k^c`` the time of one communication
+(the client's running averages, "Calculate the average DeltaT_k^g, DeltaT_k^c").
+Choices (the paper does not fix them):
+
+* ``|.|`` is read as the floor ``floor(.)`` (the brackets of an integer part; an absolute
+  value would be void, the ratio is positive).  Since ``pi_min`` is the minimum, the ratio
+  is ``>= 1`` and ``pi_k >= 1``; the floor is taken of ``ratio * (1 + 1e-12)`` so that a ratio
+  that is an integer up to rounding (e.g. ``2.9999999999999996``) counts as that integer, and
+  ``pi_k = max(1, .)`` guards the rest.
+* The minimum runs over the clients the server has measurements from (it learns
+  ``DeltaT^g, DeltaT^c`` from the uploads, "Push (omega_k, r_k, DeltaT_k^g, DeltaT_k^c) into
+  Q"); before its first upload a client runs ``pi_k = 1`` (``E_k = E``).
+* ``DeltaT^g_k`` = total simulated compute time / total local steps of client k;
+  ``DeltaT^c_k`` = total (download + upload) time / rounds of client k.
+* No communication time at all (every reporting client has ``DeltaT^c = 0``, e.g. the
+  default constant-0 download/upload) makes every ratio 0/0: then ``pi_k = 1`` (no client
+  is slower to reach than another).  ``pi_min = 0`` with ``DeltaT^c_k > 0`` has no finite
+  ``pi_k`` and raises :class:`~fedsim.errors.FedsimError` (the scenario check rules it out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedsim.errors import FedsimError, require
+
+__all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer"]
+
+
+def asypfl_apply(w: np.ndarray, omega_new: np.ndarray, omega_read: np.ndarray,
+                 p_k: float) -> np.ndarray:
+    """In place, eq. (4) with one uploader: ``w <- w + p_k (omega_new - omega_read)``."""
+    w += p_k * (omega_new - omega_read)
+    return w
+
+
+def client_weights(problem) -> np.ndarray:
+    """``p^k = m_k / m``: the row counts of a logistic problem, else ``1/n`` each."""
+    from fedsim.problems.logistic import LogisticProblem
+
+    n = int(problem.n)
+    if isinstance(problem, LogisticProblem):
+        m = np.asarray(problem.m, dtype=np.float64)
+        return m / m.sum()
+    return np.full(n, 1.0 / n)
+
+
+def staleness_indicator(dTc: np.ndarray, dTg: np.ndarray, p: np.ndarray, k: int,
+                        known: np.ndarray | None = None) -> int:
+    """``pi_k = floor(DeltaT_k^c / (DeltaT_k^g p^k pi_min))`` (module docstring), at least 1.
+
+    ``known`` masks the clients whose averages the server has (default: all).
+    """
+    dTc = np.asarray(dTc, dtype=np.float64)
+    dTg = np.asarray(dTg, dtype=np.float64)
+    p = np.asarray(p, dtype=np.float64)
+    mask = np.ones(dTc.shape, dtype=bool) if known is None else np.asarray(known, dtype=bool)
+    if not mask[k]:
+        return 1
+    ratios = dTc[mask] / (dTg[mask] * p[mask])
+    pi_min = float(np.min(ratios))
+    if pi_min == 0.0:
+        if dTc[k] == 0.0:
+            return 1
+        raise FedsimError(
+            f"asypfl: pi_min = 0 (a client has no communication time) but client {k} has "
+            f"DeltaT^c = {dTc[k]!r} > 0, so pi_k = DeltaT^c/(DeltaT^g p^k pi_min) is infinite")
+    ratio = float(dTc[k] / (dTg[k] * p[k] * pi_min))
+    require(math.isfinite(ratio), "pi_k", ratio, "must be finite (DeltaT^g_k > 0 needed)")
+    return max(1, int(math.floor(ratio * (1.0 + 1e-12))))
+
+
+class AsyPFLServer:
+    """Running averages of the clients' times, ``pi_k``/``E_k``, and eq. (4)."""
+
+    def __init__(self, p: np.ndarray, E: int) -> None:
+        p = np.asarray(p, dtype=np.float64)
+        require(p.ndim == 1 and p.size >= 1 and bool(np.all(p > 0)), "p", p.tolist(),
+                "must be a non-empty vector of positive client weights")
+        require(isinstance(E, (int, np.integer)) and E >= 1, "algorithm.E", E,
+                "must be an integer >= 1")
+        n = p.size
+        self.p = p
+        self.E = int(E)
+        self.compute_time = np.zeros(n)
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.comm_time = np.zeros(n)
+        self.rounds = np.zeros(n, dtype=np.int64)
+        self.pi = np.ones(n, dtype=np.int64)
+
+    @property
+    def dTg(self) -> np.ndarray:
+        """``DeltaT^g_k``: mean compute time per local step (NaN before any report)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.steps > 0, self.compute_time / np.maximum(self.steps, 1),
+                            np.nan)
+
+    @property
+    def dTc(self) -> np.ndarray:
+        """``DeltaT^c_k``: mean download + upload time per round (NaN before any report)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.rounds > 0, self.comm_time / np.maximum(self.rounds, 1),
+                            np.nan)
+
+    def report(self, k: int, compute_time: float, steps: int, comm_time: float) -> None:
+        """Client k's round: ``steps`` local updates taking ``compute_time``, and one
+        communication (download + upload) taking ``comm_time``."""
+        self.compute_time[k] += compute_time
+        self.steps[k] += steps
+        self.comm_time[k] += comm_time
+        self.rounds[k] += 1
+
+    def epochs(self, k: int) -> int:
+        """``E_k = pi_k E`` for client k's next round (``pi_k`` recomputed now)."""
+        known = self.rounds > 0
+        pi = staleness_indicator(np.where(known, self.dTc, 0.0), np.where(known, self.dTg, 1.0),
+                                 self.p, k, known)
+        self.pi[k] = pi
+        return pi * self.E
+
+    def apply(self, w: np.ndarray, k: int, omega_new: np.ndarray,
+              omega_read: np.ndarray) -> np.ndarray:
+        """Eq. (4) for an upload of client k computed from ``omega_read``."""
+        return asypfl_apply(w, omega_new, omega_read, float(self.p[k]))
