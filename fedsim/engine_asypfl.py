@@ -1,7 +1,10 @@
 """AsyPFL (Ma, Lu, Li, Cui 2022, Algorithm 1; /work/shared/papers/asypfl.md) on the
 asynchronous physical model: every client is a SimPy process with its own delays.
 
-Client k loops *read the global model -> download -> E_k local steps -> upload -> think*:
+Algorithm 1's per-round subset ``S^tau`` is not drawn: every client runs continuously and
+the asynchrony comes from the clients' own delays (the physical model of docs/INTERNALS.md
+section 3).  Client k loops *read the global model -> download -> E_k local steps ->
+upload -> think*:
 
 * the model ``omega^{r_k}`` is read when the download is requested (``delays.read_at =
   "request"``) or when it completes (``"arrival"``); ``r_k`` is the number of server steps

@@ -321,6 +321,25 @@ def test_staleness_indicator_hand_values():
         staleness_indicator([0.0, 1.0], [1.0, 1.0], [0.5, 0.5], 1)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(1e-3, 10.0), st.floats(1e-3, 10.0), st.integers(1, 50)),
+                min_size=1, max_size=6))
+def test_pi_is_at_least_one_and_one_at_the_minimiser(clients):
+    """pi_k >= 1 always, pi_k = 1 for the client attaining pi_min, and pi_k is the floor of
+    the ratio (within the 1e-12 integer tolerance)."""
+    dTc = np.array([c[0] for c in clients])
+    dTg = np.array([c[1] for c in clients])
+    m = np.array([c[2] for c in clients], dtype=float)
+    p = m / m.sum()
+    pis = [staleness_indicator(dTc, dTg, p, k) for k in range(len(clients))]
+    ratios = dTc / (dTg * p)
+    assert min(pis) >= 1
+    assert pis[int(np.argmin(ratios))] == 1
+    for k, pi in enumerate(pis):
+        r = ratios[k] / ratios.min()
+        assert pi <= r * (1 + 1e-9) and pi > r * (1 - 1e-9) - 1
+
+
 def test_server_running_averages_and_epochs():
     srv = AsyPFLServer(np.array([0.5, 0.5]), 2)
     assert srv.epochs(0) == 2  # no report yet -> pi = 1, E_k = E
