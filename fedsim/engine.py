@@ -45,6 +45,7 @@ from fedsim.engine_common import (
     DelaySampler,
     StepLog,
     at,
+    lean_bitgen,
     physical_staleness_bound,
     urgent_at,
 )
@@ -130,14 +131,14 @@ def run(scenario: Scenario, replicate: int = 0, *, progress: bool = False) -> Tr
 class _Client(simpy.Event):
     """A FedAsync client of the hot path: its re-armed SimPy event and its round state.
 
-    ``dls``/``cps``/``uls``/``ths``: the current delay block (download, compute, upload,
-    think) and ``j`` the next round in it; ``dlt``: the pending update; ``omega`` /
-    ``t_read``: the server step and the time of the read; ``th``: the think time after
-    the pending upload.
+    ``dcu``/``ths``: the current delay block (download, compute and upload columns in one
+    array, :meth:`DelaySampler.block_flat`; think) and ``j`` the next round in it;
+    ``dlt``: the pending update; ``omega``/``t_read``: the server step and the time of
+    the read; ``th``: the think time after the pending upload.
     """
 
-    __slots__ = ("callbacks", "_ok", "_value", "i", "rng", "sampler", "dlt", "dls", "cps",
-                 "uls", "ths", "j", "omega", "t_read", "th")
+    __slots__ = ("callbacks", "_ok", "_value", "i", "rng", "sampler", "dlt", "dcu", "ths", "j",
+                 "omega", "t_read", "th")
 
     def __init__(self, i: int, rng: np.random.Generator, sampler: DelaySampler,
                  dlt: np.ndarray) -> None:
@@ -149,8 +150,8 @@ class _Client(simpy.Event):
         self.omega, self.t_read, self.th = 0, 0.0, 0.0
 
     def refill(self) -> None:
-        """The next block of delays (:meth:`DelaySampler.block`)."""
-        self.dls, self.cps, self.uls, self.ths = self.sampler.block()
+        """The next block of delays (:meth:`DelaySampler.block_flat`)."""
+        self.dcu, self.ths = self.sampler.block_flat()
 
 
 class _AsyncRun:
@@ -170,9 +171,10 @@ class _AsyncRun:
         self.rec = make_recorder(scenario, problem)
         self.log = StepLog(self.rec, scenario.horizon.steps, self.w, progress, self._stop)
         steps = self.rule.Q if scenario.delays.compute_per == "step" else 1
-        self.samplers = [DelaySampler(scenario.delays.for_client(i),
-                                      streams.client(i, "delays"), steps) for i in range(n)]
-        self.noise = [streams.client(i, "noise") for i in range(n)]
+        # fedsim.rng's client streams, held lean (engine_common.lean_bitgen)
+        self.samplers = DelaySampler.for_clients(
+            scenario.delays, [lean_bitgen(streams, i, "delays") for i in range(n)], steps)
+        self.noise = [np.random.Generator(lean_bitgen(streams, i, "noise")) for i in range(n)]
         self.streams = streams
         self.snaps = np.zeros((n, d))  # FedBuff / AS-FedAvg: the model each client read
         self.deltas = self.snaps  # FedAsync: each client's pending update (same storage)
@@ -275,6 +277,7 @@ class _AsyncRun:
         wsum = rec.wsum if ergodic else None
         n = self.n
         q, nb = self.samplers[0].q, self.samplers[0].rounds  # the same for every client
+        oc, ou = nb, nb * (1 + q)  # offsets of the compute and upload columns in c.dcu
         # shared callback lists (SimPy only iterates them), one per kind of wake-up
         CB_UP: list[Any] = []
         CB_READ: list[Any] = []
@@ -290,13 +293,13 @@ class _AsyncRun:
                 multiply(dlt, beta, dlt)
             c.omega = omega
             c.t_read = t_read
+            dcu = c.dcu
             if q == 1:
-                t = t + c.cps[j]
+                t = t + dcu[oc + j]
             else:
-                cps = c.cps
-                for k in range(j * q, j * q + q):
-                    t = t + cps[k]
-            t = t + c.uls[j]
+                for k in range(oc + j * q, oc + j * q + q):
+                    t = t + dcu[k]
+            t = t + dcu[ou + j]
             c.th = c.ths[j]
             c.j = j + 1
             c.callbacks = CB_UP
@@ -311,9 +314,9 @@ class _AsyncRun:
             if arrival:
                 c.j = j
                 c.callbacks = CB_READ
-                heappush(queue, (t + c.dls[j], NORMAL, next(eid), c))
+                heappush(queue, (t + c.dcu[j], NORMAL, next(eid), c))
             else:
-                schedule(c, t, t + c.dls[j], j, log.t)
+                schedule(c, t, t + c.dcu[j], j, log.t)
 
         def on_read(c: _Client) -> None:  # download done (read_at = "arrival")
             if not log.stopped:
@@ -374,14 +377,14 @@ class _AsyncRun:
                     multiply(dlt, beta, dlt)
                 c.omega = step
                 c.t_read = t
-                t = t + c.dls[j]
+                dcu = c.dcu
+                t = t + dcu[j]
                 if q == 1:
-                    t = t + c.cps[j]
+                    t = t + dcu[oc + j]
                 else:
-                    cps = c.cps
-                    for k in range(j * q, j * q + q):
-                        t = t + cps[k]
-                t = t + c.uls[j]
+                    for k in range(oc + j * q, oc + j * q + q):
+                        t = t + dcu[k]
+                t = t + dcu[ou + j]
                 c.th = c.ths[j]
                 c.j = j + 1
                 c.callbacks = CB_UP

@@ -130,3 +130,24 @@ def test_busy_fraction_with_think_time():
     assert abs(tr.concurrency_mean - 0.5) < 0.03
     assert np.all((tr.concurrency_busy >= 0) & (tr.concurrency_busy <= 1))
     assert np.all(np.diff(tr.concurrency_time) > 0)
+
+
+def test_lean_streams_are_fedsim_rng_streams():
+    """engine_common.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
+    DelaySampler wrapping a bare bit generator draws what one wrapping the Generator does."""
+    from fedsim.engine_common import DelaySampler, lean_bitgen
+    from fedsim.rng import Streams, stream
+
+    cases = [(0, 0, 0, "noise"), (1, 3, 7, "delays"), (12345, 2, 999, "noise")]
+    for seed, rep, i, purpose in cases:
+        lean = np.random.Generator(lean_bitgen(Streams(seed, rep), i, purpose))
+        full = stream(seed, rep, i, purpose)
+        assert lean.bit_generator.state == full.bit_generator.state
+        assert np.array_equal(lean.standard_normal(50), full.standard_normal(50))
+    sc = scen(delays={"think": {"kind": "uniform", "low": 0.0, "high": 1.0}})
+    models = sc.delays.for_client(0)
+    a = DelaySampler(models, stream(3, 0, 0, "delays"), 2)
+    b = DelaySampler(models, lean_bitgen(Streams(3, 0), 0, "delays"), 2)
+    for _ in range(3):
+        ca, (cb, th) = a.block(), b.block_flat()
+        assert list(cb) == list(ca[0] + ca[1] + ca[2]) and list(th) == list(ca[3])
