@@ -9,14 +9,20 @@ execution model:
   -> think*; it is always busy unless a think time is configured.  The server model is
   read when the download is requested (``delays.read_at = "request"``: the server sends
   its current model, [P] Section 3) or when the download completes (``"arrival"``).
-  For speed, a round costs one SimPy event: the client snapshots the model at the read,
-  computes the arrival time ``((t_read + dl) + c_1 + ... ) + ul`` by the same additions a
-  step-by-step process would make, and runs its Q local steps when the upload event
-  fires (nothing it reads changes in between).  :mod:`fedsim.engine_reference` is the
-  straightforward version (one timeout per download, local step and upload, noise drawn
-  one step at a time); both give identical traces for the same seed (ties between events
-  at exactly the same simulated time aside, which have probability 0 under continuous
-  delays), tested in ``tests/test_engine_reference.py``.
+  For speed, a FedAsync round costs one SimPy event and no generator: each client is a
+  re-armed event whose callbacks run the cycle (:class:`_Client`, a state machine equal
+  to the process above).  At the read the client runs its Q local steps on the live
+  model and keeps only its update; the upload event applies it at
+  ``((t_read + dl) + c_1 + ... ) + ul``, the additions a step-by-step process makes
+  (nothing the round reads changes in between: its noise stream is its own).  FedBuff and
+  AS-FedAvg clients are generator processes with one event per round.
+  :mod:`fedsim.engine_reference` is the straightforward version (one timeout per
+  download, local step and upload, noise drawn one step at a time); both give identical
+  traces for the same seed (ties between events at exactly the same simulated time aside,
+  which have probability 0 under continuous delays), tested in
+  ``tests/test_engine_reference.py``.  Per client the engine holds ~2.4 KB (its two
+  streams without their seed sequences, one delay block, the pending update;
+  ``benchmarks/engine.py --memory``).
 * **synchronous rounds** (FedAvg, Per-FedAvg, pFedMe) -- :mod:`fedsim.engine_sync`;
 * **AREA** (``algorithm`` and ``iterate_model``) -- :mod:`fedsim.engine_area`;
 * **window** model of THEORY_SPEC 10.2(a) -- :mod:`fedsim.engine_window`.

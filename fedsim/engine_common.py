@@ -3,7 +3,10 @@
 * :class:`DelaySampler` -- a client's delays, drawn from its ``delays`` stream in blocks of
   ``BLOCK`` rounds (download, compute, upload, think, in that order; constant models draw
   nothing).  The fast engine and the per-step reference engine share it, so both consume
-  the stream identically.  Buffers are capped at ``BLOCK`` rounds (a few hundred bytes).
+  the stream identically.  Buffers are capped at ``BLOCK`` rounds (a few hundred bytes);
+  clients with the same models share a :class:`DelaySpec` (and the constant columns).
+* :func:`lean_bitgen` -- a client stream of :mod:`fedsim.rng` (the same bits) held as a
+  bare ``PCG64`` that does not keep its ``SeedSequence`` alive (memory per client).
 * :class:`StepLog` -- appends one server step to compact ``array.array`` columns, checks
   divergence (``||w|| > 1e150`` or non-finite), records metrics every ``record.every``
   steps, drives the progress bar and stops the run at the step horizon.
@@ -256,7 +259,7 @@ class StepLog:
 
         Every step is then an ``"upload"`` of one update whose staleness columns
         ``t - 1 - omega`` and ``time - t_read`` are computed at :meth:`finish`; the caller
-        does the rest of :meth:`log` itself (see ``fedsim.engine._AsyncRun._client``).
+        does the rest of :meth:`log` itself (``fedsim.engine._AsyncRun._start_fedasync``).
         """
         self.lazy = True
         self.omega = array("q", [0])
