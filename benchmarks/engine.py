@@ -7,8 +7,9 @@ Grid ``n in {10, 100, 1000}``, ``d in {2, 10, 100}``, ``Q in {1, 10}`` (``--quic
   download/compute/upload delays, isotropic gradient noise, ``grad_sq`` recorded at every
   step), and
 * the **floor**: a bare NumPy loop doing the same arithmetic per update with no events and
-  no trace -- snapshot copy, the same ``SGDRule.round`` (Q local steps, noise drawn per
-  round), ``Delta = w0 - wQ``, ``w -= beta Delta``, the divergence check and the
+  no trace -- the same ``SGDRule.round`` from the current model (Q local steps, noise
+  drawn per round; the engine also runs it on the live model at the read, without a
+  snapshot copy), ``Delta = w0 - wQ``, ``w -= beta Delta``, the divergence check and the
   ``grad_sq`` metric -- with the uploader drawn uniformly at random.
 
 and prints one line per cell (format)::
@@ -18,39 +19,50 @@ and prints one line per cell (format)::
 ``floor_ratio`` = engine time / floor time per update; ``simpy_share`` = ``1 - 1/ratio``,
 the fraction of the engine's time per update spent outside the update arithmetic (SimPy
 event handling plus trace bookkeeping).  Both are steady-state figures: the engine's
-per-run setup (processes, 2n seeded streams) is timed with a one-step run and subtracted,
+per-run setup (clients, 2n seeded streams) is timed with a one-step run and subtracted,
 as the floor's setup is not timed.  ``--memory`` also reports the engine's state per
 client (tracemalloc, n=1000, d=10).
 
-Recorded reference figures (2026-11-21, shared 2-core VM with load ~2.4 from other jobs,
-CPU time, ``--repeat 3``; cell-to-cell noise on this machine is about +-15%)::
+Recorded reference figures (2026-11-21 05:38-05:40 UTC, shared 2-core VM, load average
+~0.5-1.0 from other jobs, CPU time, ``--repeat 3``; cell-to-cell noise on this machine is
+about +-10%).  "before" is commit d794cd8 (its engine and its floor), "after" this
+version (engine and floor share the faster kernel), both run back to back::
 
-    n=10 d=2 Q=1 updates_per_s=56624 floor_ratio=1.45
-    n=10 d=2 Q=10 updates_per_s=30530 floor_ratio=1.27
-    n=10 d=10 Q=1 updates_per_s=54818 floor_ratio=1.38
-    n=10 d=10 Q=10 updates_per_s=28527 floor_ratio=1.38
-    n=10 d=100 Q=1 updates_per_s=43236 floor_ratio=1.38
-    n=10 d=100 Q=10 updates_per_s=13332 floor_ratio=1.48
-    n=100 d=2 Q=1 updates_per_s=65954 floor_ratio=1.34
-    n=100 d=2 Q=10 updates_per_s=31184 floor_ratio=1.29
-    n=100 d=10 Q=1 updates_per_s=54507 floor_ratio=1.46
-    n=100 d=10 Q=10 updates_per_s=31058 floor_ratio=1.37
-    n=100 d=100 Q=1 updates_per_s=48151 floor_ratio=1.31
-    n=100 d=100 Q=10 updates_per_s=19007 floor_ratio=1.04
-    n=1000 d=2 Q=1 updates_per_s=57634 floor_ratio=1.47
-    n=1000 d=2 Q=10 updates_per_s=35130 floor_ratio=1.25
-    n=1000 d=10 Q=1 updates_per_s=52342 floor_ratio=1.54
-    n=1000 d=10 Q=10 updates_per_s=26944 floor_ratio=1.37
-    n=1000 d=100 Q=1 updates_per_s=33361 floor_ratio=1.61
-    n=1000 d=100 Q=10 updates_per_s=15238 floor_ratio=1.26
-    engine_bytes_per_client=5156 (n=1000, d=10)
+    cell               before: ups  ratio    after: ups  ratio
+    n=10 d=2 Q=1            69852   1.30        114809   1.35
+    n=10 d=2 Q=10           40537   1.13         54427   1.14
+    n=10 d=10 Q=1           68467   1.28        113125   1.31
+    n=10 d=10 Q=10          37398   1.14         50303   1.12
+    n=10 d=100 Q=1          50540   1.20         76627   1.25
+    n=10 d=100 Q=10         18940   1.07         23865   1.05
+    n=100 d=2 Q=1           65207   1.31        113067   1.36
+    n=100 d=2 Q=10          39620   1.15         55162   1.10
+    n=100 d=10 Q=1          65717   1.30        108968   1.35
+    n=100 d=10 Q=10         35229   1.20         49832   1.08
+    n=100 d=100 Q=1         48740   1.29         75136   1.26
+    n=100 d=100 Q=10        19184   1.13         23430   1.04
+    n=1000 d=2 Q=1          60392   1.40        106162   1.35
+    n=1000 d=2 Q=10         36072   1.23         41222   1.25
+    n=1000 d=10 Q=1         59622   1.38         97811   1.40
+    n=1000 d=10 Q=10        33211   1.23         44641   1.18
+    n=1000 d=100 Q=1        36523   1.57         70140   1.23
+    n=1000 d=100 Q=10       19584   1.07         21335   1.16
+    engine_bytes_per_client  5156 before, 2398 after (n=1000, d=10)
 
-On this machine a small NumPy call costs ~0.6-1.1 us and one SimPy event with its
-bookkeeping ~4 us, so the n=100, d=10 targets of the issue (>= 60,000 updates/s at Q=10,
-engine/floor <= 1.15 at Q=10 and <= 1.3 at Q=1) are not met here: the engine adds a fixed
-~4-6 us per update to a floor of ~24 us (Q=10) / ~11 us (Q=1).  The per-client state is
-dominated by the two ``numpy.random.Generator`` objects that ``fedsim.rng`` gives each
-client (~2.3 KB together); delay buffers are capped at 4 x 16 doubles.
+At n=100, d=10 that is engine 15.2 -> 9.2 us per update at Q=1 (floor 11.7 -> 6.8 us) and
+28.4 -> 20.1 us at Q=10 (floor 23.7 -> 18.6 us): the floor got faster with the engine
+(``ndarray.dot`` instead of ``np.dot``, 0-d scalars, no broadcasting at Q=1, no snapshot
+copy), so the ratios moved less than the throughput.  The engine's own cost is ~2-2.5 us
+per update: SimPy's event loop ~0.8 us, the delay block refill ~0.4 us (3 ``sample``
+calls per 16 rounds), the step log and the client's bookkeeping ~1 us.  Against the
+issue's targets on this machine: Q=10 engine/floor <= 1.15 is met at n <= 100 (1.08-1.18
+run to run); Q=1 <= 1.3 is not (1.3-1.4: 2.3 us on a 6.8 us floor); >= 60,000 updates/s
+at Q=10 is not reachable honestly here -- the floor alone (10 local steps of two NumPy
+calls, ~0.8 us each step, plus 100 normals and the update) is ~17-19 us, i.e. < 60,000/s
+before any event.  Per client (~2.4 KB): the two PCG64 bit generators with their locks
+(~800 B), the noise stream's ``Generator`` (~230 B), the delay block (~460 B), the
+client's event object (~280 B), the kernel's ``c_i`` (~180 B), the pending heap entry
+(~100 B), the pending update (80 B).
 
 Times are the CPU time of this process on one core (best of ``--repeat`` interleaved
 runs); simulation results never depend on them.
