@@ -257,7 +257,10 @@ class _AsyncRun:
         at the read it computes its whole round with ``rule.round`` (which reads the live
         server model directly, so no snapshot is copied) and keeps only its update
         ``beta (w_read - w_Q)``; the upload event applies it.  Nothing the round depends on
-        changes in between (the noise stream is the client's own).  The upload time is
+        changes in between (the noise stream is the client's own).  A rule that counts
+        its work (Option C's inner iterations) snapshots the model instead and runs the
+        round at the upload, so that its counters cover uploaded rounds only, as before.
+        The upload time is
         ``((t_read + dl) + c_1 + ...) + ul``, the additions the reference makes.  Its one
         event object is re-armed every round: SimPy sets ``callbacks = None`` once it has
         processed an event and keeps no other reference to it.  The three callbacks
@@ -269,7 +272,11 @@ class _AsyncRun:
         env, log, w, rec = self.env, self.log, self.w, self.rec
         rule_round, out, beta = self.rule.round, self.out, self.beta
         arrival = self.sc.delays.read_at == "arrival"
-        subtract, multiply, wdot = np.subtract, np.multiply, w.dot
+        subtract, multiply, copyto, wdot = np.subtract, np.multiply, np.copyto, w.dot
+        # the round runs at the read, unless the rule counts work (Option C's inner
+        # iterations): then at the upload, so that rounds still in flight at the end of
+        # the run are not counted (the traces are the same either way)
+        eager = not hasattr(self.rule, "inner_iters")
         app_t, app_c, app_o, app_r = log.fast_columns()
         queue, eid = env._queue, env._eid
         hook, busy = log.hook, rec.busy
@@ -293,10 +300,13 @@ class _AsyncRun:
             """Read ``w`` at ``t_read`` ([P] Alg. 1 line 6), run the round, arm the upload
             (``t``: the read time, plus the download when the read is at the request)."""
             dlt = c.dlt
-            rule_round(c.i, w, out, c.rng)
-            subtract(w, out, dlt)
-            if beta != 1.0:
-                multiply(dlt, beta, dlt)
+            if eager:
+                rule_round(c.i, w, out, c.rng)
+                subtract(w, out, dlt)
+                if beta != 1.0:
+                    multiply(dlt, beta, dlt)
+            else:
+                copyto(dlt, w)  # the snapshot; the round runs at the upload
             c.omega = omega
             c.t_read = t_read
             dcu = c.dcu
@@ -310,6 +320,15 @@ class _AsyncRun:
             c.j = j + 1
             c.callbacks = CB_UP
             heappush(queue, (t, NORMAL, next(eid), c))
+
+        def late_round(c: _Client) -> None:
+            """The round of a rule with counters (Option C's inner iterations), run at the
+            upload from the snapshot in ``c.dlt``, so that only uploaded rounds count."""
+            dlt = c.dlt
+            rule_round(c.i, dlt, out, c.rng)
+            subtract(dlt, out, dlt)
+            if beta != 1.0:
+                multiply(dlt, beta, dlt)
 
         def begin(c: _Client, t: float) -> None:
             """Start a cycle at ``t``: read now (``request``) or after the download."""
@@ -340,6 +359,8 @@ class _AsyncRun:
             if log.stopped:
                 return
             t = env._now
+            if not eager:
+                late_round(c)
             subtract(w, c.dlt, w)  # fedasync_apply, [P] Alg. 1 line 4
             step = log.t + 1
             log.t = step
@@ -377,10 +398,13 @@ class _AsyncRun:
                     c.refill()
                     j = 0
                 dlt = c.dlt
-                rule_round(c.i, w, out, c.rng)
-                subtract(w, out, dlt)
-                if beta != 1.0:
-                    multiply(dlt, beta, dlt)
+                if eager:
+                    rule_round(c.i, w, out, c.rng)
+                    subtract(w, out, dlt)
+                    if beta != 1.0:
+                        multiply(dlt, beta, dlt)
+                else:
+                    copyto(dlt, w)
                 c.omega = step
                 c.t_read = t
                 dcu = c.dcu

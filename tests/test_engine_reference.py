@@ -102,3 +102,12 @@ def test_fast_engine_hot_path_variants_equal_reference(case):
         assert fast.diverged and fast.diverged_step == fast.steps_done < 5000
     if case in ("no-metrics", "two-metrics-beta1"):
         assert list(fast.metric_steps) == list(range(fast.steps_done + 1))
+
+
+def test_option_c_counts_only_uploaded_rounds():
+    """Option C's inner-solve counter covers the rounds that reached the server (Q solves
+    each), not the rounds still in flight when the run stops."""
+    sc = make(algorithm={"client_rule": "moreau", "lam": 9.0, "Q": 2})
+    tr = run(sc)
+    assert tr.info["inner_solves"] == 2 * tr.steps_done
+    assert tr.equals(run_reference(sc))
