@@ -260,8 +260,8 @@ class _AsyncRun:
         changes in between (the noise stream is the client's own).  A rule that counts
         its work (Option C's inner iterations) snapshots the model instead and runs the
         round at the upload, so that its counters cover uploaded rounds only, as before.
-        The upload time is
-        ``((t_read + dl) + c_1 + ...) + ul``, the additions the reference makes.  Its one
+        The upload time is ``((t_read + dl) + c_1 + ...) + ul``, the additions the
+        reference makes.  Its one
         event object is re-armed every round: SimPy sets ``callbacks = None`` once it has
         processed an event and keeps no other reference to it.  The three callbacks
         (upload, download done for ``read_at = "arrival"``, end of think time) each resume
