@@ -239,7 +239,15 @@ class Recorder:
                staleness_bound: float) -> Trace:
         """Close the run at step ``t`` (records the last metrics) and build the Trace."""
         if not self.m_steps or self.m_steps[-1] != t:
-            self.metrics_at(t, w)
+            if self.ergodic and diverged_step is None:
+                # The step log has already added w_t to wsum (it adds after the metric hook),
+                # but xbar_t is the mean of w_0..w_{t-1} ([A] Thm 8): take w_t out for this
+                # last, off-grid record.  A diverged run never added w_t.
+                np.subtract(self.wsum, w, out=self.wsum)
+                self.metrics_at(t, w)
+                np.add(self.wsum, w, out=self.wsum)
+            else:
+                self.metrics_at(t, w)
         steps = np.asarray(self.m_steps, dtype=np.int64)
         metrics: dict[str, np.ndarray] = {}
         for k, (name, _) in enumerate(self.fns):
