@@ -131,6 +131,9 @@ def run(scenario: Scenario, replicate: int = 0, *, progress: bool = False) -> Tr
         if alg.name == "fedavg":
             from fedsim.engine_sync import run_sync
             return run_sync(scenario, problem, streams, progress)
+        if alg.name == "asypfl":
+            from fedsim.engine_asypfl import run_asypfl
+            return run_asypfl(scenario, problem, streams, progress)
         return _AsyncRun(scenario, problem, streams, progress).run()
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction as Fr
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -469,3 +471,35 @@ def test_time_horizon_stops_the_run():
     sc = scenario(100, horizon={"steps": 100, "time": 4.5})
     tr = run(sc, two_clients())
     assert tr.steps_done == 3 and tr.sim_time == 4.5
+
+
+# --------------------------------------------------------------------------------------
+# end to end: engine.run dispatch and `fedsim run` on the example
+# --------------------------------------------------------------------------------------
+EXAMPLE = Path(__file__).parent.parent / "examples" / "asypfl_logistic.toml"
+
+
+def test_engine_run_dispatches_to_run_asypfl():
+    from fedsim import config
+    from fedsim.engine import run as engine_run
+
+    sc = config.load(EXAMPLE)
+    t1 = engine_run(sc)
+    assert t1.equals(run(sc))
+    assert t1.steps_done == 300 and not t1.diverged
+    assert t1.metrics["f_gap"][-1] < 0.1 * t1.metrics["f_gap"][0]
+    assert t1.info["personal_gap"][-1] < 0.5 * t1.info["personal_gap"][0]
+    assert t1.info["pi"][:2].min() > 1  # the two slow-network clients
+
+
+def test_fedsim_run_example_end_to_end(tmp_path, capsys):
+    from fedsim.cli import main
+
+    out = tmp_path / "run.csv"
+    rc = main(["run", str(EXAMPLE), "--out", str(out), "--steps", "80", "--no-progress"])
+    assert rc == 0
+    df = pd.read_csv(out)
+    assert len(df) == 81
+    assert (df["kind"].iloc[1:] == "upload").all() and (df["buffer_fill"].iloc[1:] == 1).all()
+    assert (df["time"].diff().dropna() >= 0).all()
+    assert "asypfl-logistic: ok; steps=80" in capsys.readouterr().out
