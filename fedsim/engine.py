@@ -26,6 +26,8 @@ execution model:
 * **synchronous rounds** (FedAvg, Per-FedAvg, pFedMe) -- :mod:`fedsim.engine_sync`;
 * **AREA** (``algorithm`` and ``iterate_model``) -- :mod:`fedsim.engine_area`;
 * **window** model of THEORY_SPEC 10.2(a) -- :mod:`fedsim.engine_window`.
+* **AsyPFL** (Ma et al., Algorithm 1, eqs. (3)-(4): persistent personal models, adaptive
+  local epochs) -- :mod:`fedsim.engine_asypfl`.
 
 Aggregation triggers (FedBuff, AS-FedAvg, AREA): every upload, every ``count`` uploads, a
 Poisson timer (rate), a fixed period.  Stopping: ``horizon.steps`` server steps or the
