@@ -111,6 +111,13 @@ class Delay(ABC):
     def _validate(cls, p: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         """Check keyword values (field names prefixed by ``prefix``); return them normalised."""
 
+    def __post_init__(self) -> None:
+        """Validate the fields named by ``_signature`` at construction and store them
+        normalised (models whose fields differ from their keywords override this)."""
+        fields = {k: getattr(self, k) for k in self._signature()}
+        for k, v in self._validate(fields).items():
+            object.__setattr__(self, k, v)
+
     def to_dict(self) -> dict[str, Any]:
         """``{"kind": ..., <parameters>}``; ``Delay.from_dict(d.to_dict()) == d``."""
         return {"kind": self.kind, **self._params()}
@@ -166,9 +173,6 @@ class Exponential(Delay):
 
     rate: float
     kind: ClassVar[str] = "exponential"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rate", self._validate({"rate": self.rate})["rate"])
 
     @classmethod
     def _signature(cls) -> dict[str, Any]:
@@ -429,11 +433,6 @@ class LogNormal(Delay):
     sigma: float
     kind: ClassVar[str] = "lognormal"
 
-    def __post_init__(self) -> None:
-        p = self._validate({"mu": self.mu, "sigma": self.sigma})
-        object.__setattr__(self, "mu", p["mu"])
-        object.__setattr__(self, "sigma", p["sigma"])
-
     @classmethod
     def _signature(cls) -> dict[str, Any]:
         return {"mu": _REQUIRED, "sigma": _REQUIRED}
@@ -486,11 +485,6 @@ class Uniform(Delay):
     high: float
     kind: ClassVar[str] = "uniform"
 
-    def __post_init__(self) -> None:
-        p = self._validate({"low": self.low, "high": self.high})
-        object.__setattr__(self, "low", p["low"])
-        object.__setattr__(self, "high", p["high"])
-
     @classmethod
     def _signature(cls) -> dict[str, Any]:
         return {"low": _REQUIRED, "high": _REQUIRED}
@@ -537,9 +531,6 @@ class Constant(Delay):
 
     value: float
     kind: ClassVar[str] = "constant"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "value", self._validate({"value": self.value})["value"])
 
     @classmethod
     def _signature(cls) -> dict[str, Any]:
@@ -592,9 +583,8 @@ class Empirical(Delay):
     kind: ClassVar[str] = "empirical"
 
     def __post_init__(self) -> None:
-        s = self._validate({"samples": self.samples})["samples"]
-        object.__setattr__(self, "samples", s)
-        arr = np.array(s, dtype=np.float64)
+        super().__post_init__()
+        arr = np.array(self.samples, dtype=np.float64)
         arr.setflags(write=False)
         object.__setattr__(self, "_arr", arr)
 
