@@ -199,8 +199,24 @@ def max_quadratic_on_ball(H: np.ndarray, h: np.ndarray, k: float, R: float) -> f
 # ------------------------------------------------------------------------------------------
 # exact personalised objectives
 # ------------------------------------------------------------------------------------------
+class _QuadraticObjective:
+    """Shared by the exact personalised objectives: ``F(w) = const + 0.5 w^T Hbar w - m^T w``."""
+
+    Hbar: np.ndarray
+    m: np.ndarray
+
+    def grad(self, w: np.ndarray) -> np.ndarray:
+        """grad F(w) = Hbar w - m (O(d^2))."""
+        return self.Hbar @ w - self.m
+
+    def grad_sq(self, w: np.ndarray) -> float:
+        """||grad F(w)||^2 (O(d^2))."""
+        g = self.Hbar @ w - self.m
+        return float(g @ g)
+
+
 @dataclass(frozen=True, eq=False)
-class MamlExact:
+class MamlExact(_QuadraticObjective):
     """Exact MAML objective F^(b) on quadratics (THEORY_SPEC 9.1 "MAML objective").
 
     ``H[i] = Hb_i = A_i (I - alpha A_i)^2``, ``Hbar`` their mean, ``m = mean Hb_i b_i``,
@@ -226,15 +242,6 @@ class MamlExact:
     _A: np.ndarray = field(repr=False)
     _C: np.ndarray = field(repr=False)
     bias: float = 0.0
-
-    def grad(self, w: np.ndarray) -> np.ndarray:
-        """grad F^(b)(w) = Hbar w - m (O(d^2))."""
-        return self.Hbar @ w - self.m
-
-    def grad_sq(self, w: np.ndarray) -> float:
-        """||grad F^(b)(w)||^2 (O(d^2))."""
-        g = self.Hbar @ w - self.m
-        return float(g @ g)
 
     def estimator_mse_clients(self, batch_outer: int, batch_inner: int) -> np.ndarray:
         """Per-client E||Option-B estimate - grad F_i^(b)||^2 (THEORY_SPEC 9.1).
@@ -264,7 +271,7 @@ class MamlExact:
 
 
 @dataclass(frozen=True, eq=False)
-class MoreauExact:
+class MoreauExact(_QuadraticObjective):
     """Exact Moreau-envelope objective F^(c) on quadratics (THEORY_SPEC 9.1 "ME objective").
 
     ``H[i] = Hc_i = lam A_i (A_i + lam I)^{-1}`` (eigenvalues ``lam a/(lam + a)``),
@@ -286,15 +293,6 @@ class MoreauExact:
     _K: np.ndarray = field(repr=False)  # lam (A_i + lam I)^{-1}, stacked
     _C: np.ndarray = field(repr=False)
     bias: float = 0.0
-
-    def grad(self, w: np.ndarray) -> np.ndarray:
-        """grad F^(c)(w) = Hbar w - m (O(d^2))."""
-        return self.Hbar @ w - self.m
-
-    def grad_sq(self, w: np.ndarray) -> float:
-        """||grad F^(c)(w)||^2 (O(d^2))."""
-        g = self.Hbar @ w - self.m
-        return float(g @ g)
 
     def theta_hat(self, i: int, w: np.ndarray) -> np.ndarray:
         """argmin_theta f_i(theta) + lam/2 ||theta - w||^2 (closed form)."""
