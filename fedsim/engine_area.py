@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from fedsim.engine_common import DelaySampler, StepLog, at, urgent_at
+from fedsim.engine_common import DelaySampler, StepLog, at, think_pause, urgent_at
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.local.area import AreaClients
@@ -148,11 +148,7 @@ def run_area(scenario, problem, streams, progress: bool, *,
             if count is not None and server.pending >= count and aggregate():
                 return
             if th != 0.0:
-                idle[0] += 1
-                rec.busy(t, (n - idle[0]) / n)
-                yield at(env, t + th)
-                idle[0] -= 1
-                rec.busy(t + th, (n - idle[0]) / n)
+                yield from think_pause(env, rec, idle, n, t, th)
                 if log.stopped:
                     return
 

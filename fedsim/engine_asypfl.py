@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from fedsim.engine_common import StepLog, at, urgent_at
+from fedsim.engine_common import StepLog, at, think_pause, urgent_at
 from fedsim.errors import FedsimError, require
 from fedsim.local import make_client_rule
 from fedsim.local.asypfl import AsyPFLRule
@@ -172,11 +172,7 @@ def run_asypfl(scenario, problem, streams, progress: bool) -> Trace:
             if stopped:
                 return
             if th != 0.0:
-                idle[0] += 1
-                rec.busy(t, (n - idle[0]) / n)
-                yield at(env, t + th)
-                idle[0] -= 1
-                rec.busy(t + th, (n - idle[0]) / n)
+                yield from think_pause(env, rec, idle, n, t, th)
                 if log.stopped:
                     return
 

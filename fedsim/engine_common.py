@@ -32,7 +32,7 @@ from fedsim.rng import PURPOSES, Streams, replicate_seedseq
 from fedsim.trace import DIVERGE_NORM, KINDS, Recorder, Trace
 
 __all__ = ["DelaySampler", "DelaySpec", "lean_bitgen", "StepLog", "physical_staleness_bound",
-           "at", "BLOCK", "cycle_support"]
+           "at", "think_pause", "BLOCK", "cycle_support"]
 
 BLOCK = 16
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
@@ -371,6 +371,20 @@ def physical_staleness_bound(delays_cfg: Any, n: int, steps: int, per_step: bool
     u = f.sum(axis=1)
     best = float(np.max(np.ceil(u / count)))
     return float(best)
+
+
+def think_pause(env: simpy.Environment, rec: Any, idle: list[int], n: int, t: float,
+                th: float):
+    """Generator: a client thinks from ``t`` to ``t + th`` and is not busy meanwhile.
+
+    ``idle[0]`` counts idle clients; the busy fraction ``(n - idle)/n`` is recorded at both
+    ends.  Use as ``yield from think_pause(...)`` inside a client process.
+    """
+    idle[0] += 1
+    rec.busy(t, (n - idle[0]) / n)
+    yield at(env, t + th)
+    idle[0] -= 1
+    rec.busy(t + th, (n - idle[0]) / n)
 
 
 def urgent_at(env: simpy.Environment, t: float) -> simpy.Event:
