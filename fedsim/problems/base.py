@@ -106,9 +106,23 @@ class Problem(ABC):
 
     # --- constants -------------------------------------------------------------
     @property
-    @abstractmethod
     def constants(self) -> ConstantsTable:
-        """The table of THEORY_SPEC section 9 (L, mu, rho, sigma_g2, ...)."""
+        """The table of THEORY_SPEC section 9 (L, mu, rho, sigma_g2, ...).
+
+        Built by :meth:`_build_table` on first access (some entries need solves) and cached
+        in ``self._table``; a problem whose table changes (AutogradProblem's estimates)
+        overrides this property instead.
+        """
+        table = getattr(self, "_table", None)
+        if table is None:
+            table = self._build_table()
+            self._table = table
+        return table
+
+    def _build_table(self) -> ConstantsTable:
+        """Compute the constants table (subclasses implement this or override ``constants``)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _build_table() or "
+                                  "override the constants property")
 
     def constants_frame(self):  # -> pandas.DataFrame
         """``constants`` as a DataFrame with columns name, value, tag, reason."""

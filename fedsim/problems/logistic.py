@@ -695,14 +695,9 @@ class LogisticProblem(Problem):
         """Per-client smoothness ``lam_max(X_i^T X_i)/(4 m_i) + nu_reg`` (EXACT, at w = 0)."""
         return self._data_constants()["l_data"] + self.nu_reg
 
-    @property
-    def constants(self) -> ConstantsTable:
-        """The 9.2 table; solving for f_star_A, f_star_P and zeta happens on first access."""
-        if self._table is None:
-            self._table = self._build_table()
-        return self._table
-
     def _build_table(self) -> ConstantsTable:
+        """The 9.2 table (``constants``, cached by the base class); solving for f_star_A,
+        f_star_P and zeta happens on first access."""
         dc = self._data_constants()
         nu = self.nu_reg
         L = float(np.max(dc["l_data"])) + nu

@@ -120,21 +120,19 @@ class NormProblem(Problem):
         """min f."""
         return self.f(self.x_star)
 
-    @property
-    def constants(self) -> ConstantsTable:
-        if self._table is None:
-            tag_x = Tag.EXACT if self._identical else Tag.NUMERIC
-            why_x = ("all centers equal: x* = c, f* = 0" if self._identical
-                     else "geometric median by Weiszfeld's iteration to 1e-13")
-            self._table = ConstantsTable([
-                Constant("B", self.B, Tag.EXACT, "||subgradient|| = B off the kink"),
-                Constant("G", self.B, Tag.EXACT, "[P] Asm 6: ||grad f_i|| <= B, attained"),
-                Constant("L", np.inf, Tag.INFINITE, "not differentiable at c_i: no smoothness"),
-                Constant("mu", 0.0, Tag.EXACT, "linear growth: not strongly convex"),
-                Constant("sigma_g2", 0.0, Tag.EXACT, "deterministic oracle"),
-                Constant("f_star_A", self.f_star, tag_x, why_x),
-                Constant("f_star_P", 0.0, Tag.EXACT, "f_i(c_i) = 0 = min f_i"),
-                Constant("zeta", float(np.max(np.linalg.norm(self.centers - self.x_star, axis=1))),
-                         tag_x, "max_i ||x* - c_i||"),
-            ])
-        return self._table
+    def _build_table(self) -> ConstantsTable:
+        """The constants table (``constants``, cached by the base class)."""
+        tag_x = Tag.EXACT if self._identical else Tag.NUMERIC
+        why_x = ("all centers equal: x* = c, f* = 0" if self._identical
+                 else "geometric median by Weiszfeld's iteration to 1e-13")
+        return ConstantsTable([
+            Constant("B", self.B, Tag.EXACT, "||subgradient|| = B off the kink"),
+            Constant("G", self.B, Tag.EXACT, "[P] Asm 6: ||grad f_i|| <= B, attained"),
+            Constant("L", np.inf, Tag.INFINITE, "not differentiable at c_i: no smoothness"),
+            Constant("mu", 0.0, Tag.EXACT, "linear growth: not strongly convex"),
+            Constant("sigma_g2", 0.0, Tag.EXACT, "deterministic oracle"),
+            Constant("f_star_A", self.f_star, tag_x, why_x),
+            Constant("f_star_P", 0.0, Tag.EXACT, "f_i(c_i) = 0 = min f_i"),
+            Constant("zeta", float(np.max(np.linalg.norm(self.centers - self.x_star, axis=1))),
+                     tag_x, "max_i ||x* - c_i||"),
+        ])

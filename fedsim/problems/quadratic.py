@@ -648,14 +648,9 @@ class QuadraticProblem(Problem):
         return self._direct_value(self.me(lam).H_stack, np.asarray(w, dtype=np.float64))
 
     # --- constants ----------------------------------------------------------------------------
-    @property
-    def constants(self) -> ConstantsTable:
-        """THEORY_SPEC 9.1 table (every entry EXACT or INFINITE)."""
-        if self._table is None:
-            self._table = self._build_table()
-        return self._table
-
     def _build_table(self) -> ConstantsTable:
+        """THEORY_SPEC 9.1 table (``constants``, cached by the base class): every entry EXACT
+        or INFINITE."""
         ev = self.eigvals
         L = float(np.max(ev))
         mu = float(np.min(ev))
