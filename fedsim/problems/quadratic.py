@@ -31,11 +31,9 @@ every PSD ``A_i`` lies in the range of ``Abar``, so ``m = mean A_i b_i`` is in i
 minimiser set is ``x* + null(Abar)`` and ``x_star`` is its minimum-norm element
 ``pinv(Abar) m``.  The same convention is used for ``w_star`` of F^(b), F^(c).
 
-The problem class lives here; its parts sit beside it and are re-exported:
-:mod:`~fedsim.problems.quadratic_linalg` (PSD checks, solves, the trust-region maximum),
-:mod:`~fedsim.problems.quadratic_personalized` (``MamlExact``, ``MoreauExact``),
-:mod:`~fedsim.problems.quadratic_constants` (the 9.1 table) and
-:mod:`~fedsim.problems.quadratic_random` (random instances).
+The class lives here; beside it (names re-exported): ``quadratic_linalg`` (PSD checks, the
+trust-region maximum), ``quadratic_personalized`` (``MamlExact``, ``MoreauExact``),
+``quadratic_constants`` (the 9.1 table) and ``quadratic_random`` (random instances).
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ import numpy as np
 from fedsim.errors import ConfigError, check_finite, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
-from fedsim.problems.quadratic_constants import constants_table
+from fedsim.problems.quadratic_constants import constants_table, local_G, local_gamma_g2
 from fedsim.problems.quadratic_linalg import (
     all_equal,
     matrix_list,
@@ -368,30 +366,14 @@ class QuadraticProblem(Problem):
 
     # --- local diagnostics (HEURISTIC: iterates are not confined to a ball) -----------------
     def local_gamma_g2(self, R: float) -> float:
-        """HEURISTIC ``max_{||w - x*|| <= R} (1/n) sum_i ||grad f_i(w) - grad f(w)||^2``.
-
-        ``grad f_i - grad f = (A_i - Abar) v + g_i`` with ``v = w - x*``, ``g_i = A_i(x* - b_i)``
-        (THEORY_SPEC 9.1); the maximum of this convex quadratic over the ball is solved
-        exactly by :func:`max_quadratic_on_ball`.  Certifies nothing about a run.
-        """
-        check_number("R", R, allow_inf=True)
-        require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
-        dev = self.A_stack - self.Abar
-        g = self.grad_at_xstar
-        H = np.einsum("nij,njk->ik", dev, dev) / self.n
-        h = np.einsum("nij,nj->i", dev, g) / self.n
-        k = float(np.mean(np.sum(g * g, axis=1)))
-        return max_quadratic_on_ball(H, h, k, R)
+        """HEURISTIC ``max_{||w - x*|| <= R} (1/n) sum_i ||grad f_i(w) - grad f(w)||^2``
+        (:func:`~fedsim.problems.quadratic_constants.local_gamma_g2`)."""
+        return local_gamma_g2(self, R)
 
     def local_G(self, R: float) -> float:
-        """HEURISTIC ``max_i max_{||w - x*|| <= R} ||grad f_i(w)||`` (exact trust-region solve)."""
-        check_number("R", R, allow_inf=True)
-        require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
-        best = 0.0
-        for i in range(self.n):
-            a, g = self.A_stack[i], self.grad_at_xstar[i]
-            best = max(best, max_quadratic_on_ball(a @ a, a @ g, float(g @ g), R))
-        return math.sqrt(best)
+        """HEURISTIC ``max_i max_{||w - x*|| <= R} ||grad f_i(w)||``
+        (:func:`~fedsim.problems.quadratic_constants.local_G`)."""
+        return local_G(self, R)
 
     # --- generator ---------------------------------------------------------------------------
     @classmethod

@@ -3,7 +3,8 @@
 ``L``/``mu`` are the extreme eigenvalues of the ``A_i``; ``rho = sigma_h2 = 0`` because the
 Hessians are constant; ``sigma_g2 = max_i tr(C_i)``; the diversity ``gamma_g2`` is finite
 only when all ``A_i`` are equal; ``G`` and ``B`` are infinite unless every ``A_i = 0``; the
-minimum values and ``zeta`` come from the closed-form minimisers.
+minimum values and ``zeta`` come from the closed-form minimisers.  Two HEURISTIC local
+variants over a ball around x* (THEORY_SPEC 9.1 "Optional local diagnostic") sit beside it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fedsim.errors import check_number, require
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
+from fedsim.problems.quadratic_linalg import max_quadratic_on_ball
 
 if TYPE_CHECKING:
     from fedsim.problems.quadratic import QuadraticProblem
 
-__all__ = ["constants_table"]
+__all__ = ["constants_table", "local_gamma_g2", "local_G"]
 
 
 def constants_table(problem: QuadraticProblem) -> ConstantsTable:
@@ -63,3 +66,31 @@ def constants_table(problem: QuadraticProblem) -> ConstantsTable:
         Constant("f_star_P", problem.f_star_P, Tag.EXACT, "min_i c_i (f_i* = c_i at b_i)"),
         Constant("zeta", zeta, Tag.EXACT, "max_i ||x* - b_i|| (min-norm x*, u_i* = b_i)"),
     ])
+
+
+def local_gamma_g2(problem: QuadraticProblem, R: float) -> float:
+    """HEURISTIC ``max_{||w - x*|| <= R} (1/n) sum_i ||grad f_i(w) - grad f(w)||^2``.
+
+    ``grad f_i - grad f = (A_i - Abar) v + g_i`` with ``v = w - x*``, ``g_i = A_i(x* - b_i)``
+    (THEORY_SPEC 9.1); the maximum of this convex quadratic over the ball is solved
+    exactly by :func:`max_quadratic_on_ball`.  Certifies nothing about a run.
+    """
+    check_number("R", R, allow_inf=True)
+    require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
+    dev = problem.A_stack - problem.Abar
+    g = problem.grad_at_xstar
+    H = np.einsum("nij,njk->ik", dev, dev) / problem.n
+    h = np.einsum("nij,nj->i", dev, g) / problem.n
+    k = float(np.mean(np.sum(g * g, axis=1)))
+    return max_quadratic_on_ball(H, h, k, R)
+
+
+def local_G(problem: QuadraticProblem, R: float) -> float:
+    """HEURISTIC ``max_i max_{||w - x*|| <= R} ||grad f_i(w)||`` (exact trust-region solve)."""
+    check_number("R", R, allow_inf=True)
+    require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
+    best = 0.0
+    for i in range(problem.n):
+        a, g = problem.A_stack[i], problem.grad_at_xstar[i]
+        best = max(best, max_quadratic_on_ball(a @ a, a @ g, float(g @ g), R))
+    return math.sqrt(best)
