@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-import fedsim.delays as delays_mod
+import fedsim.delays.normal as delays_mod
 from fedsim.delays import (
     KINDS,
     Constant,
