@@ -228,7 +228,8 @@ class LogisticProblem(Problem):
     # ---- stochastic oracles -------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` row indices of client ``i``, uniform WITH replacement (9.2 sigma_g2)."""
-        check_integer("size", size, low=1)
+        if type(size) is not int or size < 1:  # fast path; the validator decides
+            check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=int(size))
 
     def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:

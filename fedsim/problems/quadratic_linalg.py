@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from fedsim.errors import ConfigError, check_finite, require
+from fedsim.errors import ConfigError, check_finite, check_number, require
 
 __all__ = ["matrix_list", "symmetric_psd_eigen", "readonly", "from_eigen", "psd_solve",
            "sqrt_factor", "all_equal", "mean_quadratic_value", "max_quadratic_on_ball"]
@@ -117,6 +117,7 @@ def max_quadratic_on_ball(H: np.ndarray, h: np.ndarray, k: float, R: float) -> f
     "hard case" (``h`` orthogonal to the top eigenspace and the secular norm at
     ``t = lam_max`` below R) the rest of the radius is spent along the top eigenvector.
     """
+    check_number("R", R, allow_inf=True)
     require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
     if R == 0.0:
         return float(k)

@@ -21,7 +21,8 @@ from fedsim.errors import FedsimError
 from validation.compare import read_verdicts
 from validation.report.layout import SMALL
 
-__all__ = ["Run", "load_run", "expected_pages", "SUMMARY_ROWS", "PANELS_PER_PAGE", "REPR_PER_PAGE"]
+__all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUMMARY_ROWS",
+           "PANELS_PER_PAGE", "REPR_PER_PAGE"]
 
 
 SUMMARY_ROWS = 20
