@@ -139,15 +139,15 @@ class LogisticProblem(Problem):
         self.dim = Xs[0].shape[1]
         self.m = np.array([Xi.shape[0] for Xi in Xs], dtype=np.int64)
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
-        self._client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
+        self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
-        self._whole = WeightedLogistic(np.vstack(self._rows), weights, nu)
-        self._sep: SeparabilityReport | None = None
+        self._all_rows = WeightedLogistic(np.vstack(self._rows), weights, nu)
+        self._separability: SeparabilityReport | None = None
         self._global_sol: Solution | None = None
         self._client_sol: dict[int, Solution] = {}
         self._table: ConstantsTable | None = None
-        self._dc: dict[str, np.ndarray] | None = None
+        self._data_constants_cache: dict[str, np.ndarray] | None = None
 
     # ---- builders (data.py is imported lazily) ----------------------------------------
     @classmethod
@@ -198,32 +198,32 @@ class LogisticProblem(Problem):
     # ---- deterministic oracles ----------------------------------------------------------
     def loss(self, i: int, w: np.ndarray) -> float:
         """f_i(w) (9.2), via ``logaddexp``."""
-        return self._client[i].value(np.asarray(w, dtype=np.float64))
+        return self._per_client[i].value(np.asarray(w, dtype=np.float64))
 
     def grad(self, i: int, w: np.ndarray) -> np.ndarray:
         """grad f_i(w) = -(1/m_i) sum_j y_j s(-z_j) x_j + nu_reg w."""
-        return self._client[i].grad(np.asarray(w, dtype=np.float64))
+        return self._per_client[i].grad(np.asarray(w, dtype=np.float64))
 
     def hess(self, i: int, w: np.ndarray) -> np.ndarray:
         """grad^2 f_i(w) = (1/m_i) sum_j s(z_j) s(-z_j) x_j x_j^T + nu_reg I."""
-        return self._client[i].hess(np.asarray(w, dtype=np.float64))
+        return self._per_client[i].hess(np.asarray(w, dtype=np.float64))
 
     def hvp(self, i: int, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         """grad^2 f_i(w) v, matrix-free: ``X^T (s' * (X v))/m_i + nu_reg v``."""
-        return self._client[i].hvp(np.asarray(w, dtype=np.float64),
+        return self._per_client[i].hvp(np.asarray(w, dtype=np.float64),
                                    np.asarray(v, dtype=np.float64))
 
     def f(self, w: np.ndarray) -> float:
         """f(w) = (1/n) sum_i f_i(w), one vectorised pass over all rows."""
-        return self._whole.value(np.asarray(w, dtype=np.float64))
+        return self._all_rows.value(np.asarray(w, dtype=np.float64))
 
     def grad_f(self, w: np.ndarray) -> np.ndarray:
         """grad f(w), vectorised."""
-        return self._whole.grad(np.asarray(w, dtype=np.float64))
+        return self._all_rows.grad(np.asarray(w, dtype=np.float64))
 
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), vectorised."""
-        return self._whole.hess(np.asarray(w, dtype=np.float64))
+        return self._all_rows.hess(np.asarray(w, dtype=np.float64))
 
     # ---- stochastic oracles -------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -257,24 +257,24 @@ class LogisticProblem(Problem):
         check_number("lam", lam, allow_inf=True)
         require(math.isfinite(lam) and lam > 0, "lam", lam, "must be finite and > 0")
         w = np.asarray(w, dtype=np.float64)
-        cd = self._client[i]
+        client_objective = self._per_client[i]
 
-        def fun(t: np.ndarray) -> float:
+        def inner_value(t: np.ndarray) -> float:
             u = t - w
-            return cd.value(t) + 0.5 * lam * float(u @ u)
+            return client_objective.value(t) + 0.5 * lam * float(u @ u)
 
-        def grd(t: np.ndarray) -> np.ndarray:
-            return cd.grad(t) + lam * (t - w)
+        def inner_grad(t: np.ndarray) -> np.ndarray:
+            return client_objective.grad(t) + lam * (t - w)
 
-        def hes(t: np.ndarray) -> np.ndarray:
-            H = cd.hess(t)
+        def inner_hess(t: np.ndarray) -> np.ndarray:
+            H = client_objective.hess(t)
             H[np.diag_indices_from(H)] += lam
             return H
 
-        res = newton_minimize(fun, grd, hes, w)
-        gi = res.grad_norm + cd.grad_error_bound(res.x) + 4.0 * _EPS * lam * float(
-            np.linalg.norm(res.x) + np.linalg.norm(w))
-        return res.x, lam * gi / (lam + self.nu_reg)
+        res = newton_minimize(inner_value, inner_grad, inner_hess, w)
+        inner_grad_bound = (res.grad_norm + client_objective.grad_error_bound(res.x)
+                            + 4.0 * _EPS * lam * float(np.linalg.norm(res.x) + np.linalg.norm(w)))
+        return res.x, lam * inner_grad_bound / (lam + self.nu_reg)
 
     def theta_hat(self, i: int, w: np.ndarray, lam: float) -> np.ndarray:
         """argmin_theta f_i(theta) + lam/2 ||theta - w||^2 (Newton, ||grad|| <= 1e-13)."""
@@ -294,15 +294,16 @@ class LogisticProblem(Problem):
     # ---- minimisers (THEORY_SPEC 9.4) ---------------------------------------------------
     def separability_report(self) -> SeparabilityReport:
         """LP coercivity and strict-separability tests per client and for all rows (9.4)."""
-        if self._sep is None:
-            self._sep = SeparabilityReport(tuple(diagnose_separability(r) for r in self._rows),
-                                           diagnose_separability(self._whole.rows))
-        return self._sep
+        if self._separability is None:
+            self._separability = SeparabilityReport(
+                tuple(diagnose_separability(r) for r in self._rows),
+                diagnose_separability(self._all_rows.rows))
+        return self._separability
 
     def solve_global(self) -> Solution:
         """``(x_star, f_star, certificate)`` for f; ``x_star`` is None without a minimiser."""
         if self._global_sol is None:
-            self._global_sol = solve_weighted_logistic(self._whole,
+            self._global_sol = solve_weighted_logistic(self._all_rows,
                                                        self.separability_report().whole)
         return self._global_sol
 
@@ -314,7 +315,7 @@ class LogisticProblem(Problem):
         i = int(i)
         if i not in self._client_sol:
             self._client_sol[i] = solve_weighted_logistic(
-                self._client[i], self.separability_report().clients[i])
+                self._per_client[i], self.separability_report().clients[i])
         return self._client_sol[i]
 
     def certify(self, w: np.ndarray, client: int | None = None) -> Certificate:
@@ -326,11 +327,11 @@ class LogisticProblem(Problem):
         w = np.asarray(w, dtype=np.float64)
         require(w.shape == (self.dim,), "w.shape", w.shape, f"must be ({self.dim},)")
         if client is None:
-            return certify(self._whole, w)
+            return certify(self._all_rows, w)
         check_integer("client", client)
         require(0 <= client < self.n, "client",
                 client, f"must be a client index in [0, {self.n})")
-        return certify(self._client[int(client)], w)
+        return certify(self._per_client[int(client)], w)
 
     @property
     def x_star(self) -> np.ndarray:
@@ -362,9 +363,9 @@ class LogisticProblem(Problem):
         return np.array([self.grad(i, xs) for i in range(self.n)])
 
     def _data_constants(self) -> dict[str, np.ndarray]:
-        if self._dc is None:
-            self._dc = data_constants(self.X)
-        return self._dc
+        if self._data_constants_cache is None:
+            self._data_constants_cache = data_constants(self.X)
+        return self._data_constants_cache
 
 
     @property

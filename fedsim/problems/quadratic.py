@@ -142,7 +142,7 @@ class QuadraticProblem(Problem):
         self.eigvals = readonly(evals)
         self.eigvecs = readonly(evecs)
         self.S_stack = readonly(s_stack)
-        self._chol = readonly(f_stack)
+        self._noise_factor = readonly(f_stack)
         self.A = [self.A_stack[i] for i in range(n)]
         self.b = [self.b_stack[i] for i in range(n)]
         self.noise_cov = [self.S_stack[i] for i in range(n)]
@@ -161,8 +161,8 @@ class QuadraticProblem(Problem):
         self.x_star = readonly(psd_solve(self.Abar, self.m))
         self.grad_at_xstar = readonly(np.einsum("nij,nj->ni", a_stack, self.x_star - b_arr))
         self.f_star = self._direct_value(a_stack, self.x_star)
-        self._maml: dict[float, MamlExact] = {}
-        self._me: dict[float, MoreauExact] = {}
+        self._maml_cache: dict[float, MamlExact] = {}
+        self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
 
     # --- attributes of THEORY_SPEC 9.1 ------------------------------------------------------
@@ -249,7 +249,7 @@ class QuadraticProblem(Problem):
         / sqrt(size)``.
         """
         check_batch_size(size)
-        e = self._chol[i] @ rng.standard_normal(self.dim)
+        e = self._noise_factor[i] @ rng.standard_normal(self.dim)
         e *= 1.0 / math.sqrt(size)
         if self.noise == "additive":
             return e
@@ -291,7 +291,7 @@ class QuadraticProblem(Problem):
     # --- personalised objectives ([P] eq. (9)-(10)) -------------------------------------------
     def maml(self, alpha: float) -> MamlExact:
         """Exact MAML objective for inner step ``alpha >= 0`` (cached per alpha)."""
-        hit = self._cached(self._maml, alpha)
+        hit = self._cached(self._maml_cache, alpha)
         if hit is not None:
             return hit
         check_number("alpha", alpha, allow_inf=True)
@@ -299,19 +299,19 @@ class QuadraticProblem(Problem):
                 "must be a finite number >= 0")
         key = float(alpha)
         out = build_maml_exact(self, key)
-        self._remember(self._maml, key, out)
+        self._remember(self._maml_cache, key, out)
         return out
 
     def me(self, lam: float) -> MoreauExact:
         """Exact Moreau-envelope objective for ``lam > 0`` (cached per lam)."""
-        hit = self._cached(self._me, lam)
+        hit = self._cached(self._moreau_cache, lam)
         if hit is not None:
             return hit
         check_number("lam", lam, allow_inf=True)
         require(math.isfinite(lam) and lam > 0, "lam", lam, "must be a finite number > 0")
         key = float(lam)
         out = build_moreau_exact(self, key)
-        self._remember(self._me, key, out)
+        self._remember(self._moreau_cache, key, out)
         return out
 
     @staticmethod
