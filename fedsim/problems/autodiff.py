@@ -39,7 +39,7 @@ import numpy as np
 from fedsim.errors import ConfigError, check_finite, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.logistic import newton_minimize
+from fedsim.problems.newton import newton_minimize
 
 __all__ = ["AutogradProblem", "KNOWN_CONSTANTS", "logistic_batch_loss"]
 
