@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from fedsim.errors import require
+from fedsim.errors import check_in_range, require
 
 __all__ = [
     "CI_METHOD",
@@ -69,8 +69,7 @@ _KEYS = ["theorem", "scenario", "mode", "horizon"]
 
 
 def _check_level(level: float) -> None:
-    require(isinstance(level, (int, float)) and 0.0 < level < 1.0, "level", level,
-            "must be in (0, 1)")
+    check_in_range("level", level, 0.0, 1.0, closed=(False, False))
 
 
 def summarize(values: Iterable[float], level: float = CI_LEVEL) -> dict[str, float | int]:
@@ -175,7 +174,7 @@ def oracle_test(mean: float, sem: float, exact: float,
     the default false-alarm rate 1e-3).  ``sem == 0`` gives z = 0 when mean == exact,
     else +-inf.  A NaN input gives ``(nan, False)``.
     """
-    require(0.0 < far < 1.0, "far", far, "must be in (0, 1)")
+    check_in_range("far", far, 0.0, 1.0, closed=(False, False))
     if any(math.isnan(float(v)) for v in (mean, sem, exact)):
         return math.nan, False
     diff = float(mean) - float(exact)

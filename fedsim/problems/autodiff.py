@@ -36,10 +36,10 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from fedsim.errors import ConfigError, check_finite, require
+from fedsim.errors import ConfigError, check_finite, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.logistic import newton_minimize
+from fedsim.problems.newton import newton_minimize
 
 __all__ = ["AutogradProblem", "KNOWN_CONSTANTS", "logistic_batch_loss"]
 
@@ -79,11 +79,7 @@ def _parse_constants(constants: Mapping[str, Any] | None) -> list[Constant]:
                               f"INFINITE, got constants[{name!r}].tag={tag!r}") from None
         require(tag is not Tag.EXACT, f"constants[{name!r}].tag", tag.value,
                 "must be UPPER, NUMERIC or INFINITE (a user-written loss has no EXACT constants)")
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"constants[{name!r}].value must be a number, "
-                              f"got constants[{name!r}].value={value!r}") from None
+        value = check_number(f"constants[{name!r}].value", value, allow_inf=True)
         require(isinstance(reason, str) and reason.strip() != "", f"constants[{name!r}].reason",
                 reason, "must be a non-empty string")
         out.append(Constant(name, value, tag, reason))
@@ -136,12 +132,8 @@ class AutogradProblem(Problem):
         if dim is None:
             require(Xs[0].ndim == 2, "dim", None, "must be given when X[0] is not 2-D")
             dim = Xs[0].shape[1]
-        require(isinstance(dim, (int, np.integer)) and dim >= 1, "dim", dim,
-                "must be an integer >= 1")
-        try:
-            r = float(ridge)
-        except (TypeError, ValueError):
-            raise ConfigError(f"ridge must be a number, got ridge={ridge!r}") from None
+        check_integer("dim", dim, low=1)
+        r = check_number("ridge", ridge, allow_inf=True)
         require(math.isfinite(r) and r >= 0.0, "ridge", r, "must be finite and >= 0")
         self.X, self.y = Xs, ys
         self.n, self.dim, self.ridge = len(Xs), int(dim), r
@@ -214,8 +206,8 @@ class AutogradProblem(Problem):
     # ---- stochastic oracles -------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
         """``size`` sample indices of client ``i``, uniform with replacement."""
-        require(isinstance(size, (int, np.integer)) and size >= 1, "size", size,
-                "must be an integer >= 1")
+        if type(size) is not int or size < 1:  # fast path; the validator decides
+            check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=int(size))
 
     def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
@@ -239,6 +231,7 @@ class AutogradProblem(Problem):
         is ``(lam + mu_i)``-strongly convex does ``lam ||grad||/(lam + mu_i)`` bound
         the F^(c) gradient error; the caller knows mu_i, this class does not.
         """
+        check_number("lam", lam, allow_inf=True)
         require(math.isfinite(lam) and lam > 0, "lam", lam, "must be finite and > 0")
         w = self._w(w)
         Xi, yi = self.X[i], self.y[i]
@@ -284,11 +277,10 @@ class AutogradProblem(Problem):
         """
         require(isinstance(rng, np.random.Generator), "rng", type(rng).__name__,
                 "must be a numpy.random.Generator")
-        require(isinstance(n_points, (int, np.integer)) and n_points >= 1, "n_points",
-                n_points, "must be an integer >= 1")
+        check_integer("n_points", n_points, low=1)
+        check_number("scale", scale, allow_inf=True)
         require(math.isfinite(scale) and scale >= 0, "scale", scale, "must be finite and >= 0")
-        require(isinstance(power_iters, (int, np.integer)) and power_iters >= 1,
-                "power_iters", power_iters, "must be an integer >= 1")
+        check_integer("power_iters", power_iters, low=1)
         c = np.zeros(self.dim) if center is None else self._w(center)
         require(c.shape == (self.dim,), "center", c.shape, f"must have shape ({self.dim},)")
         pts = [c] + [c + scale * rng.standard_normal(self.dim) for _ in range(n_points - 1)]

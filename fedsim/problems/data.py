@@ -23,7 +23,14 @@ from typing import Literal
 
 import numpy as np
 
-from fedsim.errors import FedsimError, check_finite, require
+from fedsim.errors import (
+    ConfigError,
+    FedsimError,
+    check_finite,
+    check_integer,
+    check_number,
+    require,
+)
 
 __all__ = [
     "synthetic_logistic",
@@ -44,7 +51,12 @@ _SCALES = ("pixel", "max_norm")
 
 
 def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    """True if ``v`` passes :func:`fedsim.errors.check_integer` (an integer type, not a bool)."""
+    try:
+        check_integer("value", v)
+    except ConfigError:
+        return False
+    return True
 
 
 def _gen(seed: int, *key: int) -> np.random.Generator:
@@ -52,16 +64,6 @@ def _gen(seed: int, *key: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed), spawn_key=key)))
 
 
-def _num(field: str, value: object) -> float:
-    """``value`` as a float, or ConfigError if it is not a real number."""
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_))
-    require(ok, field, value, "must be a real number")
-    return float(value)  # type: ignore[arg-type]
-
-
-def _check_seed(seed: object) -> None:
-    require(_is_int(seed) and int(seed) >= 0, "seed", seed, "must be a non-negative integer")
 
 
 # ------------------------------------------------------------------------------------------
@@ -90,9 +92,8 @@ def synthetic_logistic(
     ``samples_per_client >= 1`` (an int or one int per client); ``h >= 0`` finite;
     ``0 <= label_noise <= 0.5``.
     """
-    require(_is_int(n_clients) and n_clients >= 1, "n_clients", n_clients,
-            "must be an integer >= 1")
-    require(_is_int(dim) and dim >= 1, "dim", dim, "must be an integer >= 1")
+    check_integer("n_clients", n_clients, low=1)
+    check_integer("dim", dim, low=1)
     if _is_int(samples_per_client):
         sizes = [int(samples_per_client)] * int(n_clients)
     else:
@@ -103,11 +104,11 @@ def synthetic_logistic(
                 f"must be an integer or a sequence of {n_clients} integers")
         sizes = [int(m) for m in samples_per_client]
     require(min(sizes) >= 1, "samples_per_client", samples_per_client, "must be >= 1")
-    h = _num("heterogeneity", heterogeneity)
+    h = check_number("heterogeneity", heterogeneity, allow_inf=True)
     require(np.isfinite(h) and h >= 0.0, "heterogeneity", heterogeneity, "must be finite and >= 0")
-    noise = _num("label_noise", label_noise)
+    noise = check_number("label_noise", label_noise)
     require(0.0 <= noise <= 0.5, "label_noise", label_noise, "must be in [0, 0.5]")
-    _check_seed(seed)
+    check_integer("seed", seed, low=0)
 
     d = int(dim)
     wbar = SIGNAL * _gen(seed, 0).standard_normal(d)
@@ -254,12 +255,13 @@ def digits_binary(
 
     Needs scikit-learn (``pip install fedsim[data]``), imported only when called.
     """
-    require(_is_int(n_clients) and n_clients >= 1, "n_clients", n_clients,
-            "must be an integer >= 1")
+    check_integer("n_clients", n_clients, low=1)
     require(split in _SPLITS, "split", split, f"must be one of {list(_SPLITS)}")
-    require(_is_int(min_rows) and min_rows >= 1, "min_rows", min_rows, "must be an integer >= 1")
+    check_integer("min_rows", min_rows, low=1)
     if split == "dirichlet":
-        av = _num("a", a)
+        # NaN breaks the rule below (and is reported by it) rather than the type check
+        nan = isinstance(a, float) and np.isnan(a)
+        av = a if nan else check_number("a", a, allow_inf=True)
         require(np.isfinite(av) and av > 0, "a", a, "must be finite and > 0")
     if split == "classes":
         require(_is_int(classes_per_client) and 1 <= classes_per_client <= 10,
@@ -273,7 +275,7 @@ def digits_binary(
         require(_is_int(max_features) and 1 <= max_features <= 63, "max_features", max_features,
                 "must be None or an integer in 1..63")
     require(scale in _SCALES, "scale", scale, f"must be one of {list(_SCALES)}")
-    _check_seed(seed)
+    check_integer("seed", seed, low=0)
     require(n_clients * min_rows <= _DIGITS_ROWS, "n_clients", n_clients,
             f"must satisfy n_clients*min_rows <= {_DIGITS_ROWS} rows (min_rows={min_rows})")
 
@@ -330,7 +332,7 @@ def add_anchor_rows(
     require(len(X_list) >= 1, "X_list", X_list, "must hold at least one client")
     require(len(X_list) == len(y_list), "y_list", f"<{len(y_list)} clients>",
             f"must have one label vector per client ({len(X_list)})")
-    sv = _num("s", s)
+    sv = check_number("s", s, allow_inf=True)
     require(np.isfinite(sv) and sv > 0.0, "s", s, "must be finite and > 0")
     require(clients in ("all", "first"), "clients", clients, "must be 'all' or 'first'")
     Xs = [np.asarray(X, dtype=np.float64) for X in X_list]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from fedsim.errors import check_finite, require
+from fedsim.errors import check_finite, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
 
@@ -34,9 +34,10 @@ class NormProblem(Problem):
 
     def __init__(self, B: float = 1.0, n: int = 2, dim: int = 1,
                  centers: np.ndarray | None = None) -> None:
+        check_number("B", B, allow_inf=True)
         require(np.isfinite(B) and B > 0, "B", B, "must be finite and > 0")
-        require(int(n) == n and n >= 1, "n", n, "must be an integer >= 1")
-        require(int(dim) == dim and dim >= 1, "dim", dim, "must be an integer >= 1")
+        check_integer("n", n, low=1)
+        check_integer("dim", dim, low=1)
         self.B = float(B)
         self.n = int(n)
         self.dim = int(dim)

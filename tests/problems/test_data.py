@@ -109,8 +109,8 @@ def test_synthetic_heterogeneity_moves_client_means():
     ({"heterogeneity": math.inf}, "heterogeneity must be finite"),
     ({"label_noise": 0.6}, r"label_noise must be in \[0, 0.5\]"),
     ({"label_noise": -0.1}, r"label_noise must be in \[0, 0.5\]"),
-    ({"heterogeneity": "big"}, "heterogeneity must be a real number"),
-    ({"seed": -1}, "seed must be a non-negative integer"),
+    ({"heterogeneity": "big"}, "heterogeneity must be a number"),
+    ({"seed": -1}, "seed must be an integer >= 0"),
 ])
 def test_synthetic_bad_args(kwargs, msg):
     args = {"n_clients": 2, "dim": 3, "samples_per_client": 5, **kwargs}
@@ -227,7 +227,7 @@ def test_digits_pca_reduction_and_max_norm():
     ({"split": "shards"}, "split must be one of"),
     ({"a": 0.0}, "a must be finite and > 0"),
     ({"a": math.nan}, "a must be finite and > 0"),
-    ({"a": "0.5"}, "a must be a real number"),
+    ({"a": "0.5"}, "a must be a number"),
     ({"split": "classes", "classes_per_client": 0}, "classes_per_client must be an integer"),
     ({"split": "classes", "classes_per_client": 11}, "classes_per_client must be an integer"),
     ({"positive_classes": ()}, "positive_classes must be 1 to 9 distinct digits"),
@@ -237,7 +237,7 @@ def test_digits_pca_reduction_and_max_norm():
     ({"max_features": 0}, "max_features must be None or an integer in 1..63"),
     ({"max_features": 64}, "max_features must be None or an integer in 1..63"),
     ({"scale": "std"}, "scale must be one of"),
-    ({"seed": 1.5}, "seed must be a non-negative integer"),
+    ({"seed": 1.5}, "seed must be an integer >= 0"),
     ({"min_rows": 0}, "min_rows must be an integer >= 1"),
     ({"n_clients": 200}, "n_clients must satisfy n_clients\\*min_rows <= 1797"),
     # 25 clients x 1 class: each digit (~180 rows) is shared by 2-3 clients -> ~60-90 rows each
@@ -321,7 +321,7 @@ def test_anchor_rows_give_unique_minimiser_on_separable_data():
 @pytest.mark.parametrize("args,kwargs,msg", [
     (([np.ones((2, 2))], [np.ones(2)]), {"s": 0.0}, "s must be finite and > 0"),
     (([np.ones((2, 2))], [np.ones(2)]), {"s": math.inf}, "s must be finite and > 0"),
-    (([np.ones((2, 2))], [np.ones(2)]), {"s": None}, "s must be a real number"),
+    (([np.ones((2, 2))], [np.ones(2)]), {"s": None}, "s must be a number"),
     (([np.ones((2, 2))], [np.ones(2)]), {"clients": "last"}, "clients must be 'all' or 'first'"),
     (([], []), {}, "X_list must hold at least one client"),
     (([np.ones((2, 2))], [np.ones(2), np.ones(2)]), {}, "y_list must have one label vector"),

@@ -532,7 +532,7 @@ def test_bad_arguments_of_methods_and_generator():
         QuadraticProblem.random(2, 1, 0.5, 1.0)
     with pytest.raises(ConfigError, match="noise must be one of"):
         QuadraticProblem.random(2, 2, 0.5, 1.0, noise="x")
-    with pytest.raises(ConfigError, match="L must be a real number, got L='2'"):
+    with pytest.raises(ConfigError, match="L must be a number, got L='2'"):
         QuadraticProblem.random(2, 2, 0.5, "2")
     with pytest.raises(ConfigError, match="shared_hessian must be a bool"):
         QuadraticProblem.random(2, 2, 0.5, 2.0, shared_hessian="yes")

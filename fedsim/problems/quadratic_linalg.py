@@ -1,0 +1,164 @@
+"""Symmetric PSD matrix helpers for the quadratic problems (THEORY_SPEC 9.1).
+
+Validation of the client matrices (symmetric to 1e-12, positive semidefinite), their
+eigen-decompositions, minimum-norm solves for singular ``Abar``, the mean client value
+``mean_i c_i + 0.5 (w - b_i)^T H_i (w - b_i)`` shared by f, F^(b) and F^(c), and the exact
+trust-region maximum of a convex quadratic on a ball (THEORY_SPEC 9.1 "Optional local
+diagnostic").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from fedsim.errors import ConfigError, check_finite, check_number, require
+
+__all__ = ["matrix_list", "symmetric_psd_eigen", "readonly", "from_eigen", "psd_solve",
+           "sqrt_factor", "all_equal", "mean_quadratic_value", "max_quadratic_on_ball"]
+
+SYMMETRY_TOL = 1e-12
+PSD_TOL = 1e-12
+
+
+def matrix_list(field: str, x: Any) -> list[np.ndarray]:
+    """``x`` as a list of float64 square matrices (no symmetry check here)."""
+    try:
+        items = list(x)
+        mats = [np.asarray(a, dtype=np.float64) for a in items]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{field} must be a list of numeric square matrices, got "
+                          f"{type(x).__name__}") from exc
+    require(len(mats) >= 1, field, x, "must hold at least one matrix")
+    for i, a in enumerate(mats):
+        require(a.ndim == 2 and a.shape[0] == a.shape[1], f"{field}[{i}].shape", a.shape,
+                "must be a square matrix shape (d, d)")
+        check_finite(f"{field}[{i}]", a)
+    return mats
+
+
+def symmetric_psd_eigen(field: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Symmetrise ``a`` after checking symmetry (rel. tol 1e-12) and PSD (eig >= -1e-12 scale).
+
+    Returns ``(a_sym, eigenvalues, eigenvectors)``; eigenvalues with ``|ev| <= d eps max|ev|``
+    (numerically indistinguishable from 0: rank deficiency) are set to exactly 0.
+    """
+    amax = float(np.max(np.abs(a))) if a.size else 0.0
+    asym = float(np.max(np.abs(a - a.T))) if a.size else 0.0
+    if asym > SYMMETRY_TOL * amax:
+        raise ConfigError(f"{field} must be symmetric (max|M - M^T| <= 1e-12 max|M|), got "
+                          f"max asymmetry {asym:.6g} with max|M| = {amax:.6g}")
+    s = 0.5 * (a + a.T)
+    ev, vec = np.linalg.eigh(s)
+    scale = float(np.max(np.abs(ev))) if ev.size else 0.0
+    if ev.size and ev[0] < -PSD_TOL * scale:
+        raise ConfigError(f"{field} must be positive semidefinite, got min eigenvalue "
+                          f"{float(ev[0]):.6g}")
+    ev = np.where(np.abs(ev) <= ev.size * np.finfo(np.float64).eps * scale, 0.0, ev)
+    return s, np.maximum(ev, 0.0), vec
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def from_eigen(vec: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Stacked ``V diag(vals) V^T`` for ``vec`` (n, d, d), ``vals`` (n, d), exactly symmetric."""
+    m = (vec * vals[:, None, :]) @ np.swapaxes(vec, 1, 2)
+    return 0.5 * (m + np.swapaxes(m, 1, 2))
+
+
+def psd_solve(h: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Minimum-norm solution of ``h x = rhs`` for symmetric PSD ``h`` (pinv if singular)."""
+    ev, vec = np.linalg.eigh(h)
+    top = float(np.max(np.abs(ev))) if ev.size else 0.0
+    cut = top * h.shape[0] * np.finfo(np.float64).eps
+    if ev.size and ev[0] > cut:
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(h), rhs)
+        except np.linalg.LinAlgError:
+            pass
+    inv = np.where(ev > cut, 1.0 / np.where(ev > cut, ev, 1.0), 0.0)
+    return vec @ (inv * (vec.T @ rhs))
+
+
+def sqrt_factor(s: np.ndarray, ev: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """A factor ``F`` with ``F F^T = s``: Cholesky if it exists, else ``V sqrt(eig)``."""
+    try:
+        return np.linalg.cholesky(s)
+    except np.linalg.LinAlgError:
+        return vec * np.sqrt(ev)[None, :]
+
+
+def all_equal(stack: np.ndarray) -> bool:
+    return bool(np.all(stack == stack[0]))
+
+
+def mean_quadratic_value(c: np.ndarray, b_stack: np.ndarray, h_stack: np.ndarray,
+                         w: np.ndarray) -> float:
+    """``mean_i c_i + 0.5 mean_i (w - b_i)^T H_i (w - b_i)``, directly (no cancellation)."""
+    r = w - b_stack
+    q = np.einsum("ni,nij,nj->n", r, h_stack, r)
+    return float(np.mean(c) + 0.5 * np.mean(q))
+
+
+def max_quadratic_on_ball(H: np.ndarray, h: np.ndarray, k: float, R: float) -> float:
+    """``max_{||v|| <= R} v^T H v + 2 h^T v + k`` for symmetric PSD ``H`` (exact).
+
+    A convex quadratic attains its maximum on the sphere ``||v|| = R``.  The maximiser
+    solves ``(t I - H) v = h`` with ``t >= lam_max(H)`` (trust-region optimality for
+    ``-q``); ``t`` is the root of the secular equation ``sum_j h_j^2/(t - eta_j)^2 = R^2``
+    in the eigenbasis of H, found by Brent's method on ``1/sqrt(psi) - 1/R``.  In the
+    "hard case" (``h`` orthogonal to the top eigenspace and the secular norm at
+    ``t = lam_max`` below R) the rest of the radius is spent along the top eigenvector.
+    """
+    check_number("R", R, allow_inf=True)
+    require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")
+    if R == 0.0:
+        return float(k)
+    eta, U = np.linalg.eigh(0.5 * (H + H.T))
+    eta = np.maximum(eta, 0.0)
+    ht = U.T @ h
+    hn = float(np.linalg.norm(ht))
+    emax = float(eta[-1])
+    if hn == 0.0:
+        return float(k + emax * R * R)
+    top = eta >= emax - 1e-12 * max(emax, np.finfo(np.float64).tiny)
+    htop = float(np.linalg.norm(ht[top]))
+
+    def value(v: np.ndarray) -> float:
+        return float(np.dot(eta * v, v) + 2.0 * np.dot(ht, v) + k)
+
+    def vec(t: float) -> np.ndarray:
+        # components with ht_j = 0 contribute nothing (covers t = lam_max in the hard case)
+        dd = np.where(ht == 0.0, 1.0, t - eta)
+        return ht / dd
+
+    def g(t: float) -> float:  # 1/||v(t)|| - 1/R: increasing, nearly linear in t
+        nv = float(np.linalg.norm(vec(t)))
+        return (1.0 / nv if nv > 0 else math.inf) - 1.0 / R
+
+    t_hi = emax + hn / R  # ||v(t_hi)|| <= R
+    if htop > 1e-14 * hn:
+        t_lo = emax + htop / R  # ||v(t_lo)|| >= R
+    else:
+        ht = np.where(top, 0.0, ht)
+        v0 = vec(emax)
+        norm2 = float(v0 @ v0)
+        if norm2 < R * R:  # hard case: spend the rest of the radius on the top eigenspace
+            return value(v0) + emax * (R * R - norm2)
+        t_lo = emax
+    g_lo, g_hi = g(t_lo), g(t_hi)
+    if t_lo >= t_hi or g_lo >= 0.0:
+        t = t_lo
+    elif g_hi <= 0.0:
+        t = t_hi
+    else:
+        t = scipy.optimize.brentq(g, t_lo, t_hi, xtol=1e-15 * max(t_hi, 1e-300),
+                                  rtol=4 * np.finfo(np.float64).eps, maxiter=500)
+    return value(vec(t))

@@ -1,0 +1,176 @@
+"""Monte-Carlo execution backends: in-process, a process pool, or Dask.
+
+Each backend runs ``(Task, payload_hash)`` pairs and hands every record to a ``sink``
+callable (the runner's writer) as soon as it exists.  :func:`execute_task` turns a task
+into its record (an exception becomes an ``error`` record); the process pool is rebuilt
+once if a worker crashes, then the rest runs one task at a time so that a task that kills
+its worker is identified (``WorkerCrash``).  Records do not depend on the backend.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib
+import json
+import math
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from fedsim.errors import FedsimError
+from validation.montecarlo_store import Task, canonical_json
+
+__all__ = ["execute_task", "new_record", "run_inprocess", "run_pool", "run_dask"]
+
+#: a backend hands each finished record to a sink
+Sink = Callable[[dict], None]
+
+
+def _resolve(fn: str) -> Callable[[dict], Any]:
+    mod, name = fn.split(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def failure_reason(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
+
+
+def new_record(task: Task, phash: str, status: str, reason: str | None) -> dict[str, Any]:
+    """A record skeleton; the payload is stored (JSON-normalised) to explain mismatches."""
+    return {"task_id": task.task_id, "status": status, "value": None, "reason": reason,
+            "payload_hash": phash, "payload": json.loads(canonical_json(task.payload))}
+
+
+def execute_task(task: Task, phash: str) -> dict:
+    """Run one task and return its record (exceptions become ``error`` records).
+
+    Only ``Exception`` is caught: ``KeyboardInterrupt``/``SystemExit`` propagate, so an
+    interrupted run stops (and resumes later) instead of recording a bogus error.
+    """
+    rec = new_record(task, phash, "ok", None)
+    try:
+        value = _resolve(task.fn)(task.payload)
+        if not isinstance(value, dict):
+            raise TypeError(f"task function {task.fn} must return a dict, "
+                            f"got {type(value).__name__}")
+        value = json.loads(canonical_json(value))  # normalise: identical on every backend
+    except Exception as exc:  # noqa: BLE001 -- every failure is recorded, the run goes on
+        rec.update(status="error", reason=failure_reason(exc))
+        return rec
+    rec["value"] = value
+    if value.get("diverged") is True:
+        rec["status"] = "diverged"
+        rec["reason"] = str(value.get("reason") or "diverged")
+    return rec
+
+
+def _run_chunk(chunk: Sequence[tuple[Task, str]]) -> list[dict]:
+    """Worker entry point: run a chunk of tasks sequentially."""
+    return [execute_task(t, h) for t, h in chunk]
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _mp_context() -> mp.context.BaseContext:
+    methods = mp.get_all_start_methods()
+    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def run_inprocess(todo: list[tuple[Task, str]], sink: Sink) -> None:
+    for item in todo:
+        sink(execute_task(*item))
+
+
+def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
+                sink: Sink) -> list[tuple[Task, str]]:
+    """One pool lifetime; returns the tasks left unfinished if the pool broke."""
+    done: set[str] = set()
+    ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
+    try:
+        futs = {ex.submit(_run_chunk, c): c for c in _chunks(todo, chunk)}
+        for fut in cf.as_completed(futs):
+            try:
+                recs = fut.result()
+            except BrokenProcessPool:
+                break
+            for rec in recs:
+                sink(rec)
+                done.add(rec["task_id"])
+        for fut in futs:  # after a break: keep chunks that finished before it
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                for rec in fut.result():
+                    if rec["task_id"] not in done:
+                        sink(rec)
+                        done.add(rec["task_id"])
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+    return [item for item in todo if item[0].task_id not in done]
+
+
+def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
+    """One task at a time in a single worker: a crash identifies its task."""
+    ex = cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context())
+    try:
+        for item in todo:
+            try:
+                rec = ex.submit(_run_chunk, [item]).result()[0]
+            except BrokenProcessPool:
+                ex.shutdown(wait=True, cancel_futures=True)
+                ex = cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context())
+                rec = new_record(item[0], item[1], "error",
+                              "WorkerCrash: the worker process died while running this task")
+            sink(rec)
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+
+
+def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
+    workers = max(1, min(workers, len(todo)))
+    chunk = max(1, min(32, math.ceil(len(todo) / (4 * workers))))
+    left = _pool_round(todo, workers, chunk, sink)
+    if left:  # the pool broke: rebuild once with chunk 1, then isolate
+        left = _pool_round(left, max(1, min(workers, len(left))), 1, sink)
+    if left:
+        _run_isolated(left, sink)
+
+
+def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
+              sink: Sink) -> None:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise FedsimError("the Dask backend needs dask[distributed]: "
+                          "pip install 'fedsim[dask]'") from exc
+    cluster = None
+    if address == "local":
+        n = workers or os.cpu_count() or 1
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=40)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(address, timeout=30)
+        except OSError as exc:
+            raise FedsimError(f"cannot connect to the Dask scheduler at {address}: {exc}") from exc
+    try:
+        nworkers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunk = max(1, min(32, math.ceil(len(todo) / (4 * nworkers))))
+        futs = {}
+        for c in _chunks(todo, chunk):
+            futs[client.submit(_run_chunk, c, pure=False)] = c
+        for fut in as_completed(list(futs)):
+            try:
+                recs = fut.result()
+            except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: record, go on
+                recs = [new_record(t, h, "error", failure_reason(exc)) for t, h in futs[fut]]
+            for rec in recs:
+                sink(rec)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,128 @@
+"""The validation report: a PDF built with matplotlib alone (issue 6 item 6).
+
+Input is a run directory holding ``verdicts.csv`` (``compare.VERDICT_COLUMNS`` plus
+extras) and ``meta/*.json``, one per (theorem, scenario) pair, with the keys
+``theorem, scenario, mode, title, description, x_label, expected_slope,
+hypotheses [{name, holds, detail}], constants [{name, value, tag, reason}],
+bound_status, step_sizes {...}, notes [str], representative {staleness_steps,
+concurrency_time, concurrency_busy, concurrency_mean}`` (``representative`` may be
+missing; the page then says so).  Optional keys: ``quantity`` (the y-axis label).
+
+Page plan (deterministic; :func:`expected_pages` computes it without drawing):
+
+1. summary: ``ceil(G / SUMMARY_ROWS)`` pages (at least 1), G = number of
+   (theorem, scenario, mode) groups in verdicts.csv; a colour-coded table
+   theorem x scenario x mode with the verdict counts over horizons and totals;
+2. for each theorem, in order of first appearance (verdicts first, then meta):
+
+   * ``ceil(P / PANELS_PER_PAGE)`` plot pages, P = its (scenario, mode) groups in
+     verdicts.csv: log-log panels of the MC mean with CI error bars, the bound,
+     the exact oracle and the theorem's order vs T or K;
+   * one details page per scenario (union of verdicts and meta): hypotheses table,
+     constants with their tags, step sizes, tightness and slope per mode, notes;
+   * ``max(1, ceil(S / REPR_PER_PAGE))`` representative-run pages, S = its
+     scenarios: staleness histogram and concurrency curve of one run per scenario.
+
+A4 landscape, fonts >= 8 pt.  ``build_report(..., png_dir=...)`` also saves every
+page as a PNG (the same figures), for previewing without a PDF rasteriser.
+
+The package: :mod:`~validation.report.layout` (page grid, styles, text boxes, tables),
+:mod:`~validation.report.plan` (loading a run directory, the page plan) and one module
+per kind of PAGE: :mod:`~validation.report.summary`, :mod:`~validation.report.plots`,
+:mod:`~validation.report.details`, :mod:`~validation.report.representative`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from validation.report.details import details_page  # noqa: E402
+from validation.report.layout import (  # noqa: E402
+    FILL,
+    FONT,
+    INK,
+    PAGE_SIZE,
+    SMALL,
+    _fmt,
+    _hfmt,
+    _mid,
+)
+from validation.report.plan import (  # noqa: E402
+    PANELS_PER_PAGE,
+    REPR_PER_PAGE,
+    SUMMARY_ROWS,
+    Run,
+    draw_footer,
+    expected_pages,
+    load_run,
+    page_plan,
+)
+from validation.report.plots import meta_for, plots_page  # noqa: E402
+from validation.report.representative import representative_page  # noqa: E402
+from validation.report.summary import control_cell, summary_page  # noqa: E402
+
+__all__ = [
+    "build_report",
+    "expected_pages",
+    "load_run",
+    "PAGE_SIZE",
+    "SUMMARY_ROWS",
+    "PANELS_PER_PAGE",
+    "REPR_PER_PAGE",
+]
+
+# the names of the single-module report (before the split into layout and pages), kept for
+# callers and tests that reach into it
+_REEXPORTED = (FILL, INK, SMALL, Run, _fmt, _hfmt, _mid)
+_plan, _summary_page, _plots_page = page_plan, summary_page, plots_page
+_details_page, _repr_page = details_page, representative_page
+_control_cell, _meta_for = control_cell, meta_for
+
+
+def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None = None, *,
+                 png_dir: str | os.PathLike | None = None, png_dpi: int = 60) -> int:
+    """Write the PDF report of ``run_dir`` to ``pdf_path`` (default ``run_dir/report.pdf``).
+
+    Returns the number of pages (== :func:`expected_pages`).  With ``png_dir`` every
+    page is also saved as ``page-NN.png`` at ``png_dpi``.  The PDF is written to a
+    temporary file and renamed, so an interrupted build leaves no partial report.
+    """
+    run = load_run(run_dir)
+    pdf_path = Path(pdf_path) if pdf_path is not None else run.run_dir / "report.pdf"
+    pdf_path.parent.mkdir(parents=True, exist_ok=True)
+    if png_dir is not None:
+        Path(png_dir).mkdir(parents=True, exist_ok=True)
+    plan = page_plan(run)
+    tmp = pdf_path.with_name(f".tmp-{os.getpid()}-{pdf_path.name}")
+    rc = {"font.size": FONT, "axes.titlesize": FONT, "legend.fontsize": SMALL,
+          "pdf.fonttype": 42}
+    try:
+        with plt.rc_context(rc), PdfPages(tmp, metadata={"Title": "fedsim validation report",
+                                                          "Creator": "fedsim"}) as pdf:
+            for i, (kind, arg) in enumerate(plan, start=1):
+                if kind == "summary":
+                    fig = summary_page(run, arg)
+                elif kind == "plots":
+                    fig = plots_page(run, *arg)
+                elif kind == "details":
+                    fig = details_page(run, *arg)
+                else:
+                    fig = representative_page(run, *arg)
+                draw_footer(fig, i, len(plan), run)
+                pdf.savefig(fig)
+                if png_dir is not None:
+                    fig.savefig(Path(png_dir) / f"page-{i:02d}.png", dpi=png_dpi)
+                plt.close(fig)
+        os.replace(tmp, pdf_path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return len(plan)

@@ -1,0 +1,150 @@
+"""The report LAYOUT: page size, fonts, verdict colours, and the text and table primitives.
+
+Every page of :mod:`validation.report` is an A4-landscape matplotlib figure drawn in figure
+coordinates with these helpers (fonts >= 8 pt); they know nothing about verdicts or theorems.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+__all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK"]
+
+
+PAGE_SIZE = (11.69, 8.27)  # A4 landscape, inches
+FONT = 9
+SMALL = 8
+
+FILL = {"holds": "#b9e3b2", "violated": "#f4a9a8", "inconclusive": "#fde3a7",
+        "not_applicable": "#dcdcdc"}
+INK = {"holds": "#2e7d32", "violated": "#c62828", "inconclusive": "#e08a00",
+       "not_applicable": "#7f7f7f"}
+_ORDER = ("holds", "violated", "inconclusive", "not_applicable")
+_SHORT = {"holds": "holds", "violated": "violated", "inconclusive": "inconcl.",
+          "not_applicable": "n/a"}
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        x = float(v)
+        if math.isnan(x):
+            return "-"
+        if math.isinf(x):
+            return "+inf" if x > 0 else "-inf"
+        return f"{x:.{digits}g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt(x, digits) for x in v[:4]) + (", ...]" if len(v) > 4 else "]")
+    return str(v)
+
+
+def _hfmt(x: float) -> str:
+    """A horizon: integers in full (10000, not 1e+04)."""
+    x = float(x)
+    return f"{int(x)}" if math.isfinite(x) and x == int(x) and abs(x) < 1e7 else _fmt(x)
+
+
+def _trunc(s: str, n: int) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= n else s[: max(1, n - 1)] + "\u2026"
+
+
+def _mid(s: str, n: int) -> str:
+    """Shorten an identifier in the middle, keeping its (distinguishing) end."""
+    s = " ".join(str(s).split())
+    if len(s) <= n:
+        return s
+    head = max(1, (n - 1) // 2)
+    return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
+
+
+def _chars(width_frac: float, size: float = SMALL) -> int:
+    """How many characters of a ``size``-pt font fit in ``width_frac`` of the page width."""
+    return max(3, int((width_frac * PAGE_SIZE[0] * 72 - 5.0) / (0.62 * size)))
+
+
+def _wrap(fig: Figure, x: float, y: float, text: str, width: float, size: float = FONT,
+          max_lines: int = 4, **kw: Any) -> float:
+    """Write wrapped text from (x, y) downwards; return the y below it."""
+    lines = textwrap.wrap(" ".join(str(text).split()), _chars(width, size)) or [""]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = _trunc(lines[-1] + " ...", _chars(width, size))
+    fig.text(x, y, "\n".join(lines), fontsize=size, va="top", ha="left", **kw)
+    return y - len(lines) * size * 1.45 / 72 / PAGE_SIZE[1]
+
+
+def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header: Sequence[str],
+           rows: Sequence[Sequence[str]], fills: Sequence[Sequence[str | None]] | None = None,
+           size: float = SMALL, row_h: float = 0.027, max_rows: int | None = None,
+           lines: int = 1) -> float:
+    """Draw a table in figure coordinates; return the bottom y.
+
+    Cells are wrapped to at most ``lines`` lines (body rows) and truncated with an ellipsis.
+    """
+    rows = [list(r) for r in rows]
+    fills = [list(f) for f in fills] if fills is not None else [[None] * len(widths)] * len(rows)
+    if max_rows is not None and len(rows) > max_rows:
+        more = len(rows) - (max_rows - 1)
+        rows = rows[: max_rows - 1] + [[f"... {more} more rows not shown"] +
+                                       [""] * (len(widths) - 1)]
+        fills = fills[: max_rows - 1] + [[None] * len(widths)]
+    y = y_top
+    line_h = size * 1.3 / 72 / PAGE_SIZE[1]
+    body_h = row_h + (lines - 1) * line_h
+    for r, (cells, fill) in enumerate([(header, ["#e8eaf0"] * len(widths))] +
+                                      list(zip(rows, fills, strict=True))):
+        h = row_h if r == 0 else body_h
+        x = x0
+        for c, (w, txt) in enumerate(zip(widths, cells, strict=True)):
+            colour = fill[c] if c < len(fill) else None
+            fig.add_artist(Rectangle((x, y - h), w, h, transform=fig.transFigure,
+                                     facecolor=colour or "white", edgecolor="#9a9a9a",
+                                     linewidth=0.4))
+            is_last_note = r > 0 and str(cells[0]).startswith("... ") and c == 0
+            n = _chars(sum(widths) if is_last_note else w, size) - 1
+            fig.text(x + 0.004, y - h / 2, _fit(txt, n, 1 if r == 0 else lines), fontsize=size,
+                     va="center", ha="left", weight="bold" if r == 0 else "normal",
+                     linespacing=1.15)
+            x += w
+        y -= h
+    return y
+
+
+def _fit(text: str, n: int, lines: int) -> str:
+    """``text`` wrapped to ``n`` characters per line, at most ``lines`` lines."""
+    if lines <= 1:
+        return _trunc(text, n)
+    out = textwrap.wrap(" ".join(str(text).split()), n) or [""]
+    if len(out) > lines:
+        out = out[: lines - 1] + [_trunc(" ".join(out[lines - 1:]), n)]
+    return "\n".join(out)
+
+
+def _page(title: str, subtitle: str = "") -> Figure:
+    fig = plt.figure(figsize=PAGE_SIZE)
+    fig.text(0.03, 0.965, _trunc(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
+             fontsize=14, weight="bold", va="top")
+    if subtitle:
+        _wrap(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
+    return fig
+
+
+def _rng(x: pd.Series) -> str:
+    x = x[np.isfinite(x.to_numpy(dtype=float))]
+    if x.empty:
+        return "-"
+    lo, hi = float(x.min()), float(x.max())
+    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"

@@ -1,0 +1,164 @@
+"""The plot PAGES of one theorem: log-log panels of the Monte-Carlo mean with its CI, the bound,
+the exact oracle and the theorem's order vs T or K.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
+
+from validation.compare import CI_LEVEL, CI_METHOD
+from validation.report.layout import (
+    FONT,
+    INK,
+    SMALL,
+    _chars,
+    _fmt,
+    _hfmt,
+    _mid,
+    _page,
+    _rng,
+    _trunc,
+    _wrap,
+)
+from validation.report.plan import Run
+
+__all__ = ["plots_page", "meta_for"]
+
+
+_CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
+
+
+def meta_for(run: Run, th: str) -> dict:
+    """The metadata of the theorem's first scenario that has one, plus a shared ``title``:
+    the common beginning of its scenarios' titles (cut at a word boundary)."""
+    metas = [run.meta[(th, sc)] for sc in run.scenarios.get(th, []) if (th, sc) in run.meta]
+    if not metas:
+        return {}
+    titles = [str(m.get("title", "")) for m in metas]
+    common = os.path.commonprefix(titles)
+    whole_word = all(len(t) == len(common) or not t[len(common)].isalnum() for t in titles)
+    if len(set(titles)) > 1 and not whole_word:
+        common = common[: max(common.rfind(","), common.rfind(" "), 0)]
+    common = common.rstrip(" ,;:-")
+    return {**metas[0], "title": common if len(common) >= 4 else titles[0]}
+
+
+def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
+    m0 = meta_for(run, th)
+    fig = _page(f"{th}: measured vs bound" + (f"  -  {m0['title']}" if m0.get("title") else ""),
+                f"Horizontal axis: {m0.get('x_label', 'T')}. One panel per (scenario, mode); "
+                "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
+    v = run.verdicts
+    ncol, nrow = 3, 2
+    gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.2,
+                          hspace=0.62, wspace=0.28)
+    for k, (sc, md) in enumerate(groups):
+        ax = fig.add_subplot(gs[k // ncol, k % ncol])
+        meta = run.meta.get((th, sc), {})
+        sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
+        sub = sub.sort_values("horizon")
+        _panel(ax, sub, meta)
+        status = str(sub["status"].iloc[0]) if len(sub) else "-"
+        es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
+            else meta.get("expected_slope", math.nan)
+        width = _chars(0.27, SMALL)
+        sl = _fmt(sub["slope"].iloc[0] if len(sub) else None)
+        ax.set_title("\n".join([_mid(f"{sc} [{md}]" if md else sc, width),
+                                _trunc(f"{status}", width),
+                                _trunc(f"slope {sl} (order {_fmt(es, 2)}), bound/mean "
+                                       f"{_rng(sub['tightness'])}", width)]), fontsize=SMALL)
+    for k in range(len(groups), nrow * ncol):
+        fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
+    fig.legend(handles=_legend_handles(), loc="upper center", ncol=8, fontsize=SMALL,
+               bbox_to_anchor=(0.5, 0.9), frameon=False, handletextpad=0.3, columnspacing=1.0)
+    cap = (f"Dots: Monte-Carlo mean over the replicates with {CI_LEVEL:.0%} {CI_METHOD} CI "
+           "error bars (a lower end <= 0 is drawn to the panel floor), coloured by the verdict at "
+           "that horizon. Blue line: the theorem's bound at the scenario's constants (solid: "
+           "certified; dashed: not a certified bound). Black crosses: exact expectation (oracle). "
+           "Dotted grey: the theorem's order, anchored at the first MC mean. Title lines: "
+           "scenario [mode]; bound status; fitted log-log slope (expected order), bound / mean.")
+    _wrap(fig, 0.04, 0.125, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
+    return fig
+
+
+def _legend_handles() -> list[Line2D]:
+    dot = dict(ls="none", marker="o", ms=5)
+    return [Line2D([], [], color=INK["holds"], label="MC mean, CI: holds", **dot),
+            Line2D([], [], color=INK["violated"], label="violated", **dot),
+            Line2D([], [], color=INK["inconclusive"], label="inconclusive", **dot),
+            Line2D([], [], color=INK["not_applicable"], label="not applicable", **dot),
+            Line2D([], [], color="#1f5fbf", lw=1.5, marker="D", ms=3, label="bound (certified)"),
+            Line2D([], [], color="#1f5fbf", lw=1.5, ls="--", marker="D", ms=3,
+                   label="bound (not certified)"),
+            Line2D([], [], color="black", ls="none", marker="x", label="exact oracle"),
+            Line2D([], [], color="#888888", ls=":", lw=1.2, label="theorem's order")]
+
+
+def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
+    ax.tick_params(labelsize=SMALL)
+    xl = meta.get("x_label", "T")
+    ax.set_xlabel(xl, fontsize=FONT)
+    ax.set_ylabel(_trunc(meta.get("quantity", "measured quantity"), 40), fontsize=SMALL)
+    h = sub["horizon"].to_numpy(float)
+    mean = sub["mean"].to_numpy(float)
+    lo, hi = sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float)
+    ok = np.isfinite(mean) & (mean > 0) & (h > 0)
+    if not ok.any():
+        ax.text(0.5, 0.5, "no positive finite MC mean to plot", ha="center", va="center",
+                transform=ax.transAxes, fontsize=SMALL)
+        return
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    hmin, hmax = float(h[ok].min()), float(h[ok].max())
+    pad = 1.6 if hmin < hmax else 3.0  # a single horizon still gets a readable axis
+    ax.set_xlim(hmin / pad, hmax * pad)
+    hs = np.unique(h[ok])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if hs.size <= 6:  # label the simulated horizons themselves
+        ax.set_xticks(hs, [_hfmt(x) for x in hs])
+    positive = np.concatenate([mean[ok], hi[ok & np.isfinite(hi) & (hi > 0)]])
+    bound = sub["bound"].to_numpy(float)
+    exact = sub["exact"].to_numpy(float)
+    for arr in (bound, exact):
+        good = np.isfinite(arr) & (arr > 0)
+        positive = np.concatenate([positive, arr[good]])
+    top = positive.max() * 2.0
+    floor = positive.min() / 2.0
+    lo_c = np.where(np.isfinite(lo) & (lo > floor), lo, floor)
+    hi_c = np.where(np.isfinite(hi), hi, mean)
+    yerr = np.vstack([mean - lo_c, hi_c - mean])[:, ok]
+    ax.errorbar(h[ok], mean[ok], yerr=np.clip(yerr, 0, None), fmt="none", ecolor="#555555",
+                elinewidth=0.9, capsize=2.5, zorder=2)
+    colours = [INK.get(str(x), "#000000") for x in sub["verdict"].to_numpy()[ok]]
+    ax.scatter(h[ok], mean[ok], c=colours, s=22, zorder=3)
+    status = str(sub["status"].iloc[0])
+    gb = np.isfinite(bound) & (bound > 0)
+    if gb.any():
+        ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
+                else "--", marker="D", ms=3, zorder=1)
+    if np.isinf(bound).any():
+        ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
+                fontsize=SMALL, color="#1f5fbf")
+    ge = np.isfinite(exact) & (exact > 0)
+    if ge.any():
+        ax.plot(h[ge], exact[ge], ls="none", marker="x", color="black", ms=6, zorder=4)
+    es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
+    if not math.isfinite(float(es)):
+        es = meta.get("expected_slope", math.nan)
+    es = float(es) if es is not None else math.nan
+    if math.isfinite(es):
+        i0 = int(np.flatnonzero(ok)[0])
+        hh = np.array([h[ok].min(), h[ok].max()])
+        ax.plot(hh, mean[i0] * (hh / h[i0]) ** es, ls=":", color="#888888", lw=1.2)
+    ax.set_ylim(floor, top)
+    if top / floor > 100.0:  # several decades: major labels suffice
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, which="major", lw=0.3, color="#dddddd")

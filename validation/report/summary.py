@@ -1,0 +1,118 @@
+"""The summary PAGE: a colour-coded table theorem x scenario x mode with the verdict counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from validation.compare import CI_LEVEL, CI_METHOD, ORACLE_FAR
+from validation.report.layout import (
+    _ORDER,
+    _SHORT,
+    FILL,
+    FONT,
+    SMALL,
+    _chars,
+    _fmt,
+    _mid,
+    _page,
+    _rng,
+    _table,
+    _wrap,
+)
+from validation.report.plan import SUMMARY_ROWS, Run, _uniq
+
+__all__ = ["summary_page", "control_cell", "group_verdict"]
+
+
+def group_verdict(verdicts: Sequence[str]) -> str:
+    vs = set(verdicts)
+    if "violated" in vs:
+        return "violated"
+    if vs <= {"not_applicable"}:
+        return "not_applicable"
+    if vs <= {"holds", "not_applicable"}:
+        return "holds"
+    return "inconclusive"
+
+
+def _present(x: Any) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x)) and \
+        str(x).strip().lower() not in ("", "false", "0", "nan", "none")
+
+
+def control_cell(sub: pd.DataFrame) -> tuple[str, str | None]:
+    """Text and fill of the summary's control column for one group."""
+    if "expected_verdict" in sub.columns:
+        exp = [str(e) for e in sub["expected_verdict"] if _present(e)]
+        if exp:
+            want = exp[0]
+            got = sub["verdict"][[_present(e) for e in sub["expected_verdict"]]]
+            ok = bool((got == want).all())
+            if "control_ok" in sub.columns:
+                flags = [str(f).lower() for f in sub["control_ok"] if _present(f) or
+                         str(f).lower() == "false"]
+                ok = ok and "false" not in flags
+            return (f"{_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",  # fits 0.11
+                    FILL["holds"] if ok else FILL["violated"])
+    if "control" in sub.columns:
+        kinds = [str(k) for k in sub["control"] if _present(k)]
+        if kinds:
+            return _mid(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
+                        _chars(0.11) - 1), FILL["not_applicable"]
+    return "-", None
+
+
+def summary_page(run: Run, idx: int) -> Figure:
+    v = run.verdicts
+    counts = {k: int((v["verdict"] == k).sum()) for k in _ORDER}
+    fig = _page("Validation summary: theorems x scenarios x verdicts",
+                f"{len(run.theorems)} theorem(s), {sum(len(g) for g in run.groups.values())} "
+                f"(scenario, mode) group(s), {len(v)} comparison(s) (one per horizon). "
+                f"Each comparison: Monte-Carlo mean with a {CI_LEVEL:.0%} {CI_METHOD} confidence "
+                "interval vs the theorem's bound.")
+    x = 0.03
+    for k in _ORDER:
+        fig.add_artist(Rectangle((x, 0.862), 0.018, 0.022, transform=fig.transFigure,
+                                 facecolor=FILL[k], edgecolor="#888888", linewidth=0.5))
+        fig.text(x + 0.023, 0.873, f"{k.replace('_', ' ')}: {counts[k]}", fontsize=FONT,
+                 va="center")
+        x += 0.16
+    rows, fills = [], []
+    allg = [(th, sc, md) for th in run.theorems for sc, md in run.groups[th]]
+    for th, sc, md in allg[idx * SUMMARY_ROWS:(idx + 1) * SUMMARY_ROWS]:
+        sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
+        c = [int((sub["verdict"] == k).sum()) for k in _ORDER]
+        overall = group_verdict(list(sub["verdict"]))
+        es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
+        ctext, cfill = control_cell(sub)
+        rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - 1),
+                     _mid(md, _chars(0.08) - 1) or "-",
+                     _mid(_uniq(list(sub["status"].astype(str)))[0], _chars(0.15) - 1),
+                     str(len(sub)), "/".join(str(n) for n in c), _SHORT[overall].upper(),
+                     _rng(sub["tightness"]), f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})",
+                     ctext])
+        fills.append([None] * 6 + [FILL[overall], None, None, cfill])
+    widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
+    y = _table(fig, 0.03, 0.835, widths,
+               ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na",
+                "overall", "tightness", "slope (exp)", "control"], rows, fills)
+    note = (f"#T/K: number of horizons; h/v/i/na: how many of them hold, are violated, "
+            f"inconclusive, not applicable. "
+            f"Verdict per horizon: holds = CI upper end <= bound; violated = CI lower end > "
+            f"bound; inconclusive = otherwise (or a replicate diverged / gave NaN); n/a = not "
+            f"applicable (a hypothesis fails, or the status is not a certified bound, e.g. "
+            f"NOT_APPLICABLE, ASYMPTOTIC_LEADING_TERMS, RATE_SHAPE_ONLY). Overall: violated "
+            f"if any horizon is violated, holds if all applicable horizons hold. Tightness = "
+            f"bound / MC mean (range over horizons). Slope = least-squares log-log slope of "
+            f"the MC mean vs T or K; in brackets the theorem's order. CI: {CI_METHOD}, level "
+            f"{CI_LEVEL}; oracle z-tests at false-alarm rate {ORACLE_FAR:g}. Control: for a "
+            f"deliberate negative control, the verdict it must get and whether it got it.")
+    _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
+    return fig
