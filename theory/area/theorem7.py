@@ -25,6 +25,7 @@ from theory.area.certified import certified, initial_r, lyapunov0
 from theory.area.constants import SCHEDULE, area_constants
 from theory.area.levels import leading_terms, rate_shape
 from theory.params import Iterations, Vector
+from theory.registry import register_theorem
 from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["theorem7", "hypotheses", "LABEL", "HYPOTHESES", "LEVELS"]
@@ -267,3 +268,37 @@ def theorem7(
         + ("(paper_literal)" if paper_literal else "")
         + ("(init=paper_bounds)" if init != "exact" else ""),
     )
+
+
+_HELP = {
+    'L': 'smoothness constant',
+    'mu': 'strong convexity constant',
+    'M': 'local steps',
+    'p': 'client event probabilities p_i (comma list)',
+    'p_s': 'server event probability',
+    'sigma': 'gradient noise sigma ([A] Asm 1)',
+    'zeta': 'max_i ||x* - u_i*||',
+    'R0': '||x_{s,0} - x*||',
+    'K': 'global iterations: a number or a comma list',
+    'grad_norms_at_xstar': '||grad f_i(x*)|| per client (comma list)',
+    'r_init': 'exact ||x_{i,0} - x*_{i,0}|| per client (comma list)',
+    'level': 'certified | leading_terms | rate_shape (default certified)',
+    'paper_literal': "use the paper's (erroneous) constants",
+    'init': 'exact | paper_bounds (leading_terms only)',
+}
+
+register_theorem(
+    name='theorem7',
+    function=theorem7,
+    label=LABEL,
+    paper="Iakovidou, Kim: AREA, asynchronous federated learning ([A])",
+    hypotheses=HYPOTHESES,
+    statuses=(
+        Status.CERTIFIED_CORRECTED,
+        Status.ASYMPTOTIC_LEADING_TERMS,
+        Status.RATE_SHAPE_ONLY,
+        Status.NOT_APPLICABLE,
+    ),
+    horizon='K',
+    help=_HELP,
+)

@@ -20,6 +20,7 @@ import numpy as np
 from fedsim.errors import check_number, check_positive, require
 from theory.area._inputs import as_output, count_at_least, horizons, probabilities
 from theory.params import Iterations, Vector
+from theory.registry import register_theorem
 from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["theorem8", "LABEL", "HYPOTHESES", "MODES"]
@@ -210,3 +211,33 @@ def theorem8(
         theorem=theorem,
         mode=mode,
     )
+
+
+_HELP = {
+    'M': 'local steps',
+    'p': 'client event probabilities p_i (comma list)',
+    'p_s': 'server event probability',
+    'sigma2': 'gradient noise variance',
+    'B': 'Lipschitz constant of each f_i',
+    'R': '||x_{s,0} - x*||',
+    'K': 'global iterations: a number or a comma list',
+    'alpha': "constant step (default: the theorem's)",
+    'mode': 'corrected | paper | general_alpha (default corrected)',
+}
+
+register_theorem(
+    name='theorem8',
+    function=theorem8,
+    label=LABEL,
+    paper="Iakovidou, Kim: AREA, asynchronous federated learning ([A])",
+    hypotheses=HYPOTHESES,
+    statuses=(
+        Status.CERTIFIED_CORRECTED,
+        Status.CERTIFIED_PAPER,
+        Status.PAPER_LITERAL_KNOWN_ERRATUM,
+        Status.PROOF_LEVEL,
+        Status.NOT_APPLICABLE,
+    ),
+    horizon='K',
+    help=_HELP,
+)

@@ -8,6 +8,7 @@ integer).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from typing import Any, Literal
 
@@ -16,8 +17,9 @@ import numpy as np
 from fedsim.errors import ConfigError, check_integer, check_number, require
 from theory.result import BoundResult, Status
 
-__all__ = ["REL_TOL", "MODES_12", "MODES_3", "Mode12", "Mode3", "SIM", "OBJ", "real", "count",
-           "horizons", "step", "mode_of", "m0", "ge", "close", "ratio", "with_f_lower"]
+__all__ = ["HELP", "REL_TOL", "MODES_12", "MODES_3", "Mode12", "Mode3", "FLower", "SIM", "OBJ",
+           "real",
+           "count", "horizons", "step", "mode_of", "m0", "ge", "close", "ratio", "with_f_lower"]
 
 
 #: relative tolerance for "eta equals the prescription" and "T meets the threshold"
@@ -28,6 +30,7 @@ MODES_3 = ("corrected", "paper_literal", "general_eta")
 #: the modes as types: ``fedsim bounds`` offers them as choices
 Mode12 = Literal["paper", "general_eta"]
 Mode3 = Literal["corrected", "paper_literal", "general_eta"]
+FLower = Literal["paper", "global_inf"]
 SIM = "simulator property: the engine/validation layer must check it"
 OBJ = "property of the objective: its constants table must certify it"
 
@@ -142,5 +145,24 @@ def with_f_lower(fn):
                                 "2.1), not the theorem as stated")
         return res
 
+    sig = inspect.signature(fn)
+    extra = inspect.Parameter("f_lower", inspect.Parameter.KEYWORD_ONLY, default="paper",
+                              annotation=FLower)
+    wrapper.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])
+    wrapper.__annotations__ = {**fn.__annotations__, "f_lower": FLower}
     return wrapper
 
+
+#: ``fedsim bounds`` help texts of the arguments shared by Theorems 1-3
+HELP = {
+    "L": "smoothness constant L of each f_i",
+    "Q": "local steps per upload",
+    "tau": "staleness bound (Assumption 1)",
+    "b": "batch size",
+    "sigma_g2": "per-sample gradient variance (may be inf)",
+    "gamma_g2": "gradient diversity (may be inf)",
+    "T": "server steps: a number or a comma list",
+    "beta": "server step (the theorems need 1; default 1)",
+    "eta": "client step (default: the theorem's prescription)",
+    "f_lower": "'paper' (f_star_P) or 'global_inf' (gap to inf f: PROOF_LEVEL)",
+}

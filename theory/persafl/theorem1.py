@@ -25,6 +25,7 @@ from theory.persafl._assembly import (
     general_checks,
 )
 from theory.persafl._common import (
+    HELP,
     MODES_12,
     Mode12,
     count,
@@ -36,6 +37,7 @@ from theory.persafl._common import (
     step,
     with_f_lower,
 )
+from theory.registry import register_theorem
 from theory.result import BoundResult, Status
 
 __all__ = ["theorem1", "LABEL", "HYPOTHESES"]
@@ -132,3 +134,22 @@ def theorem1(*, L: float, Q: int, tau: int, b: int, sigma_g2: float, gamma_g2: f
                      errata=["E-P4", "E-P5", "E-P6"])
 
 
+_HELP = {
+    'f_gap': 'f(w0) - f_star_P',
+}
+
+register_theorem(
+    name='theorem1',
+    function=theorem1,
+    label=LABEL,
+    paper="Toghani, Lee, Uribe: PersA-FL, personalized asynchronous federated learning ([P])",
+    hypotheses=HYPOTHESES,
+    statuses=(
+        Status.CERTIFIED_PAPER,
+        Status.PROOF_LEVEL,
+        Status.VACUOUS,
+        Status.NOT_APPLICABLE,
+    ),
+    horizon='T',
+    help={**HELP, **_HELP},
+)

@@ -25,6 +25,7 @@ from theory.persafl._assembly import (
     fmt,
 )
 from theory.persafl._common import (
+    HELP,
     MODES_12,
     OBJ,
     SIM,
@@ -40,6 +41,7 @@ from theory.persafl._common import (
     with_f_lower,
 )
 from theory.persafl.lemmas import maml_constants
+from theory.registry import register_theorem
 from theory.result import BoundResult, Status
 
 __all__ = ["theorem2", "LABEL", "HYPOTHESES"]
@@ -162,3 +164,27 @@ def theorem2(*, L: float, rho: float, G: float, alpha: float, sigma_g2: float, s
                      step_sizes={"eta": eta_u, "beta": beta}, errata=errata + ["E-P19"])
 
 
+_HELP = {
+    'rho': 'Hessian Lipschitz constant (may be inf)',
+    'G': 'gradient bound of Assumption 6 (may be inf)',
+    'alpha': 'MAML inner step',
+    'sigma_h2': 'Hessian variance, Frobenius norm (may be inf)',
+    'gamma_h2': 'Hessian diversity (may be inf)',
+    'F_gap': 'F^(b)(w0) - f_star_P',
+}
+
+register_theorem(
+    name='theorem2',
+    function=theorem2,
+    label=LABEL,
+    paper="Toghani, Lee, Uribe: PersA-FL, personalized asynchronous federated learning ([P])",
+    hypotheses=HYPOTHESES,
+    statuses=(
+        Status.CERTIFIED_PAPER,
+        Status.PROOF_LEVEL,
+        Status.VACUOUS,
+        Status.NOT_APPLICABLE,
+    ),
+    horizon='T',
+    help={**HELP, **_HELP},
+)

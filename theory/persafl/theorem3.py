@@ -27,6 +27,7 @@ from theory.persafl._assembly import (
     general_checks,
 )
 from theory.persafl._common import (
+    HELP,
     MODES_3,
     OBJ,
     REL_TOL,
@@ -42,6 +43,7 @@ from theory.persafl._common import (
     with_f_lower,
 )
 from theory.persafl.lemmas import me_constants
+from theory.registry import register_theorem
 from theory.result import BoundResult, Status
 
 __all__ = ["theorem3", "LABEL", "HYPOTHESES"]
@@ -187,3 +189,30 @@ def theorem3(*, L: float, lam: float, nu: float, sigma_g2: float, gamma_g2: floa
                      terms=terms, checks=checks, base=Status.PROOF_LEVEL, derived=derived,
                      step_sizes={"eta": eta_u, "beta": beta},
                      errata=["E-P1", "E-P2", "E-P4", "E-P6", "E-P9"] + errata)
+
+
+_HELP = {
+    'lam': 'Moreau-envelope parameter lambda',
+    'nu': 'inner-solve accuracy',
+    'F_gap': 'F^(c)(w0) - f_star_P',
+    'kappa_me': 'Lemma 5 kappa in (1, lam/L] (default lam/L)',
+    'affine_additive': "H3.y declared: affine gradients, additive noise "
+                       "(uses the paper's mu_c, E-P10)",
+}
+
+register_theorem(
+    name='theorem3',
+    function=theorem3,
+    label=LABEL,
+    paper="Toghani, Lee, Uribe: PersA-FL, personalized asynchronous federated learning ([P])",
+    hypotheses=HYPOTHESES,
+    statuses=(
+        Status.CERTIFIED_CORRECTED,
+        Status.PAPER_LITERAL_KNOWN_ERRATUM,
+        Status.PROOF_LEVEL,
+        Status.VACUOUS,
+        Status.NOT_APPLICABLE,
+    ),
+    horizon='T',
+    help={**HELP, **_HELP},
+)

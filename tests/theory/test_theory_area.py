@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError
-from theory.area import certified as area_certified
 from theory.area import (
     SCHEDULE,
     area_constants,
@@ -25,6 +24,7 @@ from theory.area import (
     theorem7,
     theorem8,
 )
+from theory.area import certified as area_certified
 from theory.result import Status
 
 # golden instance of the brief: n=2, p=(0.3,0.3), p_s=0.4, L=2, mu=1, M=3, sigma=0.5, zeta=1
