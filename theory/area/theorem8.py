@@ -1,6 +1,7 @@
 """[A] Theorem 8: ``E[f(xbar_{s,K}) - f*]``, convex B-Lipschitz f_i, constant step (THEORY_SPEC 7).
 
-Statement ([A] Theorem 8; THEORY_SPEC 7.b-7.c): for convex, B-Lipschitz f_i with a minimiser
+Statement ([A] Theorem 8; proof in [A] Appendix C, Lyapunov function eq. (34), Lemma eqs.
+(35)-(41); THEORY_SPEC 7.b-7.c): for convex, B-Lipschitz f_i with a minimiser
 x*, bounded gradient variance sigma2 and i.i.d. events, the ergodic average after K global
 iterations with the constant step ``alpha* = sqrt(A R^2/(C_B M K))`` satisfies
 
