@@ -16,105 +16,23 @@ The suites' grids for these theorems are registered at the bottom of this module
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from fedsim.errors import require
-from theory import oracle, persafl
+from theory import persafl
 from theory.registry import register_scenarios
 from validation.scenarios.common import (
     _FRESH,
     _LOGI_SMOOTH,
     _QUAD_SMOOTH,
     Case,
-    Row,
-    RunSpec,
-    SimCheck,
-    _cached,
-    _consts,
     _problem,
-    _resolve,
-    _scenario,
     _v,
 )
+from validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
 
 __all__ = ["theorem1_case", "theorem2_case", "theorem3_case"]
-
-
-def _physical_tau(delays: dict, n: int, Q: int) -> int:
-    """The engine's provable staleness bound for always-busy FedAsync clients."""
-    from fedsim.config import DelaysConfig
-    from fedsim.engine import physical_staleness_bound
-
-    tau = physical_staleness_bound(DelaysConfig.from_dict(delays), n, Q, False, 1)
-    require(math.isfinite(tau), "delays", delays, "must have bounded supports")
-    return int(tau)
-
-
-def _uniform_pmf(tau: int) -> list[float]:
-    return [1.0 / (tau + 1)] * (tau + 1)
-
-
-def _window_exact(problem, option: str, Q: int, eta: float, tau_sim: int, T: int, *,
-                  batch: int, cache_key: Any = None, **kw: Any) -> float:
-    def compute() -> float:
-        df = oracle.fedasync_window_moments(problem, option, Q, eta, 1.0,
-                                            _uniform_pmf(tau_sim), T, np.zeros(problem.dim),
-                                            batch=batch, record_every=T, **kw)
-        return float(df["avg_grad_sq"].iloc[-1])
-
-    return float(_cached("window", (cache_key, option, Q, eta, tau_sim, T, batch,
-                                    sorted(kw.items())), compute))
-
-
-def _persafl_case(theorem: str, name: str, title: str, description: str, problem_cfg: dict,
-                  problem, rule: dict, Q: int, tau_sim: int, tau_decl: int,
-                  horizons: list[int], replicates: int, metric: str, quantity: str,
-                  bound_fn, eta_of_T, modes: list[str], exact_fn=None, control: str = "",
-                  expected: str = "", record_extra: dict | None = None,
-                  notes: list[str] | None = None,
-                  facts: dict[str, tuple[bool, str]] | None = None,
-                  physical: dict | None = None) -> Case:
-    """A FedAsync case for [P] Theorems 1-3: one run set per T.
-
-    Window model by default; ``physical`` (a ``[delays]`` table) runs always-busy physical
-    clients instead, with ``tau_sim`` the engine's provable staleness bound for them.
-    """
-    runs, rows = [], []
-    for T in horizons:
-        eta = float(eta_of_T(T))
-        key = f"{theorem}/{name}/T{T}"
-        if physical is None:
-            alg = dict(name="fedasync", model="window", Q=Q, eta=eta, beta=1.0, tau=tau_sim,
-                       delay_pmf=_uniform_pmf(tau_sim), **rule)
-        else:
-            alg = dict(name="fedasync", model="physical", Q=Q, eta=eta, beta=1.0, **rule)
-        sc = _scenario(f"{theorem}-{name}-T{T}", problem_cfg, alg, T,
-                       [metric.removeprefix("avg_")], record_extra=record_extra,
-                       delays=physical)
-        runs.append(RunSpec(key, sc, metric, (T,), replicates))
-        ex = exact_fn(eta, T) if exact_fn is not None else math.nan
-        for mode in modes:
-            res = _resolve(bound_fn(T=T, eta=eta, mode=mode, tau=tau_decl), facts or {})
-            rows.append(Row(mode, T, key, res, float(res.value), ex, control, expected))
-    if physical is None:
-        checks = [SimCheck("H1.4 staleness <= tau (measured)", tau_decl,
-                           f"window model: s_t i.i.d. uniform on {{0..{tau_sim}}}, uploader "
-                           f"i.i.d. uniform (Assumption 1 by construction); declared tau = "
-                           f"{tau_decl}", replaces=("Asm 1",))]
-    else:
-        checks = [SimCheck("H1.4(i) staleness <= tau (measured)", tau_decl,
-                           f"physical clients with bounded delays: provable tau = {tau_sim} "
-                           f"(fedsim.engine_common.physical_staleness_bound); declared tau = "
-                           f"{tau_decl}")]
-    if rule.get("client_rule") == "moreau":
-        checks.append(SimCheck("inner accuracy ||grad h_tilde|| <= nu (measured)", 0,
-                               "inner gradient descent stops at ||grad h~|| <= nu; every "
-                               "solve that hit the iteration cap is counted",
-                               "inner_failures", replaces=("inner accuracy",)))
-    return Case(theorem, name, title, description, "T", quantity, -0.5, runs, rows,
-                _consts(problem), checks, list(notes or []), control, expected)
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,7 +64,7 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
                     "upload": {"kind": "constant", "value": 0.0},
                     "think": {"kind": "uniform", "low": 0.0, "high": 0.3},
                     "compute_per": "round"}
-        tau = _physical_tau(physical, n, Q)
+        tau = physical_tau(physical, n, Q)
         T0 = math.ceil(160 * L * (Q + 7) * (tau + 1) ** 3)
     if variant == "tau_small":
         tau = 3
@@ -169,7 +87,7 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
                                 f_gap=f_gap, T=T, eta=eta, mode=mode)
 
     def exact_fn(eta, T):
-        return _window_exact(prob, "A", Q, eta, tau, T, batch=b, cache_key=pcfg)
+        return window_exact(prob, "A", Q, eta, tau, T, batch=b, cache_key=pcfg)
 
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
     ctrl = {"": "", "step10x": "out_of_regime:step10x", "physical": "",
@@ -187,7 +105,7 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
                                 "beyond its proven regime")
         notes.append("No exact oracle: non-exponential physical delays need Monte Carlo "
                      "(THEORY_SPEC 10.2(d)).")
-    return _persafl_case(
+    return persafl_case(
         "theorem1", name, f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}",
         f"n={n}, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), additive "
         f"noise sd 0.3, Q={Q}, batch {b}, {how}, "
@@ -234,7 +152,7 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         return persafl.theorem2(**kw, tau=tau, F_gap=F_gap, T=T, eta=eta, mode=mode)
 
     name = f"logistic-{scale}" + (f"-{variant}" if variant else "")
-    return _persafl_case(
+    return persafl_case(
         "theorem2", name, f"[P] Thm 2, PersA-FL-MAML (Option B), logistic L={c['L']:.3g}",
         f"n=4 clients x 20 synthetic rows + 6 anchor rows (d=3, feature scale {s:g}), "
         f"nu_reg=0; MAML alpha={alpha}, exact Hessian-vector products, three independent "
@@ -299,12 +217,12 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
                                 mode=mode)
 
     def exact_fn(eta, T):
-        return _window_exact(prob, "C", Q, eta, tau, T, batch=b, lam=lam, cache_key=pcfg)
+        return window_exact(prob, "C", Q, eta, tau, T, batch=b, lam=lam, cache_key=pcfg)
 
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
     ctrl = {"": "", "step10x": "out_of_regime:step10x",
             "lam_lt_7L": "out_of_regime:lam_lt_7L"}[variant]
-    return _persafl_case(
+    return persafl_case(
         "theorem3", name, f"[P] Thm 3, PersA-FL-ME (Option C), quadratic L={L:g}",
         f"n=4, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), optima "
         f"spread {het:g}, additive noise sd 0.3; lam={lam:g} ({lam / L:g}L), inner GD to "
