@@ -1,6 +1,9 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
-A suite is a list of :class:`validation.scenarios.Case` objects.  :func:`run_suite`
+A suite is a list of :class:`validation.scenarios.Case` objects, built from the theorem
+registry (:mod:`theory.registry`): every registered theorem contributes the cases its
+scenario module registered for the suite (:func:`theory.registry.register_scenarios`), in
+registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
@@ -39,7 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedsim.errors import ConfigError, require
+from fedsim.errors import ConfigError, check_integer, require
 from theory.registry import theorems
 from theory.result import Hypothesis, Status
 from validation import scenarios as S
@@ -99,7 +102,8 @@ SUITES: dict[str, Suite] = {
 def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
     """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default)."""
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
-    R = SUITES[suite].replicates if replicates is None else int(replicates)
+    R = SUITES[suite].replicates if replicates is None else check_integer(
+        "replicates", replicates)
     require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
     return SUITES[suite].cases(R)
 
