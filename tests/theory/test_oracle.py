@@ -1,4 +1,4 @@
-"""Tests of theory/oracle.py (THEORY_SPEC section 10, 7.d, 12.4-12.5).
+"""Tests of theory/oracle/ (THEORY_SPEC section 10, 7.d, 12.4-12.5).
 
 Four kinds:
 * exact: block recursions == independent dense forms (explicit T_J, u_J, N_J; matrix powers
@@ -7,7 +7,7 @@ Four kinds:
 * property (hypothesis): random small instances, block == dense, covariance PSD;
 * statistical: Monte Carlo of the literal algorithms (independent numpy simulators written
   here) against the oracles, with the false-alarm rate stated in each docstring;
-* bounds: the certified Theorem 7 bound of theory/area.py is >= the exact oracle at every k.
+* bounds: the certified Theorem 7 bound of theory/area/ is >= the exact oracle at every k.
 """
 
 from __future__ import annotations

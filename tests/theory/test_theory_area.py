@@ -1,4 +1,4 @@
-"""Tests of theory/area.py: AREA Theorems 7-8 (THEORY_SPEC sections 6, 7, 8, 12 items 5 and 7).
+"""Tests of theory/area/: AREA Theorems 7-8 (THEORY_SPEC sections 6, 7, 8, 12 items 5 and 7).
 
 Golden values are computed here with independent float64 arithmetic (scalar Python, per-client
 loops), not by calling the code under test, and the most important ones are also pinned as
