@@ -1,4 +1,4 @@
-"""Speed of the exact-expectation oracles (theory/oracle.py, THEORY_SPEC 10).
+"""Speed of the exact-expectation oracles (theory/oracle/, THEORY_SPEC 10).
 
 Target (issue 5): ``area_moments`` at n = 10, d = 5, K = 1e5 with the Theorem 7 step schedule
 (alpha changes at every k, the worst case) in < 60 s on one core.  BLAS is pinned to one

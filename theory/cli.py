@@ -1,18 +1,23 @@
-"""``fedsim bounds``: evaluate a theorem's bound from the command line.
+"""``fedsim bounds``: evaluate a registered theorem's bound from the command line.
 
 Usage (THEORY_SPEC 1.4 for what is printed)::
 
+    fedsim bounds --list
     fedsim bounds theorem1 --L 1 --Q 2 --tau 2 --b 1 --sigma-g2 0.2 --gamma-g2 1 \\
         --f-gap 50 --T 38880
     fedsim bounds theorem3 ... --mode paper_literal --json
     fedsim bounds theorem7 --L 2 --mu 1 --M 2 --p 0.3,0.3 --p-s 0.4 --sigma 0.1 \\
         --zeta 1 --R0 1 --K 100,1000 --level certified
 
-* One sub-choice per theorem: ``theorem1``-``theorem3`` ([P], :mod:`theory.persafl`) and
-  ``theorem7``-``theorem8`` ([A], :mod:`theory.area`, imported only when asked for).
-* Every keyword argument of the evaluator is an option with dashes (``--sigma-g2``);
-  ``inf`` is accepted for constants that may be infinite.  ``--T`` / ``--K`` and the
-  probability vectors take comma lists (``--T 1e3,1e4,1e5`` gives a curve).
+* One sub-choice per theorem of :mod:`theory.registry` (built-ins and ``fedsim.theorems``
+  plug-ins alike); ``--list`` prints them with their paper labels.
+* The options are read from each bound function's signature (:func:`options`): every
+  keyword argument is an option with dashes (``--sigma-g2``), required when it has no
+  default.  The annotation gives the kind (:mod:`theory.params`): ``float`` a number (``inf``
+  accepted), ``int`` an integer (``1.5`` is a usage error), ``bool`` a flag, ``Literal[...]``
+  a choice, ``str`` text checked by the theorem, ``Vector`` a comma list, ``Horizons`` /
+  ``Iterations`` a number or a comma list (``--T 1e3,1e4,1e5`` gives a curve; an empty item
+  such as ``--T 100,,200`` is a usage error).
 * ``--problem FILE.toml`` / ``--scenario FILE.toml`` supply constants through
   :func:`constants_from_file`; options given on the command line win.
 * Output: the BoundResult table (terms, status, hypotheses, step sizes, derived constants),
@@ -26,18 +31,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import math
-from collections.abc import Callable
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fedsim.errors import ConfigError, FedsimError
+from fedsim.errors import ConfigError
+from theory import params
+from theory.registry import Theorem, get_theorem, theorems
 from theory.result import BoundResult
 
-__all__ = ["add_parser", "run", "constants_from_file", "to_json", "THEOREMS"]
+__all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option"]
 
 
 # --------------------------------------------------------------------------- argument types
@@ -48,100 +57,100 @@ def _float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
-def _int(text: str) -> int | float:
+def _int(text: str) -> int:
+    """An integer; ``1e3`` is read as 1000, ``1.5`` and ``inf`` are refused."""
     try:
         return int(text)
     except ValueError:
         x = _float(text)
-        return int(x) if x.is_integer() else x  # non-integers are refused by the evaluator
+        if not (math.isfinite(x) and x.is_integer()):
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        return int(x)
 
 
-def _floats(text: str) -> float | list[float]:
-    """A number or a comma list of numbers (a curve)."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise argparse.ArgumentTypeError(f"expected a number or a comma list, got {text!r}")
-    vals = [_float(p) for p in parts]
-    return vals[0] if len(vals) == 1 and "," not in text else vals
+def _items(text: str) -> list[str]:
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(p == "" for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected a number or a comma list without empty items, got {text!r}")
+    return parts
 
 
 def _vector(text: str) -> list[float]:
     """A comma list of numbers (always a list)."""
-    v = _floats(text)
-    return v if isinstance(v, list) else [v]
+    return [_float(p) for p in _items(text)]
 
 
-def _iters(text: str) -> int | float | list[int | float]:
-    """Iteration counts: integer-valued entries become ints."""
-    v = _floats(text)
-    conv = (lambda x: int(x) if math.isfinite(x) and x.is_integer() else x)
-    return [conv(x) for x in v] if isinstance(v, list) else conv(v)
+def _horizons(text: str) -> float | list[float]:
+    """A number or a comma list of numbers (a curve)."""
+    vals = [_float(p) for p in _items(text)]
+    return vals[0] if len(vals) == 1 and "," not in text else vals
 
 
-# (kwarg, type, required, help)
-_Opt = tuple[str, Callable[[str], Any], bool, str]
+def _iterations(text: str) -> int | list[int]:
+    """An integer or a comma list of integers (a curve)."""
+    vals = [_int(p) for p in _items(text)]
+    return vals[0] if len(vals) == 1 and "," not in text else vals
 
-_P_COMMON: list[_Opt] = [
-    ("L", _float, True, "smoothness constant L of each f_i"),
-    ("Q", _int, True, "local steps per upload"),
-    ("tau", _int, True, "staleness bound (Assumption 1)"),
-    ("b", _int, True, "batch size"),
-    ("sigma_g2", _float, True, "per-sample gradient variance (may be inf)"),
-    ("gamma_g2", _float, True, "gradient diversity (may be inf)"),
-]
-_P_TAIL: list[_Opt] = [
-    ("T", _floats, True, "server steps: a number or a comma list"),
-    ("beta", _float, False, "server step (the theorems need 1; default 1)"),
-    ("eta", _float, False, "client step (default: the theorem's prescription)"),
-]
 
-#: sub-choice -> (module, function, options, mode choices or None, default mode)
-THEOREMS: dict[str, tuple[str, str, list[_Opt], tuple[str, ...] | None, str | None]] = {
-    "theorem1": ("theory.persafl", "theorem1", _P_COMMON + [
-        ("f_gap", _float, True, "f(w0) - f_star_P"),
-    ] + _P_TAIL, ("paper", "general_eta"), "paper"),
-    "theorem2": ("theory.persafl", "theorem2", _P_COMMON + [
-        ("rho", _float, True, "Hessian Lipschitz constant (may be inf)"),
-        ("G", _float, True, "gradient bound of Assumption 6 (may be inf)"),
-        ("alpha", _float, True, "MAML inner step"),
-        ("sigma_h2", _float, True, "Hessian variance, Frobenius norm (may be inf)"),
-        ("gamma_h2", _float, True, "Hessian diversity (may be inf)"),
-        ("F_gap", _float, True, "F^(b)(w0) - f_star_P"),
-    ] + _P_TAIL, ("paper", "general_eta"), "paper"),
-    "theorem3": ("theory.persafl", "theorem3", _P_COMMON + [
-        ("lam", _float, True, "Moreau-envelope parameter lambda"),
-        ("nu", _float, True, "inner-solve accuracy"),
-        ("F_gap", _float, True, "F^(c)(w0) - f_star_P"),
-        ("kappa_me", _float, False, "Lemma 5 kappa in (1, lam/L] (default lam/L)"),
-    ] + _P_TAIL, ("corrected", "paper_literal", "general_eta"), "corrected"),
-    "theorem7": ("theory.area", "theorem7", [
-        ("L", _float, True, "smoothness constant"),
-        ("mu", _float, True, "strong convexity constant"),
-        ("M", _int, True, "local steps"),
-        ("p", _vector, True, "client event probabilities p_i (comma list)"),
-        ("p_s", _float, True, "server event probability"),
-        ("sigma", _float, True, "gradient noise sigma ([A] Asm 1)"),
-        ("zeta", _float, True, "max_i ||x* - u_i*||"),
-        ("R0", _float, True, "||x_{s,0} - x*||"),
-        ("K", _iters, True, "global iterations: a number or a comma list"),
-        ("grad_norms_at_xstar", _vector, False, "||grad f_i(x*)|| per client (comma list)"),
-        ("r_init", _vector, False, "exact ||x_{i,0} - x*_{i,0}|| per client (comma list)"),
-    ], None, None),
-    "theorem8": ("theory.area", "theorem8", [
-        ("M", _int, True, "local steps"),
-        ("p", _vector, True, "client event probabilities p_i (comma list)"),
-        ("p_s", _float, True, "server event probability"),
-        ("sigma2", _float, True, "gradient noise variance"),
-        ("B", _float, True, "Lipschitz constant of each f_i"),
-        ("R", _float, True, "||x_{s,0} - x*||"),
-        ("K", _iters, True, "global iterations: a number or a comma list"),
-        ("alpha", _float, False, "constant step (default: the theorem's)"),
-    ], None, "corrected"),
-}
+_PARSERS = {"number": _float, "integer": _int, "vector": _vector, "horizons": _horizons,
+            "iterations": _iterations, "text": str}
+_KINDS = {params.KIND_VECTOR: "vector", params.KIND_HORIZONS: "horizons",
+          params.KIND_ITERATIONS: "iterations"}
 
-_FLAGS = {"theorem3": [("affine_additive", "H3.y declared: affine gradients, additive noise "
-                        "(uses the paper's mu_c, E-P10)")],
-          "theorem7": [("paper_literal", "use the paper's (erroneous) constants")]}
+
+# --------------------------------------------------------------------------- signature -> options
+@dataclass(frozen=True)
+class Option:
+    """One command-line option read from a bound function's signature."""
+
+    name: str
+    kind: str   # number | integer | vector | horizons | iterations | text | choice | flag
+    required: bool
+    default: Any
+    choices: tuple[str, ...] | None
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _kind(annotation: Any) -> tuple[str, tuple[str, ...] | None]:
+    fedsim_kind = params.kind_of(annotation)
+    if fedsim_kind is not None:
+        return _KINDS[fedsim_kind], None
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is typing.Literal:
+        return "choice", tuple(str(a) for a in typing.get_args(annotation))
+    if annotation is bool:
+        return "flag", None
+    if annotation is int:
+        return "integer", None
+    if annotation is str:
+        return "text", None
+    if args and annotation not in (float, int, str, bool):  # X | None, X | ndarray ...
+        for a in args:
+            k = _kind(a)
+            if k[0] != "number" or a is float:
+                return k
+    return "number", None
+
+
+def options(theorem: Theorem) -> list[Option]:
+    """The options of ``theorem``: one per keyword argument of its function's signature."""
+    fn = theorem.function
+    hints = typing.get_type_hints(fn, include_extras=True)
+    out = []
+    for name, par in inspect.signature(fn).parameters.items():
+        if par.kind in (par.VAR_KEYWORD, par.VAR_POSITIONAL):
+            continue
+        kind, choices = _kind(hints.get(name, Any))
+        required = par.default is inspect.Parameter.empty
+        default = None if required else par.default
+        text = theorem.help.get(name, f"keyword argument {name} of {theorem.name}")
+        out.append(Option(name, kind, required, default, choices, text))
+    return out
 
 
 # --------------------------------------------------------------------------- problem files
@@ -153,26 +162,14 @@ def constants_from_file(path: str | Path, *, include_algorithm: bool = True) -> 
     mapped by name.  With ``include_algorithm`` the algorithm fields the scenario sets
     explicitly are mapped too (``Q``, ``eta``, ``batch -> b``, ``beta``, ``alpha`` (a
     number), ``lam``, ``nu``, ``M``, ``tau``) and ``horizon.steps`` gives ``T`` and ``K``.
-    Gaps such as ``f_gap`` need the initial point and are not read.  Raises
-    :class:`FedsimError` "not supported yet" if :mod:`fedsim.config` is missing.
+    Gaps such as ``f_gap`` need the initial point and are not read.
     """
-    try:
-        config = importlib.import_module("fedsim.config")
-    except ModuleNotFoundError as exc:
-        if exc.name != "fedsim.config":
-            raise
-        raise FedsimError("--problem/--scenario: not supported yet (fedsim.config is not built)"
-                          ) from None
-    load = getattr(config, "load", None)
-    build = getattr(config, "build_problem", None)
-    if load is None or build is None:
-        raise FedsimError("--problem/--scenario: not supported yet (fedsim.config has no "
-                          "load()/build_problem())")
+    config = importlib.import_module("fedsim.config")  # the front door reads scenario files
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"problem file must be an existing file, got path={str(p)!r}")
-    scenario = load(p)
-    problem = build(getattr(scenario, "problem", scenario))
+    scenario = config.load(p)
+    problem = config.build_problem(getattr(scenario, "problem", scenario))
     out: dict[str, Any] = {name: float(c.value) for name, c in problem.constants.items()}
     if include_algorithm:
         alg = getattr(scenario, "algorithm", None)
@@ -190,30 +187,43 @@ def constants_from_file(path: str | Path, *, include_algorithm: bool = True) -> 
 
 
 # --------------------------------------------------------------------------- parser
+class _ListAction(argparse.Action):
+    """``--list``: print every registered theorem and exit 0."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any,
+                 option_string: str | None = None) -> None:
+        for th in theorems():
+            statuses = ", ".join(s.value for s in th.statuses)
+            print(f"{th.name:<12} {th.label:<28} {th.module}" + (f"  [{statuses}]"
+                                                                  if statuses else ""))
+        parser.exit(0)
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``fedsim bounds`` with one sub-choice per theorem."""
+    """Register ``fedsim bounds`` with one sub-choice per registered theorem."""
     p = subparsers.add_parser("bounds", help="evaluate a theorem's bound (BoundResult)",
                               description="Evaluate a theorem's bound: value, status, terms, "
                               "hypotheses, step sizes (THEORY_SPEC 1.4).")
-    sub = p.add_subparsers(dest="theorem", required=True, metavar="{" + ",".join(THEOREMS) + "}",
+    p.add_argument("--list", action=_ListAction, help="list the registered theorems and exit")
+    entries = theorems()
+    sub = p.add_subparsers(dest="theorem", required=True,
+                           metavar="{" + ",".join(t.name for t in entries) + "}",
                            parser_class=type(p))
-    for name, (module, _fn, opts, modes, default_mode) in THEOREMS.items():
-        paper = "[P] PersA-FL" if module.endswith("persafl") else "[A] AREA"
-        sp = sub.add_parser(name, help=f"{paper} {name.replace('theorem', 'Theorem ')}")
-        for kw, typ, required, text in opts:
-            flag = "--" + kw.replace("_", "-")
-            sp.add_argument(flag, dest=kw, type=typ, default=None, metavar=kw.upper(),
-                            help=text + (" (required)" if required else ""))
-        for kw, text in _FLAGS.get(name, []):
-            sp.add_argument("--" + kw.replace("_", "-"), dest=kw, action="store_true", help=text)
-        if name == "theorem7":
-            sp.add_argument("--level", default="certified",
-                            help="certified | leading_terms | rate_shape (default certified)")
-        else:
-            sp.add_argument("--mode", default=default_mode, choices=modes,
-                            help="evaluation mode" + (
-                                f" (default {default_mode})" if default_mode else
-                                " (corrected | paper | general_alpha)"))
+    for th in entries:
+        sp = sub.add_parser(th.name, help=th.label, description=th.label + ". " + th.paper)
+        for o in options(th):
+            if o.kind == "flag":
+                sp.add_argument(o.flag, dest=o.name, action="store_true", help=o.help)
+            elif o.kind == "choice":
+                sp.add_argument(o.flag, dest=o.name, default=o.default, choices=o.choices,
+                                help=o.help + (f" (default {o.default})" if o.default else ""))
+            else:
+                sp.add_argument(o.flag, dest=o.name, type=_PARSERS[o.kind], default=None,
+                                metavar=o.name.upper(),
+                                help=o.help + (" (required)" if o.required else ""))
         sp.add_argument("--problem", metavar="FILE.toml", default=None,
                         help="read the problem's constants from a TOML file")
         sp.add_argument("--scenario", metavar="FILE.toml", default=None,
@@ -223,39 +233,25 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _evaluator(module: str, fn: str) -> Callable[..., BoundResult]:
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        raise FedsimError(f"{fn} needs {module}, which is not built yet") from None
-    return getattr(mod, fn)
-
-
-def _kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    module, fn, opts, _modes, _default = THEOREMS[args.theorem]
-    names = {o[0] for o in opts} | {k for k, _ in _FLAGS.get(args.theorem, [])}
+def _kwargs(args: argparse.Namespace, theorem: Theorem) -> dict[str, Any]:
+    opts = options(theorem)
+    names = {o.name for o in opts}
     from_file: dict[str, Any] = {}
     if args.problem:
         from_file.update(constants_from_file(args.problem, include_algorithm=False))
     if args.scenario:
         from_file.update(constants_from_file(args.scenario, include_algorithm=True))
     kw = {k: v for k, v in from_file.items() if k in names}
-    for name, _typ, required, _text in opts:
-        v = getattr(args, name)
-        if v is not None:
-            kw[name] = v
-        elif required and name not in kw:
-            raise ConfigError(f"{name} is required for {args.theorem}, got no "
-                              f"--{name.replace('_', '-')} (give it or a --problem/--scenario)")
-    for flag, _text in _FLAGS.get(args.theorem, []):
-        if getattr(args, flag):
-            kw[flag] = True
-    if args.theorem == "theorem7":
-        kw["level"] = args.level
-    else:
-        kw["mode"] = args.mode
+    for o in opts:
+        v = getattr(args, o.name)
+        if o.kind == "flag":
+            if v:
+                kw[o.name] = True
+        elif v is not None:
+            kw[o.name] = v
+        elif o.required and o.name not in kw:
+            raise ConfigError(f"{o.name} is required for {theorem.name}, got no {o.flag} "
+                              "(give it or a --problem/--scenario)")
     return kw
 
 
@@ -293,14 +289,13 @@ def _curve_table(result: BoundResult, horizon: str, hs: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
-    module, fn, _opts, _modes, _default = THEOREMS[args.theorem]
-    kw = _kwargs(args)
-    result = _evaluator(module, fn)(**kw)
+    theorem = get_theorem(args.theorem)
+    kw = _kwargs(args, theorem)
+    result = theorem.function(**kw)
     if args.json:
         print(to_json(result))
         return 0
     print(result)
-    horizon = "K" if args.theorem in ("theorem7", "theorem8") else "T"
-    if np.ndim(result.value) > 0:
-        print(_curve_table(result, horizon, kw[horizon]))
+    if np.ndim(result.value) > 0 and theorem.horizon in kw:
+        print(_curve_table(result, theorem.horizon, kw[theorem.horizon]))
     return 0

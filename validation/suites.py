@@ -1,6 +1,9 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
-A suite is a list of :class:`validation.scenarios.Case` objects.  :func:`run_suite`
+A suite is a list of :class:`validation.scenarios.Case` objects, built from the theorem
+registry (:mod:`theory.registry`): every registered theorem contributes the cases its
+scenario module registered for the suite (:func:`theory.registry.register_scenarios`), in
+registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
@@ -39,7 +42,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedsim.errors import ConfigError, require
+from fedsim.errors import ConfigError, check_integer, require
+from theory.registry import theorems
 from theory.result import Hypothesis, Status
 from validation import scenarios as S
 from validation.compare import verdict_table, write_verdicts
@@ -63,110 +67,43 @@ def _ctrl_r(R: int) -> int:
     return max(2, min(R, 4))
 
 
-def _quick(R: int) -> list[S.Case]:
-    c = _ctrl_r(R)
-    return [
-        S.theorem1_case("L1", horizons=[10240], replicates=R),
-        S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000], replicates=R),
-        S.theorem1_case("Lsmall", replicates=R, variant="physical"),
-        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="step10x"),
-        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="tau_small"),
-        S.theorem2_case("L1", horizons=[200, 800], replicates=R),
-        S.theorem2_case("Lsmall", horizons=[200, 800], replicates=R),
-        S.theorem2_case("L1", horizons=[200], replicates=c, variant="step10x"),
-        S.theorem3_case("L1", horizons=[21066], replicates=R),
-        S.theorem3_case("Lsmall", horizons=[240, 480, 960], replicates=R),
-        S.theorem3_case("Lsmall", horizons=[240], replicates=c, variant="step10x"),
-        S.theorem3_case("Lsmall", horizons=[312], replicates=c, variant="lam_lt_7L"),
-        S.theorem7_case("L1", horizons=[100, 300, 1000, 3000, 10000], replicates=R),
-        S.theorem7_case("Lsmall", horizons=[100, 300, 1000, 3000, 10000], replicates=R),
-        S.theorem7_case("L1", horizons=[100, 1000], replicates=c, variant="step10x"),
-        S.theorem7_case("L1", horizons=[100, 1000], replicates=c, variant="fixed_count"),
-        S.theorem8_case("L1", horizons=[100, 400, 1600], replicates=R),
-        S.theorem8_case("Lsmall", horizons=[100, 400, 1600], replicates=R),
-        S.theorem8_case("L1", horizons=[100], replicates=c, variant="step10x"),
-        S.theorem8_counterexample(M=50, K=9, replicates=10 * R),
-        S.theorem8_counterexample(M=10, K=8, replicates=10 * R),
-    ]
+def _from_registry(suite: str) -> Callable[[int], list[S.Case]]:
+    """The cases of ``suite``: every registered theorem's builder for it, in registry order."""
+
+    def cases(R: int) -> list[S.Case]:
+        c = _ctrl_r(R)
+        out: list[S.Case] = []
+        for th in theorems():
+            builder = th.scenarios.get(suite)
+            if builder is not None:
+                out += builder(R, c)
+        return out
+
+    return cases
 
 
-def _full(R: int) -> list[S.Case]:
-    """Larger grids; replicates sized for a 99% CI half-width of about 10% of the mean.
-
-    The coefficient of variation (CV) of the measured quantity differs by scenario (quick
-    suite, R = 16): <= 0.12 for the long time averages (Theorem 1 and 3 at L = 1, Theorem 2,
-    Theorem 8), ~0.5 for Theorem 1 at L = 0.01, ~0.85 for Theorem 3 at L = 0.01 and ~1.1
-    for Theorem 7's last iterate.  A 10% half-width needs R ~ (2.6 CV / 0.1)^2, hence R/4,
-    R, 5R/2 and 5R replicates (R = 200 by default: 50, 200, 500 and 1000).
-    """
-    c = _ctrl_r(R)
-    low, mid, high, top = max(10, R // 4), R, (5 * R) // 2, 5 * R
-    return [
-        S.theorem1_case("L1", horizons=[10240, 20480, 40960], replicates=low),
-        S.theorem1_case("Lsmall", horizons=[1000, 2000, 4000, 8000, 16000], replicates=mid),
-        S.theorem1_case("Lsmall", replicates=mid, variant="physical"),
-        S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="step10x"),
-        S.theorem1_case("Lsmall", horizons=[1000, 4000], replicates=c, variant="tau_small"),
-        S.theorem2_case("L1", horizons=[200, 800, 3200, 12800], replicates=low),
-        S.theorem2_case("Lsmall", horizons=[200, 800, 3200, 12800], replicates=low),
-        S.theorem2_case("L1", horizons=[200, 800], replicates=c, variant="step10x"),
-        S.theorem3_case("L1", horizons=[21066, 42132], replicates=low),
-        S.theorem3_case("Lsmall", horizons=[240, 480, 960, 1920, 3840], replicates=high),
-        S.theorem3_case("Lsmall", horizons=[240, 960], replicates=c, variant="step10x"),
-        S.theorem3_case("Lsmall", horizons=[312, 1248], replicates=c, variant="lam_lt_7L"),
-        S.theorem7_case("L1", horizons=[100, 300, 1000, 3000, 10000, 30000], replicates=top),
-        S.theorem7_case("Lsmall", horizons=[100, 300, 1000, 3000, 10000, 30000],
-                        replicates=top),
-        S.theorem7_case("L1", horizons=[100, 1000, 10000], replicates=c, variant="step10x"),
-        S.theorem7_case("L1", horizons=[100, 1000, 10000], replicates=c,
-                        variant="fixed_count"),
-        S.theorem8_case("L1", horizons=[100, 400, 1600, 6400, 25600], replicates=low),
-        S.theorem8_case("Lsmall", horizons=[100, 400, 1600, 6400, 25600], replicates=low),
-        S.theorem8_case("L1", horizons=[100, 1600], replicates=c, variant="step10x"),
-        S.theorem8_counterexample(M=50, K=9, replicates=5 * R),
-        S.theorem8_counterexample(M=10, K=8, replicates=5 * R),
-    ]
+def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
+    """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
+    return tuple((th.name, sc) for th in theorems() for sc in th.controls.get(suite, ()))
 
 
-def _smoke(R: int) -> list[S.Case]:
-    """The quick suite's scenarios at their smallest horizons: every theorem, every control
-    kind (a)-(c), minutes -> seconds.  Used by the end-to-end test."""
-    c = _ctrl_r(R)
-    return [
-        S.theorem1_case("L1", horizons=[10240], replicates=R),
-        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="step10x"),
-        S.theorem1_case("Lsmall", horizons=[1000], replicates=c, variant="tau_small"),
-        S.theorem2_case("Lsmall", horizons=[200], replicates=R),
-        S.theorem2_case("L1", horizons=[200], replicates=c, variant="step10x"),
-        S.theorem3_case("L1", horizons=[21066], replicates=R),
-        S.theorem3_case("Lsmall", horizons=[312], replicates=c, variant="lam_lt_7L"),
-        S.theorem7_case("L1", horizons=[100, 1000], replicates=8 * R),
-        S.theorem7_case("L1", horizons=[100], replicates=c, variant="fixed_count"),
-        S.theorem7_case("L1", horizons=[100], replicates=c, variant="step10x"),
-        S.theorem8_case("L1", horizons=[100], replicates=R),
-        S.theorem8_case("L1", horizons=[100], replicates=c, variant="step10x"),
-        S.theorem8_counterexample(M=10, K=8, replicates=max(200, 10 * R)),
-    ]
-
-
-_DIV1000 = (("theorem1", "quad-L1"), ("theorem2", "logistic-Lsmall"), ("theorem3", "quad-L1"),
-            ("theorem7", "quad-L1"), ("theorem8", "logistic-L1"))
-
+#: the named suites; each one's cases and /1000 controls come from the theorem registry
 SUITES: dict[str, Suite] = {
-    "quick": Suite("quick", 16, _quick, _DIV1000,
-                   "every theorem at L ~ 1 and L << 1, every negative control, small R"),
-    "smoke": Suite("smoke", 6, _smoke, _DIV1000,
-                   "the quick scenarios at their smallest horizons (end-to-end test)"),
-    "full": Suite("full", 200, _full, _DIV1000,
-                  "larger horizon grids; replicates per scenario sized (R = 200 default) "
-                  "for 99% CIs of about +-10% of the mean"),
+    name: Suite(name, R, _from_registry(name), _div1000(name), text)
+    for name, R, text in (
+        ("quick", 16, "every theorem at L ~ 1 and L << 1, every negative control, small R"),
+        ("smoke", 6, "the quick scenarios at their smallest horizons (end-to-end test)"),
+        ("full", 200, "larger horizon grids; replicates per scenario sized (R = 200 default) "
+                      "for 99% CIs of about +-10% of the mean"),
+    )
 }
 
 
 def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
     """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default)."""
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
-    R = SUITES[suite].replicates if replicates is None else int(replicates)
+    R = SUITES[suite].replicates if replicates is None else check_integer(
+        "replicates", replicates)
     require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
     return SUITES[suite].cases(R)
 

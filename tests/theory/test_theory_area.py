@@ -1,4 +1,4 @@
-"""Tests of theory/area.py: AREA Theorems 7-8 (THEORY_SPEC sections 6, 7, 8, 12 items 5 and 7).
+"""Tests of theory/area/: AREA Theorems 7-8 (THEORY_SPEC sections 6, 7, 8, 12 items 5 and 7).
 
 Golden values are computed here with independent float64 arithmetic (scalar Python, per-client
 loops), not by calling the code under test, and the most important ones are also pinned as
@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError
-from theory import area
 from theory.area import (
     SCHEDULE,
     area_constants,
@@ -25,6 +24,7 @@ from theory.area import (
     theorem7,
     theorem8,
 )
+from theory.area import certified as area_certified
 from theory.result import Status
 
 # golden instance of the brief: n=2, p=(0.3,0.3), p_s=0.4, L=2, mu=1, M=3, sigma=0.5, zeta=1
@@ -274,12 +274,12 @@ def test_certified_hand_longer_with_exact_r_and_distinct_p():
     res = theorem7(**kw)
     np.testing.assert_allclose(res.terms["C1_vector"], c1s, rtol=1e-12)
     np.testing.assert_allclose(res.terms["C2_scalar"], c2s, rtol=1e-12)
-    old = area._DENSE_MAX_DIM
+    old = area_certified._DENSE_MAX_DIM
     try:
-        area._DENSE_MAX_DIM = 0  # force the per-step vector loop
+        area_certified._DENSE_MAX_DIM = 0  # force the per-step vector loop
         res2 = theorem7(**kw)
     finally:
-        area._DENSE_MAX_DIM = old
+        area_certified._DENSE_MAX_DIM = old
     np.testing.assert_allclose(res2.terms["C1_vector"], c1s, rtol=1e-12)
 
 
@@ -287,10 +287,10 @@ def test_code_paths_and_chunking_agree(monkeypatch):
     """Dense and vector (C1) paths, and any chunk sizes, give the same curve (K crosses chunks)."""
     kw = dict(G, p=[0.1, 0.2, 0.3], p_s=0.4, R0=2.0, K=np.arange(0, 1301, 13), r_init=[1, 2, 3])
     ref = theorem7(**kw)
-    monkeypatch.setattr(area, "_CHUNK", 7)
-    monkeypatch.setattr(area, "_SEQ_CHUNK", 11)
+    monkeypatch.setattr(area_certified, "_CHUNK", 7)
+    monkeypatch.setattr(area_certified, "_SEQ_CHUNK", 11)
     small = theorem7(**kw)
-    monkeypatch.setattr(area, "_DENSE_MAX_DIM", 0)
+    monkeypatch.setattr(area_certified, "_DENSE_MAX_DIM", 0)
     loop = theorem7(**kw)
     for res in (small, loop):
         np.testing.assert_allclose(res.terms["C1_vector"], ref.terms["C1_vector"], rtol=1e-12)

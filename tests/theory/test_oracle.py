@@ -1,4 +1,4 @@
-"""Tests of theory/oracle.py (THEORY_SPEC section 10, 7.d, 12.4-12.5).
+"""Tests of theory/oracle/ (THEORY_SPEC section 10, 7.d, 12.4-12.5).
 
 Four kinds:
 * exact: block recursions == independent dense forms (explicit T_J, u_J, N_J; matrix powers
@@ -7,7 +7,7 @@ Four kinds:
 * property (hypothesis): random small instances, block == dense, covariance PSD;
 * statistical: Monte Carlo of the literal algorithms (independent numpy simulators written
   here) against the oracles, with the false-alarm rate stated in each docstring;
-* bounds: the certified Theorem 7 bound of theory/area.py is >= the exact oracle at every k.
+* bounds: the certified Theorem 7 bound of theory/area/ is >= the exact oracle at every k.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fedsim.problems.nonsmooth import NormProblem
 from fedsim.problems.quadratic import QuadraticProblem
 from theory import oracle as orc
 from theory.area import step_size, theorem7
+from theory.oracle import _common as ocm
 
 # ---------------------------------------------------------------------------------------
 # instances
@@ -323,7 +324,7 @@ def test_geom_sum_edge_cases():
     """The geometric kernel handles r = 1 (singular A), r = 0, r < 0 and r -> 1 exactly."""
     lp = np.array([0.0, 1.0, 3.0, 1e-9, 2.0])
     for M in (1, 2, 7):
-        got = orc._geom_sum(1.0 if M else 0, lp, lp, M)
+        got = ocm.geom_sum(1.0 if M else 0, lp, lp, M)
         for j, l in enumerate(lp):
             r = (1 - l) ** 2
             assert got[j] == pytest.approx(sum(r**m for m in range(M)), rel=1e-14)
@@ -331,7 +332,7 @@ def test_geom_sum_edge_cases():
     a, lam_, M = 1e-9, 1e-3, 50
     r = (1 - a * lam_) ** 2
     exact = sum(r**m for m in range(M))
-    assert orc._geom_sum(a, np.array([lam_]), np.array([lam_]), M)[0] == pytest.approx(exact,
+    assert ocm.geom_sum(a, np.array([lam_]), np.array([lam_]), M)[0] == pytest.approx(exact,
                                                                                       rel=1e-15)
 
 
@@ -350,8 +351,8 @@ def test_psd_check_fires():
     """The PSD guard is able to fail: a matrix with a negative eigenvalue raises."""
     bad = np.diag([1.0, -1e-6])
     with pytest.raises(FedsimError, match="semidefinite"):
-        orc._check_psd(bad, 1.0, "here")
-    orc._check_psd(np.diag([1.0, -1e-11]), 1.0, "fine")
+        ocm.check_psd(bad, 1.0, "here")
+    ocm.check_psd(np.diag([1.0, -1e-11]), 1.0, "fine")
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Independent second reading of theory/persafl.py and theory/area.py (audit cross-checks).
+"""Independent second reading of theory/persafl/ and theory/area/ (audit cross-checks).
 
 Every reference value here is re-derived from THEORY_SPEC sections 1.5, 3-8 (and the proofs of
 [P]/[A] where the spec cites them) with plain-Python arithmetic written for this file; nothing is

@@ -15,7 +15,6 @@ import types
 import pytest
 
 from fedsim.cli import main
-from fedsim.errors import FedsimError
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
 from theory.cli import constants_from_file, to_json
 from theory.persafl import theorem1
@@ -208,17 +207,6 @@ def test_scenario_option_uses_file_constants(monkeypatch, tmp_path, capsys):
     d = _strict(out)
     assert d["status"] == "CERTIFIED_PAPER"
     assert math.isclose(d["value"], THM1_VALUE, rel_tol=1e-12)
-
-
-def test_not_supported_without_config(monkeypatch, tmp_path, capsys):
-    monkeypatch.setitem(sys.modules, "fedsim.config", None)  # import fails: module missing
-    with pytest.raises(FedsimError, match="not supported yet"):
-        constants_from_file(tmp_path / "x.toml")
-    code, _, err = _run(["bounds", "theorem1", "--problem", str(tmp_path / "x.toml")], capsys)
-    assert code == 2 and "not supported yet" in err and err.count("\n") == 1
-    _fake_config(monkeypatch)  # a fedsim.config without load()/build_problem()
-    with pytest.raises(FedsimError, match="not supported yet"):
-        constants_from_file(tmp_path / "x.toml")
 
 
 def test_real_scenario_file(tmp_path, capsys):

@@ -1,0 +1,71 @@
+"""The suites are built from the theorem registry (validation/suites.py, theory/registry.py).
+
+Each scenario module (validation/scenarios/{persafl,area}.py) registers its grids against
+the theorem names; a suite is the concatenation, in registry order, of what each theorem
+registered for it.  Builders are replaced by stubs here, so nothing is simulated.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from theory import registry
+from theory.registry import register_scenarios, theorems
+from theory.result import BoundResult, Status
+from validation import suites
+
+BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8"]
+
+
+def test_every_builtin_has_its_grids():
+    names = [t.name for t in theorems()]
+    assert names[:5] == BUILTIN
+    for th in theorems()[:5]:
+        assert set(th.scenarios) == {"quick", "full", "smoke"}
+        assert len(th.controls["quick"]) == 1
+
+
+def test_div1000_controls_are_the_old_table():
+    old = (("theorem1", "quad-L1"), ("theorem2", "logistic-Lsmall"), ("theorem3", "quad-L1"),
+           ("theorem7", "quad-L1"), ("theorem8", "logistic-L1"))
+    for name in ("quick", "smoke", "full"):
+        assert suites.SUITES[name].div1000 == old
+    assert [s.replicates for s in suites.SUITES.values()] == [16, 6, 200]
+
+
+@pytest.fixture
+def stub_builders(monkeypatch):
+    for th in theorems():
+        for suite in list(th.scenarios):
+            monkeypatch.setitem(th.scenarios, suite,
+                                lambda R, c, n=th.name, s=suite: [(n, s, R, c)])
+    yield
+
+
+def test_suite_is_the_registry_in_order(stub_builders):
+    assert suites.build_cases("quick", 8) == [(n, "quick", 8, 4) for n in BUILTIN]
+    assert suites.build_cases("smoke") == [(n, "smoke", 6, 4) for n in BUILTIN]
+    assert suites.build_cases("full", 3) == [(n, "full", 3, 3) for n in BUILTIN]
+
+
+def test_a_new_theorem_joins_the_suites(stub_builders):
+    def toy(*, x: float) -> BoundResult:
+        """Toy (eq. (1))."""
+        return BoundResult(value=x, status=Status.PROOF_LEVEL)
+
+    registry.register_theorem(name="toy_suite", function=toy, label="[T] Toy Theorem 3")
+    try:
+        register_scenarios("toy_suite", "quick", lambda R, c: [("toy", R)])
+        assert suites.build_cases("quick", 2)[-1] == ("toy", 2)
+        assert suites.build_cases("smoke")[-1][0] == "theorem8"
+    finally:
+        registry.unregister("toy_suite")
+
+
+def test_replicates_must_be_an_integer():
+    from fedsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="replicates must be an integer"):
+        suites.build_cases("quick", 2.0)
+    with pytest.raises(ConfigError, match="replicates must be >= 2"):
+        suites.build_cases("quick", 1)
