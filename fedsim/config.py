@@ -89,24 +89,37 @@ __all__ = [
     "ALGORITHMS", "CLIENT_RULES", "MODELS",
 ]
 
-ALGORITHMS = ("fedasync", "fedbuff", "area", "fedavg", "asfedavg", "asypfl")
+
+
+class _RegistryView(Mapping):
+    """A read-only view of the algorithm registry (:mod:`fedsim.algorithms`)."""
+
+    def __init__(self, fn) -> None:
+        self._fn = fn
+
+    def __getitem__(self, name: str):
+        from fedsim.algorithms import algorithms, get_algorithm
+
+        if name not in algorithms():
+            raise KeyError(name)
+        return self._fn(get_algorithm(name))
+
+    def __iter__(self):
+        from fedsim.algorithms import algorithms
+
+        return iter(algorithms())
+
+    def __len__(self) -> int:
+        from fedsim.algorithms import algorithms
+
+        return len(algorithms())
+
+
+ALGORITHMS = _RegistryView(lambda a: a)  # name -> fedsim.algorithms.Algorithm
 CLIENT_RULES = ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload", "asypfl")
-MODELS: dict[str, tuple[str, ...]] = {
-    "fedasync": ("physical", "window", "expcycle"),
-    "fedbuff": ("physical", "expcycle"),
-    "asfedavg": ("physical", "expcycle"),
-    "fedavg": ("physical",),
-    "area": ("algorithm", "iterate_model"),
-    "asypfl": ("physical",),
-}
-_RULES_FOR: dict[str, tuple[str, ...]] = {
-    "fedasync": ("sgd", "maml", "fomaml", "hfmaml", "moreau"),
-    "fedbuff": ("sgd", "maml", "fomaml", "hfmaml", "moreau"),
-    "fedavg": ("sgd", "maml", "fomaml", "hfmaml", "moreau"),
-    "asfedavg": ("upload",),
-    "area": ("area",),
-    "asypfl": ("asypfl",),
-}
+MODELS = _RegistryView(lambda a: a.models)
+_RULES_FOR = _RegistryView(lambda a: a.client_rules)
+_SERVER_KEYS = _RegistryView(lambda a: tuple(a.section))
 _RULE_KEYS: dict[str, tuple[str, ...]] = {
     "sgd": ("Q", "eta", "batch"),
     "upload": ("Q", "eta", "batch"),
@@ -117,16 +130,7 @@ _RULE_KEYS: dict[str, tuple[str, ...]] = {
     "area": ("batch",),
     "asypfl": ("E", "eta", "delta", "gamma", "lam", "batch"),
 }
-_SERVER_KEYS: dict[str, tuple[str, ...]] = {
-    "fedasync": ("beta",),
-    "fedbuff": ("buffer", "server_lr", "staleness_weight", "staleness_exponent"),
-    "asfedavg": ("buffer", "beta"),
-    "fedavg": ("participation", "beta"),
-    "area": ("M", "alpha"),
-    "asypfl": (),
-}
 _MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
-STALENESS_WEIGHTS = ("none", "inverse_sqrt", "polynomial")
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
 PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm")
 
@@ -310,8 +314,8 @@ class AlgorithmConfig:
 
     def __post_init__(self) -> None:  # noqa: C901 - one validation table
         f = "algorithm"
-        require(self.name in ALGORITHMS, f"{f}.name", self.name,
-                f"must be one of {list(ALGORITHMS)}")
+        require(isinstance(self.name, str) and self.name in ALGORITHMS, f"{f}.name",
+                self.name, f"must be one of {list(ALGORITHMS)}")
         model = self.model if self.model is not None else MODELS[self.name][0]
         require(model in MODELS[self.name], f"{f}.model", model,
                 f"must be one of {list(MODELS[self.name])} for {self.name}")
@@ -345,11 +349,10 @@ class AlgorithmConfig:
             _num(f"{f}.eta", self.eta, low=0.0)
         if self.batch is not None:
             _int(f"{f}.batch", self.batch, 1)
-        if self.beta is not None:
-            _num(f"{f}.beta", self.beta, low=0.0)
+        spec = ALGORITHMS[self.name]
+        if spec.validate is not None:
+            spec.validate(self)
         if self.name == "area":
-            if self.M is not None:
-                _int(f"{f}.M", self.M, 1)
             require(isinstance(self.alpha, StepSchedule), f"{f}.alpha", self.alpha,
                     "is required for area: a table such as {kind='constant', value=0.1}")
         elif rule in ("maml", "fomaml", "hfmaml"):
@@ -384,18 +387,6 @@ class AlgorithmConfig:
                         "must be 0 (or omitted) with inner_solver='exact'")
             if self.inner_max_iter is not None:
                 _int(f"{f}.inner_max_iter", self.inner_max_iter, 1)
-        if self.buffer is not None:
-            _int(f"{f}.buffer", self.buffer, 1)
-        if self.server_lr is not None:
-            _num(f"{f}.server_lr", self.server_lr, low=0.0)
-        if self.staleness_weight is not None:
-            require(self.staleness_weight in STALENESS_WEIGHTS, f"{f}.staleness_weight",
-                    self.staleness_weight, f"must be one of {list(STALENESS_WEIGHTS)}")
-        if self.staleness_exponent is not None:
-            _num(f"{f}.staleness_exponent", self.staleness_exponent, low=0.0)
-        if self.participation is not None:
-            p = _num(f"{f}.participation", self.participation, low=0.0, strict=True)
-            require(p <= 1.0, f"{f}.participation", p, "must be <= 1")
         if model == "window":
             require(self.tau is not None, f"{f}.tau", None, "is required for model='window'")
             _int(f"{f}.tau", self.tau, 0)
@@ -415,11 +406,13 @@ class AlgorithmConfig:
         v = getattr(self, key)
         if v is not None:
             return v
+        section = ALGORITHMS[self.name].section
+        if key in section:
+            return section[key]
         defaults = {"Q": 1, "eta": 0.01, "batch": 1, "beta": 1.0, "hf_delta": 1e-3,
                     "nu": (1e-8 if (self.inner_solver or "gd") == "gd" else 0.0),
-                    "inner_max_iter": 1000, "inner_solver": "gd", "buffer": 1,
-                    "server_lr": 1.0, "staleness_weight": "none", "staleness_exponent": 0.5,
-                    "participation": 1.0, "M": 1, "E": 1, "delta": 0.01, "gamma": 0.0}
+                    "inner_max_iter": 1000, "inner_solver": "gd", "E": 1, "delta": 0.01,
+                    "gamma": 0.0}
         if key == "delay_pmf" and self.tau is not None:
             return tuple([0.0] * self.tau + [1.0])
         return defaults.get(key)
