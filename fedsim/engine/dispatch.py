@@ -36,7 +36,7 @@ from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
-__all__ = ["run", "RUNNERS", "runner_for"]
+__all__ = ["run", "RUNNERS", "runner_for", "make_async_run"]
 
 
 def _physical(scenario, problem, streams, progress, spec) -> Trace:
@@ -56,6 +56,15 @@ RUNNERS: dict[str, Callable[..., Trace]] = {
     "area": run_area,
     "asypfl": run_asypfl,
 }
+
+
+def make_async_run(scenario: Scenario, problem, streams: Streams,
+                   progress: bool = False) -> AsyncRun:
+    """The asynchronous physical run object of ``scenario`` (the fast FedAsync one when the
+    registry says so), not yet started: for tests and ``benchmarks/engine.py --memory``."""
+    spec = get_algorithm(scenario.algorithm.name)
+    fast = spec.runners[scenario.algorithm.model] == "fedasync_fast"
+    return (FastAsyncRun if fast else AsyncRun)(scenario, problem, streams, progress, spec)
 
 
 def runner_for(scenario: Scenario) -> tuple[Callable[..., Trace], Any]:
