@@ -14,7 +14,8 @@ upload -> think*:
   delay, ``E_k`` compute delays (one per local step: ``delays.compute_per`` must be
   ``"step"``), one upload delay and one think time (constant models draw nothing).  The
   block layout of :class:`fedsim.engine.delay_blocks.DelaySampler` assumes a fixed number of
-  compute draws per round, which ``E_k = pi_k E`` is not, hence :class:`~fedsim.engine.delay_blocks.RoundDelays`;
+  compute draws per round, which ``E_k = pi_k E`` is not, hence
+  :class:`~fedsim.engine.delay_blocks.RoundDelays`;
 * the upload arrives at ``((t_read + dl) + c_1 + ... + c_{E_k}) + ul`` (one SimPy event per
   round; nothing the client reads changes in between: its snapshot, its own personal model
   and its own ``noise`` stream), and the ``E_k`` local steps

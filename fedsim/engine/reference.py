@@ -6,7 +6,8 @@ AS-FedAvg), written the obvious way: a client process reads the model, then yiel
 the whole computation otherwise) and one for the upload, applies each local step with
 ``rule.step`` (noise drawn one step at a time from the client's ``noise`` stream) at that
 step's simulated time, hands the upload to the server rule's ``apply`` (one server step
-per upload when the algorithm declares it, else through the buffer), and finally thinks.  Delays come from the same
+per upload when the algorithm declares it, else through the buffer), and finally thinks.
+Delays come from the same
 :class:`~fedsim.engine.delay_blocks.DelaySampler`.  It is several times slower and exists so that
 ``tests/engine/test_engine_reference.py`` can check that the fast engine's traces are identical.
 """

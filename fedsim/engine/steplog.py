@@ -56,7 +56,8 @@ class StepLog:
         self.next_hook = min(self.next_metric, self.next_prog)
         self.ergodic = rec.ergodic
         self.lazy = False
-        self._app = (self.time.append, self.kind.append, self.client.append, self.stale_steps.append,
+        self._app = (self.time.append, self.kind.append, self.client.append,
+                     self.stale_steps.append,
                      self.stale_time.append, self.fill.append)
         rec.metrics_at(0, w0)
         if rec.ergodic:

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine.dispatch import make_async_run as _AsyncRun
 from fedsim.engine.area import run_area
+from fedsim.engine.dispatch import make_async_run as _AsyncRun
 from fedsim.engine.sync import run_sync
 from fedsim.engine.window import run_window
 from fedsim.local.maml import MAMLRule
