@@ -11,9 +11,9 @@ to the other models) from the table of :mod:`fedsim.engine.dispatch`:
   read when the download is requested (``delays.read_at = "request"``: the server sends
   its current model, [P] Section 3) or when the download completes (``"arrival"``).
   For speed, a FedAsync round costs one SimPy event and no generator: each client is a
-  re-armed event whose callbacks run the cycle (:class:`fedsim.engine.fedasync_fast.FastClient`, a state
-  machine equal
-  to the process above).  At the read the client runs its Q local steps on the live
+  re-armed event whose callbacks run the cycle
+  (:class:`fedsim.engine.fedasync_fast.FastClient`, a state machine equal to the process
+  above).  At the read the client runs its Q local steps on the live
   model and keeps only its update; the upload event applies it at
   ``((t_read + dl) + c_1 + ... ) + ul``, the additions a step-by-step process makes
   (nothing the round reads changes in between: its noise stream is its own).  FedBuff and
