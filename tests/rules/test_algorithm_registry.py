@@ -129,3 +129,17 @@ def test_theorem7_schedule_matches_theory_bit_for_bit():
         s = theorem7_step_sizes(L, mu, M, p_min)
         for k in (0, 1, 5, 1000, 123456):
             assert s(k) == float(theory_area.step_size(k, L=L, mu=mu, M=M, p_min=p_min))
+
+
+def test_client_rules_share_init_update_and_update_is_round():
+    from fedsim.engine import problem_for
+    from fedsim.local import MAMLRule, MoreauRule, SGDRule
+
+    p = problem_for(_scenario("fedasync"))
+    w0 = np.array([0.3, -0.2])
+    for rule in (SGDRule(p, 0.1, 3), MAMLRule(p, 0.1, 3, 1, 0.05),
+                 MoreauRule(p, 0.1, 3, 1, 5.0, L=1.0)):
+        state = rule.init(w0)
+        a, _ = rule.update(1, w0, np.empty(2), np.random.default_rng(4), state)
+        b = rule.round(1, w0, np.empty(2), np.random.default_rng(4))
+        assert np.array_equal(a, b)
