@@ -177,7 +177,7 @@ def cell(n: int, d: int, Q: int, repeat: int) -> tuple[float, float, float]:
 
 def memory_per_client(n: int = 1000, d: int = 10) -> float:
     """Bytes of engine state per client (run setup: processes, streams, delay blocks)."""
-    from fedsim.engine import _AsyncRun
+    from fedsim.engine.dispatch import make_async_run as _AsyncRun
     from fedsim.rng import Streams
 
     sc = scenario(n, d, 10, 10)

@@ -36,17 +36,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every subcommand module that can be imported."""
+    """The full parser, with every subcommand module."""
     parser = OneLineParser(prog="fedsim", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, required=True)
     for modname in _SUBCOMMAND_MODULES:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:  # a subcommand not built yet
-            if exc.name != modname:
-                raise
-            continue
-        mod.add_parser(sub)
+        importlib.import_module(modname).add_parser(sub)
     return parser
 
 

@@ -7,9 +7,11 @@
 * :mod:`fedsim.local.asypfl` -- AsyPFL Algorithm 1 ClientUpdate (local model omega_k and
   persistent personal model beta_k; its ``round`` also takes ``beta``, ``tau`` and ``E``).
 
-Every rule offers ``round(i, w0, out, rng, eta=None)`` (the Q steps of one round, written
-into ``out``) and ``step(i, w, rng, eta=None)`` (one step in place); for the same stream
-both give bit-identical iterates.
+One shape (:mod:`fedsim.local.base`, optax style): ``init(w0) -> state`` and
+``update(i, w_read, out, rng, state) -> (out, state)``.  Behind it every rule offers
+``round(i, w0, out, rng, eta=None)`` (the Q steps of one round, written into ``out``) and
+``step(i, w, rng, eta=None)`` (one step in place); for the same stream both give
+bit-identical iterates.  MAML and Moreau share their ``round`` (:class:`StepRule`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from typing import Any
 
 from fedsim.local.area import AreaClients
 from fedsim.local.asypfl import AsyPFLRule
+from fedsim.local.base import StepRule
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
 from fedsim.local.sgd import SGDRule
 
-__all__ = ["SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyPFLRule",
+__all__ = ["StepRule", "SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyPFLRule",
            "make_client_rule"]
 
 

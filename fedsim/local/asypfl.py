@@ -130,3 +130,12 @@ class AsyPFLRule:
         for _ in range(int(E)):
             self.step(i, out, beta, rng, tau)
         return out
+
+    def init(self, w0: np.ndarray) -> np.ndarray:
+        """Client state: the personal model ``beta_k^0 = omega^0`` (module docstring)."""
+        return np.array(w0, dtype=np.float64)
+
+    def update(self, i: int, w_read: np.ndarray, out: np.ndarray, rng: np.random.Generator,
+               state: np.ndarray, tau: int = 0, E: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """One round (the optax-style ``update``); ``state`` is ``beta_k``, updated in place."""
+        return self.round(i, w_read, state, out, rng, tau=tau, E=E), state

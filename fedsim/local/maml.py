@@ -22,12 +22,13 @@ import math
 import numpy as np
 
 from fedsim.errors import require
+from fedsim.local.base import StepRule
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule"]
 
 
-class MAMLRule:
+class MAMLRule(StepRule):
     """[P] Option B local steps; ``variant`` is ``"maml"``, ``"fomaml"`` or ``"hfmaml"``."""
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int, alpha: float,
@@ -65,12 +66,3 @@ class MAMLRule:
         eta = self.eta if eta is None else float(eta)
         w -= eta * self.direction(i, w, rng)
         return w
-
-    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
-              eta: float | None = None, Q: int | None = None) -> np.ndarray:
-        """Q local steps from ``w0`` into ``out``."""
-        if out is not w0:
-            np.copyto(out, w0)
-        for _ in range(self.Q if Q is None else Q):
-            self.step(i, out, rng, eta)
-        return out

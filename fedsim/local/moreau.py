@@ -28,12 +28,13 @@ import math
 import numpy as np
 
 from fedsim.errors import require
+from fedsim.local.base import StepRule
 from fedsim.problems.base import Problem
 
 __all__ = ["MoreauRule"]
 
 
-class MoreauRule:
+class MoreauRule(StepRule):
     """[P] Option C local steps; counters ``inner_iters``, ``inner_solves``, ``inner_failures``."""
 
     name = "moreau"
@@ -92,12 +93,3 @@ class MoreauRule:
         th = self.theta_tilde(i, w, D)
         w -= (eta * self.lam) * (w - th)
         return w
-
-    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
-              eta: float | None = None, Q: int | None = None) -> np.ndarray:
-        """Q local steps from ``w0`` into ``out``."""
-        if out is not w0:
-            np.copyto(out, w0)
-        for _ in range(self.Q if Q is None else Q):
-            self.step(i, out, rng, eta)
-        return out

@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from fedsim.errors import require
+from fedsim.local.base import StepRule
 from fedsim.problems.base import Problem
 
 __all__ = ["SGDRule", "QuadKernel"]
@@ -90,7 +91,7 @@ class QuadKernel:
         return self._R_i[i], self._c_i[i]
 
 
-class SGDRule:
+class SGDRule(StepRule):
     """Option A local SGD ([P] Alg. 2 line 7; [A] Alg. 2 inner loop).
 
     ``round(i, w0, out, rng, eta=None)`` writes ``w_{i,Q}`` into ``out``;

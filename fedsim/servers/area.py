@@ -9,17 +9,28 @@ back ``x_s`` and ``alpha_k``; when the aggregation criterion fires: ``x_s <- x_s
 the engine checks it in tests to 1e-12.
 
 Step sizes ``alpha_k``: constant, ``c/(k + d)``, or [A] Theorem 7's
-``1/(p_min M gamma k / 48 + 1/D)`` (= ``c/(k+d)`` with c, d of THEORY_SPEC 6.b), the latter
-computed by :func:`theory.area.step_size` when the schedule is built.
+``1/(p_min M gamma k / 48 + 1/D)`` (= ``c/(k+d)`` with c, d of THEORY_SPEC 6.b, H7.4), the
+latter built by :func:`theorem7_step_sizes` (the arithmetic of ``theory.area.step_size``,
+kept here so that the engine never imports ``theory``; ``tests/rules`` checks both give
+the same floats).
+
+Server-rule shape (:mod:`fedsim.servers.base`): :class:`AreaRule` ``init(x0)`` returns an
+:class:`AreaServer`; ``apply(state, (upload,))`` is a client arrival (``upload.new`` is the
+message ``m_i``), ``apply(state, ())`` an aggregation, each one global iteration k.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from fedsim.errors import require
+from fedsim.errors import check_integer, check_positive, require
+from fedsim.servers.base import Upload
 
-__all__ = ["AreaServer", "StepSizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "theorem7_constants", "theorem7_step_sizes"]
 
 
 class StepSizes:
@@ -70,3 +81,64 @@ class AreaServer:
         p, self.pending = self.pending, 0
         self.k += 1
         return p
+
+    @property
+    def w(self) -> np.ndarray:
+        """The global model ``x_s``."""
+        return self.x_s
+
+
+class AreaRule:
+    """[A] Algorithm 1 in the server-rule shape (module docstring)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def init(self, w0: np.ndarray) -> AreaServer:
+        return AreaServer(w0, self.n)
+
+    def apply(self, state: AreaServer, uploads: Sequence[Upload]) -> tuple[AreaServer,
+                                                                           dict[str, Any]]:
+        if not uploads:
+            return state, {"fill": state.aggregate(), "kind": "server"}
+        for u in uploads:
+            state.receive(u.new)
+        return state, {"fill": state.pending, "kind": "client"}
+
+
+def theorem7_constants(L: float, mu: float, M: int, p_min: float) -> dict[str, Any]:
+    """gamma, D (with its four entries), c and d of [A] Theorem 7's step (H7.4).
+
+    The very arithmetic of ``theory.area`` (same operations, same order, so the same
+    floats): ``gamma = 2 mu L/(mu + L)``, ``D = min`` of the four entries, ``c = 48/(p_min M
+    gamma)``, ``d = c/D``.
+    """
+    L = check_positive("L", L)
+    mu = check_positive("mu", mu)
+    require(mu <= L, "mu", mu, f"must be <= L={L!r}")
+    M = check_integer("M", M, low=1)
+    p_min = check_positive("p_min", p_min)
+    require(p_min <= 1.0, "p_min", p_min, "must be <= 1")
+    gamma = 2.0 * mu * L / (mu + L)
+    if M == 1:
+        entries = np.array([2.0 / (M * (mu + L)), math.inf, math.inf, math.inf])
+    else:
+        m1 = float(M - 1)
+        entries = np.array(
+            [
+                2.0 / (M * (mu + L)),
+                gamma / (L**2 * m1),
+                math.sqrt(M * gamma**2 / (64.0 * L**4 * m1**3)),
+                (gamma / (32.0 * L**4 * m1**3)) ** (1.0 / 3.0),
+            ]
+        )
+    D = float(np.min(entries))
+    c = 48.0 / (p_min * M * gamma)
+    d = c / D
+    return {"gamma": gamma, "D": D, "D_entries": entries, "c": c, "d": d}
+
+
+def theorem7_step_sizes(L: float, mu: float, M: int, p_min: float) -> StepSizes:
+    """[A] Theorem 7's ``alpha_k = c/(k + d)`` (H7.4) as a :class:`StepSizes`."""
+    s = theorem7_constants(L, mu, M, p_min)
+    return StepSizes("c_over_k_plus_d", c=s["c"], d=s["d"])

@@ -16,35 +16,32 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedsim.servers.base import Upload
+from fedsim.servers.buffer import BufferedAverage
+
 __all__ = ["ASFedAvgServer"]
 
 
-class ASFedAvgServer:
+class ASFedAvgServer(BufferedAverage):
     """Buffer of uploaded models and the averaging step."""
 
     def __init__(self, dim: int, beta: float = 1.0) -> None:
-        self.acc = np.zeros(dim)
-        self.fill = 0
+        super().__init__(dim)
         self.beta = float(beta)
-        self._tmp = np.empty(dim)
 
     def add(self, model: np.ndarray) -> None:
         """Buffer one uploaded model."""
-        np.add(self.acc, model, out=self.acc)
-        self.fill += 1
+        self.add_message(model)
 
-    def apply(self, w: np.ndarray) -> int:
-        """In place: ``w <- w + beta (acc/fill - w)``; empties the buffer; returns the fill."""
-        k = self.fill
-        if k == 0:
-            return 0
-        np.divide(self.acc, float(k), out=self._tmp)
+    def message(self, u: Upload) -> np.ndarray:
+        """The uploaded model itself."""
+        return u.new
+
+    def mix(self, w: np.ndarray, mean: np.ndarray) -> None:
+        """``w <- w + beta (mean - w)`` (``beta = 1``: ``w <- mean``)."""
         if self.beta == 1.0:
-            np.copyto(w, self._tmp)
+            np.copyto(w, mean)
         else:
-            np.subtract(self._tmp, w, out=self._tmp)
-            np.multiply(self._tmp, self.beta, out=self._tmp)
-            np.add(w, self._tmp, out=w)
-        self.acc.fill(0.0)
-        self.fill = 0
-        return k
+            np.subtract(mean, w, out=mean)
+            np.multiply(mean, self.beta, out=mean)
+            np.add(w, mean, out=w)

@@ -39,7 +39,8 @@ import numpy as np
 
 from fedsim.errors import FedsimError, require
 
-__all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer"]
+__all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer",
+           "AsyPFLServerRule", "AsyPFLState"]
 
 
 def asypfl_apply(w: np.ndarray, omega_new: np.ndarray, omega_read: np.ndarray,
@@ -137,3 +138,36 @@ class AsyPFLServer:
               omega_read: np.ndarray) -> np.ndarray:
         """Eq. (4) for an upload of client k computed from ``omega_read``."""
         return asypfl_apply(w, omega_new, omega_read, float(self.p[k]))
+
+
+class AsyPFLState:
+    """AsyPFL server state: the global model ``w`` and the clients' time statistics."""
+
+    __slots__ = ("w", "stats")
+
+    def __init__(self, w: np.ndarray, stats: AsyPFLServer) -> None:
+        self.w, self.stats = w, stats
+
+
+class AsyPFLServerRule:
+    """Eq. (4) and Algorithm 1's ``E_k`` in the server-rule shape (:mod:`fedsim.servers.base`).
+
+    ``apply(state, (upload,))``: ``upload.extra = (compute_time, local_steps, comm_time)``
+    of the round; applies eq. (4), records the times and returns ``E_next`` (``E_k`` of the
+    uploader's next round) in the diagnostics.
+    """
+
+    def __init__(self, p: np.ndarray, E: int) -> None:
+        self.p, self.E = p, E
+
+    def init(self, w0: np.ndarray) -> AsyPFLState:
+        return AsyPFLState(np.array(w0, dtype=np.float64), AsyPFLServer(self.p, self.E))
+
+    def apply(self, state: AsyPFLState, uploads) -> tuple[AsyPFLState, dict]:
+        stats, E_next = state.stats, None
+        for u in uploads:
+            stats.apply(state.w, u.client, u.new, u.read)  # eq. (4)
+            compute_time, steps, comm_time = u.extra
+            stats.report(u.client, compute_time, steps, comm_time)
+            E_next = stats.epochs(u.client)
+        return state, {"fill": len(uploads), "E_next": E_next}

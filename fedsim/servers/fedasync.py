@@ -1,13 +1,19 @@
 """FedAsync / PersA-FL server ([P] Algorithm 1, line 4): ``w^{t+1} = w^t - beta Delta_{i_t}``.
 
-One server step consumes exactly one client upload (THEORY_SPEC 2.1).
+One server step consumes exactly one client upload (THEORY_SPEC 2.1), with
+``Delta = w_read - w_new`` the client's pseudo-gradient.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-__all__ = ["fedasync_apply"]
+from fedsim.servers.base import Upload
+
+__all__ = ["fedasync_apply", "FedAsyncRule"]
 
 
 def fedasync_apply(w: np.ndarray, delta: np.ndarray, beta: float) -> np.ndarray:
@@ -20,3 +26,25 @@ def fedasync_apply(w: np.ndarray, delta: np.ndarray, beta: float) -> np.ndarray:
         np.multiply(delta, beta, out=delta)
     np.subtract(w, delta, out=w)
     return w
+
+
+class FedAsyncRule:
+    """[P] Alg. 1 line 4 in the server-rule shape; the state is the model ``w``.
+
+    The physical engine's hot path (:mod:`fedsim.engine.fedasync_fast`) performs exactly
+    this arithmetic inline; ``tests/engine/test_engine_reference.py`` checks both agree.
+    """
+
+    def __init__(self, dim: int, beta: float = 1.0) -> None:
+        self.beta = float(beta)
+        self._delta = np.empty(dim)
+
+    def init(self, w0: np.ndarray) -> np.ndarray:
+        return np.array(w0, dtype=np.float64)
+
+    def apply(self, state: np.ndarray, uploads: Sequence[Upload]) -> tuple[np.ndarray,
+                                                                            dict[str, Any]]:
+        for u in uploads:
+            np.subtract(u.read, u.new, out=self._delta)
+            fedasync_apply(state, self._delta, self.beta)
+        return state, {"fill": len(uploads)}

@@ -12,10 +12,13 @@ mixes with a step beta), with ``"moreau"`` it is pFedMe (Dinh et al. 2020, same 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["fedavg_aggregate"]
+from fedsim.servers.base import Upload
+
+__all__ = ["fedavg_aggregate", "FedAvgRule"]
 
 
 def fedavg_aggregate(w: np.ndarray, models: Sequence[np.ndarray], beta: float = 1.0) -> np.ndarray:
@@ -31,3 +34,19 @@ def fedavg_aggregate(w: np.ndarray, models: Sequence[np.ndarray], beta: float = 
         np.multiply(acc, beta, out=acc)
         np.add(w, acc, out=w)
     return w
+
+
+class FedAvgRule:
+    """Synchronous FedAvg in the server-rule shape: the state is ``w``; one ``apply`` per
+    round with the sampled clients' uploads (their models in ``Upload.new``)."""
+
+    def __init__(self, beta: float = 1.0) -> None:
+        self.beta = float(beta)
+
+    def init(self, w0: np.ndarray) -> np.ndarray:
+        return np.array(w0, dtype=np.float64)
+
+    def apply(self, state: np.ndarray, uploads: Sequence[Upload]) -> tuple[np.ndarray,
+                                                                            dict[str, Any]]:
+        fedavg_aggregate(state, [u.new for u in uploads], self.beta)
+        return state, {"fill": len(uploads)}

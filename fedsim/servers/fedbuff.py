@@ -20,6 +20,8 @@ import math
 import numpy as np
 
 from fedsim.errors import require
+from fedsim.servers.base import Upload
+from fedsim.servers.buffer import BufferedAverage
 
 __all__ = ["FedBuffServer", "staleness_weight"]
 
@@ -37,35 +39,34 @@ def staleness_weight(kind: str, tau: int, exponent: float = 0.5) -> float:
     return 1.0  # pragma: no cover
 
 
-class FedBuffServer:
+class FedBuffServer(BufferedAverage):
     """Buffer state (``acc``, ``fill``) and the aggregation step."""
 
     def __init__(self, dim: int, server_lr: float = 1.0, weight: str = "none",
                  exponent: float = 0.5) -> None:
         staleness_weight(weight, 0, exponent)
-        self.acc = np.zeros(dim)
-        self.fill = 0
+        super().__init__(dim)
         self.server_lr = float(server_lr)
         self.weight = weight
         self.exponent = float(exponent)
-        self._tmp = np.empty(dim)
 
     def add(self, delta: np.ndarray, tau: int) -> None:
         """Buffer one upload ``delta`` of staleness ``tau`` (``delta`` may be overwritten)."""
         if self.weight != "none":
             np.multiply(delta, staleness_weight(self.weight, tau, self.exponent), out=delta)
-        np.add(self.acc, delta, out=self.acc)
-        self.fill += 1
+        self.add_message(delta)
 
-    def apply(self, w: np.ndarray) -> int:
-        """In place ``w -= server_lr * acc / fill``; empties the buffer; returns the fill."""
-        k = self.fill
-        if k == 0:
-            return 0
-        np.divide(self.acc, float(k), out=self._tmp)
+    def message(self, u: Upload) -> np.ndarray:
+        """``s(tau) (w_read - w_new)``."""
+        delta = self._msg
+        np.subtract(u.read, u.new, out=delta)
+        if self.weight != "none":
+            np.multiply(delta, staleness_weight(self.weight, u.staleness, self.exponent),
+                        out=delta)
+        return delta
+
+    def mix(self, w: np.ndarray, mean: np.ndarray) -> None:
+        """``w -= server_lr * mean``."""
         if self.server_lr != 1.0:
-            np.multiply(self._tmp, self.server_lr, out=self._tmp)
-        np.subtract(w, self._tmp, out=w)
-        self.acc.fill(0.0)
-        self.fill = 0
-        return k
+            np.multiply(mean, self.server_lr, out=mean)
+        np.subtract(w, mean, out=w)

@@ -135,7 +135,7 @@ def test_busy_fraction_with_think_time():
 def test_lean_streams_are_fedsim_rng_streams():
     """engine_common.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
     DelaySampler wrapping a bare bit generator draws what one wrapping the Generator does."""
-    from fedsim.engine_common import DelaySampler, lean_bitgen
+    from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
     from fedsim.rng import Streams, stream
 
     cases = [(0, 0, 0, "noise"), (1, 3, 7, "delays"), (12345, 2, 999, "noise")]
@@ -166,7 +166,8 @@ def test_engine_state_per_client_is_small():
     push it past 3.5 KB."""
     import tracemalloc
 
-    from fedsim.engine import _AsyncRun, problem_for
+    from fedsim.engine import problem_for
+    from fedsim.engine.dispatch import make_async_run as _AsyncRun
     from fedsim.rng import Streams
 
     n = 400

@@ -11,7 +11,7 @@ import pytest
 
 from fedsim.cli import main
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

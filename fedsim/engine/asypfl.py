@@ -13,8 +13,9 @@ upload -> think*:
 * the round draws, from the client's ``delays`` stream and in this order, one download
   delay, ``E_k`` compute delays (one per local step: ``delays.compute_per`` must be
   ``"step"``), one upload delay and one think time (constant models draw nothing).  The
-  block layout of :class:`fedsim.engine_common.DelaySampler` assumes a fixed number of
-  compute draws per round, which ``E_k = pi_k E`` is not, hence :class:`RoundDelays`;
+  block layout of :class:`fedsim.engine.delay_blocks.DelaySampler` assumes a fixed number of
+  compute draws per round, which ``E_k = pi_k E`` is not, hence
+  :class:`~fedsim.engine.delay_blocks.RoundDelays`;
 * the upload arrives at ``((t_read + dl) + c_1 + ... + c_{E_k}) + ul`` (one SimPy event per
   round; nothing the client reads changes in between: its snapshot, its own personal model
   and its own ``noise`` stream), and the ``E_k`` local steps
@@ -23,7 +24,7 @@ upload -> think*:
   step, kind ``"upload"``), adds the round's times to client k's running averages
   ``DeltaT^g_k`` (compute time per local step) and ``DeltaT^c_k`` (download + upload time
   per round) -- measured by the server on receipt, in simulated time -- and sets
-  ``E_k = pi_k E`` for k's next round (:class:`fedsim.servers.asypfl.AsyPFLServer`);
+  ``E_k = pi_k E`` for k's next round (:class:`fedsim.servers.asypfl.AsyPFLServerRule`);
   client k then downloads the new model (after its think time).
 
 Trace columns as in docs/INTERNALS.md section 4: ``staleness_steps = t - 1 - r_k``,
@@ -47,13 +48,14 @@ import math
 from typing import Any
 
 import numpy as np
-import simpy
 
-from fedsim.engine_common import StepLog, at, think_pause, urgent_at
+from fedsim.config import Scenario
+from fedsim.engine.delay_blocks import RoundDelays
+from fedsim.engine.setup import RunSetup
+from fedsim.engine.simpy_fast import at
 from fedsim.errors import FedsimError, require
-from fedsim.local import make_client_rule
-from fedsim.local.asypfl import AsyPFLRule
-from fedsim.servers.asypfl import AsyPFLServer, client_weights
+from fedsim.rng import Streams
+from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
 __all__ = ["run_asypfl", "RoundDelays"]
@@ -61,62 +63,33 @@ __all__ = ["run_asypfl", "RoundDelays"]
 K_UPLOAD = KINDS.index("upload")
 
 
-class RoundDelays:
-    """One client's delays, one round at a time with a variable number of compute draws.
-
-    :meth:`next_round` draws ``(download, (compute_1, ..., compute_E), upload, think)`` from
-    the client's ``delays`` stream in that order; constant models consume nothing.
-    """
-
-    __slots__ = ("rng", "dl", "cp", "ul", "th")
-
-    def __init__(self, models: dict[str, Any], rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.dl, self.cp = models["download"], models["compute"]
-        self.ul, self.th = models["upload"], models["think"]
-
-    def next_round(self, steps: int) -> tuple[float, tuple[float, ...], float, float]:
-        rng = self.rng
-        dl = float(self.dl.sample(rng))
-        cp = tuple(float(c) for c in np.asarray(self.cp.sample(rng, size=int(steps))))
-        ul = float(self.ul.sample(rng))
-        th = float(self.th.sample(rng))
-        return dl, cp, ul, th
-
-
-def run_asypfl(scenario, problem, streams, progress: bool) -> Trace:
+def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
+               spec: Any = None) -> Trace:
     """Simulate AsyPFL once (module docstring); ``streams`` is a :class:`fedsim.rng.Streams`."""
-    from fedsim.engine import initial_model, make_recorder
-
+    if spec is None:
+        from fedsim.algorithms import get_algorithm
+        spec = get_algorithm(scenario.algorithm.name)
     a = scenario.algorithm
-    require(a.name == "asypfl", "algorithm.name", a.name, "must be 'asypfl' for run_asypfl")
+    require(a.client_rule == "asypfl", "algorithm.client_rule", a.client_rule,
+            "must be 'asypfl' for run_asypfl")
     require(scenario.delays.compute_per == "step", "delays.compute_per",
             scenario.delays.compute_per,
             "must be 'step' for asypfl (DeltaT^g is the time of one local update)")
-    n, d = problem.n, problem.dim
-    env = simpy.Environment()
-    done = env.event()
-
-    def stop() -> None:
-        if not done.triggered:
-            done.succeed()
-
-    rule: AsyPFLRule = make_client_rule(a, problem)
-    w = initial_model(problem, scenario)
+    run = RunSetup(scenario, problem, streams, progress)
+    env, rule, rec, log, n, d = run.env, run.rule, run.rec, run.log, run.n, run.d
+    server = spec.server(a, problem)
+    state = server.init(run.w)
+    w = state.w
     beta = np.tile(w, (n, 1))  # beta_k^0 = omega^0 (fedsim.local.asypfl)
-    server = AsyPFLServer(client_weights(problem), int(a.get("E")))
-    rec = make_recorder(scenario, problem)
-    log = StepLog(rec, scenario.horizon.steps, w, progress, stop)
     samplers = [RoundDelays(scenario.delays.for_client(i), streams.client(i, "delays"))
                 for i in range(n)]
-    noise = [streams.client(i, "noise") for i in range(n)]
+    noise = run.make_noise()
     arrival = scenario.delays.read_at == "arrival"
     snaps = np.zeros((n, d))
     out = np.empty(d)
-    E_next = [server.E] * n
+    E_next = [state.stats.E] * n
     counts = np.zeros(n, dtype=np.int64)
     local_steps = np.zeros(n, dtype=np.int64)
-    idle = [0]
     rec.busy(0.0, 1.0)
 
     try:
@@ -142,10 +115,10 @@ def run_asypfl(scenario, problem, streams, progress: bool) -> Trace:
         sampler, rng, snap = samplers[i], noise[i], snaps[i]
         while True:
             E_i = E_next[i]
-            dl, comp, ul, th = sampler.next_round(E_i)
+            download, compute, upload, think = sampler.next_round(E_i)
             t = env.now
             if arrival:
-                t = t + dl
+                t = t + download
                 yield at(env, t)
                 if log.stopped:
                     return
@@ -153,41 +126,40 @@ def run_asypfl(scenario, problem, streams, progress: bool) -> Trace:
             r = log.t
             t_read = t
             if not arrival:
-                t = t + dl
-            for c in comp:
+                t = t + download
+            for c in compute:
                 t = t + c
-            t = t + ul
+            t = t + upload
             yield at(env, t)
             if log.stopped:
                 return
             rule.round(i, snap, beta[i], out, rng, tau=r, E=E_i)
-            server.apply(w, i, out, snap)  # eq. (4)
+            times = (math.fsum(compute), E_i, download + upload)
+            _, diag = server.apply(state, (Upload(i, snap, out, log.t - r, times),))  # eq. (4)
             counts[i] += 1
             local_steps[i] += E_i
-            server.report(i, math.fsum(comp), E_i, dl + ul)
-            E_next[i] = server.epochs(i)
+            E_next[i] = diag["E_next"]
             stopped = log.log(t, K_UPLOAD, i, log.t - r, t - t_read, 1, w)
             if rec.m_steps and rec.m_steps[-1] == log.t:
                 record_personal(log.t)
             if stopped:
                 return
-            if th != 0.0:
-                yield from think_pause(env, rec, idle, n, t, th)
+            if think != 0.0:
+                yield from run.think_pause(t, think)
                 if log.stopped:
                     return
 
     for i in range(n):
         env.process(client(i))
-    if math.isfinite(scenario.horizon.time):
-        urgent_at(env, scenario.horizon.time).callbacks.append(lambda _ev: log.halt())
-    env.run(until=done)
+    run.run_until_done()
     if f_star is not None:
         with np.errstate(all="ignore"):
             record_personal(log.t)
+    stats = state.stats
     rec.client_updates[:] = counts
     rec.info.update({
-        "pi": server.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
-        "dTg": server.dTg, "dTc": server.dTc, "p": server.p.copy(),
+        "pi": stats.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
+        "dTg": stats.dTg, "dTc": stats.dTc, "p": stats.p.copy(),
         "local_steps": local_steps, "beta": beta.copy(),
     })
     if f_star is not None:

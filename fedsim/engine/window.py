@@ -13,12 +13,15 @@ This is the paper's abstraction, not a physical one-job-per-client system.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from fedsim.engine_common import BLOCK, StepLog
-from fedsim.local import make_client_rule
-from fedsim.servers.fedasync import fedasync_apply
+from fedsim.config import Scenario
+from fedsim.engine.delay_blocks import BLOCK
+from fedsim.engine.setup import RunSetup, inner_counters
+from fedsim.rng import Streams
+from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
 __all__ = ["run_window"]
@@ -26,27 +29,28 @@ __all__ = ["run_window"]
 K_UPLOAD = KINDS.index("upload")
 
 
-def run_window(scenario, problem, streams, progress: bool) -> Trace:
+def run_window(scenario: Scenario, problem, streams: Streams, progress: bool,
+               spec: Any = None) -> Trace:
     """Simulate the window model (module docstring)."""
-    from fedsim.engine import initial_model, make_recorder
-
+    if spec is None:
+        from fedsim.algorithms import get_algorithm
+        spec = get_algorithm(scenario.algorithm.name)
     a = scenario.algorithm
-    n, d = problem.n, problem.dim
+    n = problem.n
     tau = int(a.tau)
     pmf = np.asarray(a.get("delay_pmf"), dtype=np.float64)
     pmf = pmf / pmf.sum()
-    rule = make_client_rule(a, problem)
-    beta = float(a.get("beta"))
-    w = initial_model(problem, scenario)
-    rec = make_recorder(scenario, problem)
     T = scenario.horizon.steps
     if math.isfinite(scenario.horizon.time):  # time is the step index; events at the horizon
         T = min(T, max(0, math.ceil(scenario.horizon.time) - 1))  # time are not processed
-    log = StepLog(rec, T, w, progress)
+    run = RunSetup(scenario, problem, streams, progress, steps=T, simulate=False)
+    rule, rec, log = run.rule, run.rec, run.log
+    server = spec.server(a, problem)
+    w = server.init(run.w)
     ring = np.tile(w, (tau + 1, 1))
     ev = streams.server("events")
-    noise = [streams.client(i, "noise") for i in range(n)]
-    out, delta = np.empty(d), np.empty(d)
+    noise = run.make_noise()
+    out = np.empty(problem.dim)
     updates = rec.client_updates
     j = 0
     who: list[int] = []
@@ -59,16 +63,14 @@ def run_window(scenario, problem, streams, progress: bool) -> Trace:
         i, s = who[j], lag[j]
         j += 1
         omega = t - s if s <= t else 0
-        rule.round(i, ring[omega % (tau + 1)], out, noise[i])
+        w_read = ring[omega % (tau + 1)]
+        rule.round(i, w_read, out, noise[i])
         updates[i] += 1
-        np.subtract(ring[omega % (tau + 1)], out, out=delta)
-        fedasync_apply(w, delta, beta)
+        w, _ = server.apply(w, (Upload(i, w_read, out, t - omega),))
         ring[(t + 1) % (tau + 1)] = w
         if log.log(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1, w):
             break
     bound = float(np.max(np.nonzero(pmf > 0)[0])) if tau >= 0 else 0.0
-    if hasattr(rule, "inner_iters"):
-        rec.info.update(inner_iters=rule.inner_iters, inner_solves=rule.inner_solves,
-                        inner_failures=rule.inner_failures)
+    rec.info.update(inner_counters(rule))
     rec.info["time_is_step_index"] = True
     return log.finish(w, float(log.t), bound if math.isfinite(bound) else math.inf)

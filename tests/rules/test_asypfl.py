@@ -68,7 +68,7 @@ def scenario(steps: int, alg: dict | None = None, delays: dict | None = None, **
 
 def run(sc: Scenario, problem=None, replicate: int = 0):
     from fedsim.engine import problem_for
-    from fedsim.engine_asypfl import run_asypfl
+    from fedsim.engine.asypfl import run_asypfl
 
     p = problem if problem is not None else problem_for(sc)
     with np.errstate(all="ignore"):
@@ -476,7 +476,7 @@ def test_time_horizon_stops_the_run():
 # --------------------------------------------------------------------------------------
 # end to end: engine.run dispatch and `fedsim run` on the example
 # --------------------------------------------------------------------------------------
-EXAMPLE = Path(__file__).parent.parent / "examples" / "asypfl_logistic.toml"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "asypfl_logistic.toml"
 
 
 def test_engine_run_dispatches_to_run_asypfl():

@@ -14,7 +14,7 @@ from fedsim.config import Scenario
 from fedsim.engine import run
 from fedsim.errors import ConfigError
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.toml"))
 PROBLEM = {"kind": "quadratic", "n": 3, "dim": 2, "mu": 0.5, "L": 1.0, "seed": 0}
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import initial_model, problem_for, run
-from fedsim.engine_area import event_probabilities
+from fedsim.engine.area import event_probabilities
 from theory.area import step_size
 from theory.oracle import (
     area_moments,

@@ -15,7 +15,7 @@ from scipy import stats
 
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run
-from fedsim.engine_area import event_probabilities, run_area
+from fedsim.engine.area import event_probabilities, run_area
 from fedsim.rng import Streams
 
 QP = {"kind": "quadratic", "n": 4, "dim": 3, "mu": 0.3, "L": 1.0, "heterogeneity": 1.0,

@@ -37,22 +37,25 @@ import math
 from typing import Any
 
 import numpy as np
-import simpy
 
-from fedsim.engine_common import DelaySampler, StepLog, at, think_pause, urgent_at
+from fedsim.config import Scenario
+from fedsim.engine.setup import RunSetup
+from fedsim.engine.simpy_fast import at
 from fedsim.errors import require
-from fedsim.local import make_client_rule
 from fedsim.local.area import AreaClients
-from fedsim.servers.area import AreaServer, StepSizes
+from fedsim.rng import Streams
+from fedsim.servers.area import StepSizes, theorem7_step_sizes
+from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
 __all__ = ["run_area", "step_schedule", "event_probabilities"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
+_NO_UPLOADS: tuple[Upload, ...] = ()
 
 
-def event_probabilities(scenario) -> tuple[np.ndarray, float]:
+def event_probabilities(scenario: Scenario) -> tuple[np.ndarray, float]:
     """``(p_i, p_s)`` of the iterate model's i.i.d. events ([A] Example 3)."""
     n = scenario.problem.n
     rates = np.array([1.0 / scenario.delays.for_client(i)["compute"].mean for i in range(n)])
@@ -61,55 +64,42 @@ def event_probabilities(scenario) -> tuple[np.ndarray, float]:
     return rates / tot, rs / tot
 
 
-def step_schedule(scenario, problem) -> StepSizes | Any:
-    """``alpha_k`` of the scenario: constant, c/(k+d), or [A] Theorem 7's (via theory.area)."""
+def step_schedule(scenario: Scenario, problem) -> StepSizes:
+    """``alpha_k`` of the scenario: constant, c/(k+d), or [A] Theorem 7's (H7.4,
+    :func:`fedsim.servers.area.theorem7_step_sizes`)."""
     s = scenario.algorithm.alpha
     if s.kind == "theorem7":
-        from theory.area import step_size
-
         p, ps = event_probabilities(scenario)
         cons = problem.constants
         L, mu = float(cons["L"].value), float(cons["mu"].value)
         require(mu > 0, "problem.mu", mu, "must be > 0 for the Theorem 7 schedule")
         M = int(scenario.algorithm.get("M"))
         p_min = float(min(p.min(), ps))
-        return lambda k: float(step_size(k, L=L, mu=mu, M=M, p_min=p_min))
+        return theorem7_step_sizes(L=L, mu=mu, M=M, p_min=p_min)
     return StepSizes(s.kind, s.value, s.c, s.d)
 
 
-def run_area(scenario, problem, streams, progress: bool, *,
-             check_invariant: bool = False) -> Trace:
+def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec: Any = None,
+             *, check_invariant: bool = False) -> Trace:
     """Simulate AREA; ``check_invariant`` records ``max |x_s + u_s - ybar|`` in ``info``."""
-    from fedsim.engine import initial_model, make_recorder
-
+    if spec is None:
+        from fedsim.algorithms import get_algorithm
+        spec = get_algorithm(scenario.algorithm.name)
     a = scenario.algorithm
-    n = problem.n
     require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
             "must be 'request' for area (the server's reply carries x_s)")
-    env = simpy.Environment()
-    done = env.event()
-
-    def stop() -> None:
-        if not done.triggered:
-            done.succeed()
-
-    sgd = make_client_rule(a, problem)
+    rule = spec.server(a, problem)
+    run = RunSetup(scenario, problem, streams, progress)
+    env, sgd, rec, log, n = run.env, run.rule, run.rec, run.log, run.n
     alpha = step_schedule(scenario, problem)
-    x0 = initial_model(problem, scenario)
-    server = AreaServer(x0, n)
-    clients = AreaClients(x0, n, sgd)
-    rec = make_recorder(scenario, problem)
-    log = StepLog(rec, scenario.horizon.steps, server.x_s, progress, stop)
-    noise = [streams.client(i, "noise") for i in range(n)]
-    steps = sgd.Q if scenario.delays.compute_per == "step" else 1
-    samplers = [DelaySampler(scenario.delays.for_client(i), streams.client(i, "delays"), steps)
-                for i in range(n)]
+    server = rule.init(run.w)
+    clients = AreaClients(run.w, n, sgd)
+    noise = run.make_noise()
+    samplers = run.make_samplers()
     inv = {"max": 0.0}
     iterate = a.model == "iterate_model"
-    tr = scenario.trigger
-    count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
+    count = run.trigger_count()
     rec.busy(0.0, 1.0)
-    idle = [0]
 
     def check() -> None:
         if check_invariant:
@@ -117,38 +107,40 @@ def run_area(scenario, problem, streams, progress: bool, *,
             inv["max"] = max(inv["max"], float(np.max(np.abs(r))))
 
     def aggregate() -> bool:
-        p = server.aggregate()
+        _, diag = rule.apply(server, _NO_UPLOADS)
         check()
-        return log.log(env.now, K_SERVER, -1, 0, 0.0, p, server.x_s)
+        return log.log(env.now, K_SERVER, -1, 0, 0.0, diag["fill"], server.x_s)
+
+    def arrival(i: int, k_read: int) -> None:
+        rule.apply(server, (Upload(i, None, clients.message(i), server.k - k_read),))
 
     def client_algorithm(i: int):
         x_recv = server.x_s.copy()
         a_recv = alpha(0)
         k_read, t_read = 0, 0.0
         while True:
-            dl, comp, ul, th = samplers[i].next_round()
-            t = env.now + dl
-            for c in comp:
+            download, compute, upload, think = samplers[i].next_round()
+            t = env.now + download
+            for c in compute:
                 t = t + c
-            t = t + ul
+            t = t + upload
             yield at(env, t)
             if log.stopped:
                 return
             clients.compute(i, x_recv, a_recv, noise[i])
-            msg = clients.message(i)
-            sst = server.k - k_read
-            server.receive(msg)
+            stale_steps = server.k - k_read
+            arrival(i, k_read)
             rec.client_updates[i] += 1
             check()
-            if log.log(t, K_CLIENT, i, sst, t - t_read, server.pending, server.x_s):
+            if log.log(t, K_CLIENT, i, stale_steps, t - t_read, server.pending, server.x_s):
                 return
             np.copyto(x_recv, server.x_s)
             a_recv = alpha(server.k)
             k_read, t_read = server.k, t
             if count is not None and server.pending >= count and aggregate():
                 return
-            if th != 0.0:
-                yield from think_pause(env, rec, idle, n, t, th)
+            if think != 0.0:
+                yield from run.think_pause(t, think)
                 if log.stopped:
                     return
 
@@ -156,14 +148,13 @@ def run_area(scenario, problem, streams, progress: bool, *,
         k_read, t_read = 0, 0.0
         t = 0.0
         while True:
-            _dl, comp, _ul, _th = samplers[i].next_round()
-            t = t + comp[0]
+            _download, compute, _upload, _think = samplers[i].next_round()
+            t = t + compute[0]
             yield at(env, t)
             if log.stopped:
                 return
             k = server.k
-            msg = clients.message(i)
-            server.receive(msg)
+            arrival(i, k_read)
             clients.compute(i, server.x_s, alpha(k), noise[i])
             rec.client_updates[i] += 1
             check()
@@ -171,22 +162,10 @@ def run_area(scenario, problem, streams, progress: bool, *,
                 return
             k_read, t_read = k, t
 
-    def timer(kind: str, param: float):
-        rng = streams.server("timer")
-        t = 0.0
-        while True:
-            t = t + (rng.exponential(1.0 / param) if kind == "poisson" else param)
-            yield at(env, t)
-            if log.stopped or aggregate():
-                return
-
     for i in range(n):
         env.process(client_model(i) if iterate else client_algorithm(i))
-    if tr.kind in ("poisson", "period"):
-        env.process(timer(tr.kind, tr.rate if tr.kind == "poisson" else tr.period))
-    if math.isfinite(scenario.horizon.time):
-        urgent_at(env, scenario.horizon.time).callbacks.append(lambda _ev: log.halt())
-    env.run(until=done)
+    run.start_timer(aggregate)
+    run.run_until_done()
     if check_invariant:
         rec.info["invariant_max"] = inv["max"]
     rec.info["k"] = server.k

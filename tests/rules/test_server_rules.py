@@ -38,7 +38,7 @@ def test_fedbuff_buffer_one_is_fedasync_bit_for_bit(w0, deltas, beta):
     for dl in deltas:
         fedasync_apply(a, dl.copy(), beta)
         srv.add(dl.copy(), tau=7)
-        assert srv.apply(b) == 1
+        assert srv.flush(b) == 1
     assert np.array_equal(a, b)
 
 
@@ -47,10 +47,10 @@ def test_fedbuff_hand_case_with_weights():
     srv.add(np.array([1.0, 0.0]), tau=0)
     srv.add(np.array([0.0, 2.0]), tau=3)
     w = np.zeros(2)
-    assert srv.apply(w) == 2
+    assert srv.flush(w) == 2
     np.testing.assert_allclose(w, [-1.0, -1.0])  # -2 * mean([1, 0], [0, 2 * 0.5])
     assert srv.fill == 0 and np.all(srv.acc == 0)
-    assert srv.apply(w) == 0
+    assert srv.flush(w) == 0
     assert staleness_weight("polynomial", 3, 2.0) == 1 / 16
     assert staleness_weight("none", 99) == 1.0
     with pytest.raises(ConfigError, match="staleness_weight"):
@@ -62,12 +62,12 @@ def test_asfedavg_and_fedavg_average_models():
     s.add(np.array([1.0, 3.0]))
     s.add(np.array([3.0, 5.0]))
     w = np.array([100.0, 100.0])
-    assert s.apply(w) == 2
+    assert s.flush(w) == 2
     np.testing.assert_array_equal(w, [2.0, 4.0])
     s2 = ASFedAvgServer(2, beta=0.5)
     s2.add(np.array([2.0, 4.0]))
     w = np.zeros(2)
-    s2.apply(w)
+    s2.flush(w)
     np.testing.assert_array_equal(w, [1.0, 2.0])
     w = np.array([9.0, 9.0])
     fedavg_aggregate(w, [np.array([0.0, 1.0]), np.array([2.0, 3.0])])

@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine import _AsyncRun
-from fedsim.engine_area import run_area
-from fedsim.engine_sync import run_sync
-from fedsim.engine_window import run_window
+from fedsim.engine.area import run_area
+from fedsim.engine.dispatch import make_async_run as _AsyncRun
+from fedsim.engine.sync import run_sync
+from fedsim.engine.window import run_window
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
 from fedsim.problems.quadratic import QuadraticProblem

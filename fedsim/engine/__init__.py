@@ -1,0 +1,24 @@
+"""The SimPy engine: ``run(scenario, replicate=0, progress=False) -> Trace``.
+
+One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one idea each
+(imports run downwards only; nothing here imports ``theory``):
+
+* :mod:`~fedsim.engine.dispatch`      -- :func:`run` and the runner table;
+* :mod:`~fedsim.engine.setup`         -- what every mode starts from (problem, ``w^0``,
+  recorder, stop, horizon, timer, think pause, counters);
+* :mod:`~fedsim.engine.physical`      -- asynchronous physical model, buffered uploads;
+* :mod:`~fedsim.engine.fedasync_fast` -- its FedAsync hot path (one event per round);
+* :mod:`~fedsim.engine.reference`     -- the per-step specification of both;
+* :mod:`~fedsim.engine.window`, :mod:`~fedsim.engine.sync`, :mod:`~fedsim.engine.area`,
+  :mod:`~fedsim.engine.asypfl` -- the other execution models;
+* :mod:`~fedsim.engine.delay_blocks`, :mod:`~fedsim.engine.steplog`,
+  :mod:`~fedsim.engine.staleness` -- delays, the server-step log, the staleness bound;
+* :mod:`~fedsim.engine.simpy_fast`    -- the only access to SimPy's private fields.
+"""
+
+from fedsim.engine.dispatch import RUNNERS, run, runner_for
+from fedsim.engine.setup import initial_model, make_recorder, problem_for
+from fedsim.engine.staleness import physical_staleness_bound
+
+__all__ = ["run", "RUNNERS", "runner_for", "problem_for", "make_recorder", "initial_model",
+           "physical_staleness_bound"]
