@@ -91,7 +91,7 @@ class Scenario:
                     "needs model='iterate_model' (p_min comes from the Poisson rates)")
 
     def _check_asypfl(self) -> None:
-        """AsyPFL (fedsim.engine_asypfl): one upload per server step (eq. (4)); one compute
+        """AsyPFL (fedsim.engine.asypfl): one upload per server step (eq. (4)); one compute
         delay per local step (DeltaT^g); pi_k = DeltaT^c/(DeltaT^g p^k pi_min) finite."""
         from fedsim.delays import Constant
 

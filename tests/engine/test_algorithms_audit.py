@@ -344,7 +344,7 @@ def test_ergodic_last_step_off_the_record_grid():
 
 
 # --------------------------------------------------------------------------------------
-# Provable staleness bound (engine_common.physical_staleness_bound): floating-point edge
+# Provable staleness bound (fedsim.engine.staleness.physical_staleness_bound): floating-point edge
 # --------------------------------------------------------------------------------------
 def test_staleness_bound_survives_clock_rounding():
     """Client 1: compute 0, think 0.3 (c_min = 0.3), uploads at 0, 0.3, 0.6, ... (float sums).
@@ -352,7 +352,7 @@ def test_staleness_bound_survives_clock_rounding():
     55000 by ~1e-12 relatively (bound: floor(W/0.3) + 1 = 55000 uploads) but all 55001
     uploads of client 1 at k * 0.3 (k = 0..55000, as the engine sums them) precede W.
     With the old 1e-12 slack the bound was 55000 and the engine measured 55001; the 1e-9
-    slack (engine_common.physical_staleness_bound) covers this clock rounding."""
+    slack (fedsim.engine.staleness.physical_staleness_bound) covers this clock rounding."""
     u = 0.0
     for _ in range(55000):
         u = u + 0.3

@@ -133,7 +133,7 @@ def test_busy_fraction_with_think_time():
 
 
 def test_lean_streams_are_fedsim_rng_streams():
-    """engine_common.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
+    """delay_blocks.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
     DelaySampler wrapping a bare bit generator draws what one wrapping the Generator does."""
     from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
     from fedsim.rng import Streams, stream

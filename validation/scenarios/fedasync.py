@@ -94,7 +94,7 @@ def persafl_case(theorem: str, name: str, title: str, description: str, problem_
     else:
         checks = [SimCheck("H1.4(i) staleness <= tau (measured)", tau_decl,
                            f"physical clients with bounded delays: provable tau = {tau_sim} "
-                           f"(fedsim.engine_common.physical_staleness_bound); declared tau = "
+                           f"(fedsim.engine.physical_staleness_bound); declared tau = "
                            f"{tau_decl}")]
     if rule.get("client_rule") == "moreau":
         checks.append(SimCheck("inner accuracy ||grad h_tilde|| <= nu (measured)", 0,
