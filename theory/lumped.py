@@ -96,7 +96,8 @@ def lumped_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Calla
     ``sqrt(d) tol``); ``prune`` > 0 drops states of probability < ``prune``.  Both need the
     Lipschitz constant ``lipschitz`` (default ``problem.B``).  ``attrs["method"]`` is
     ``"lumped-exact"`` when neither is used (or neither changed anything), else
-    ``"lumped-merged"``; ``attrs["error_bound"]`` is the bound at K.
+    ``"lumped-merged"`` (also the ``method`` column); ``attrs["error_bound"]`` is the bound at K.
+    :func:`theory.lumped_mc.area_oracle` falls back to Monte Carlo past ``max_states``.
     """
     n = check_integer("problem.n", getattr(problem, "n", None), low=1)
     d = check_integer("problem.dim", getattr(problem, "dim", None), low=1)
@@ -276,6 +277,7 @@ def lumped_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Calla
                                      "error_bound", "f_error_bound", "sq_error_bound",
                                      "dropped_mass"])
     exact = transport == 0.0 and dropped == 0.0
+    df["method"] = "lumped-exact" if exact else "lumped-merged"
     df.attrs.update({
         "oracle": "lumped_events", "model": "AREA Appendix A, i.i.d. events",
         "method": "lumped-exact" if exact else "lumped-merged",
