@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from fedsim.errors import ConfigError, check_integer, check_probability, require
-from theory.lumped import _event_law, lumped_events
+from theory.lumped import _event_law, exchangeable_classes, lumped_events
 
 __all__ = ["mc_events", "area_oracle"]
 
@@ -136,6 +136,9 @@ def mc_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Callable[
     x_star = np.asarray(problem.x_star, dtype=np.float64).reshape(d)
     f_star = float(problem.f_star)
     vec = _Vec(problem, n, d)
+    # clients with identical maps (equal centres; p_i does not matter here) share one G^M
+    cls_of = np.array(exchangeable_classes(problem, np.zeros(n)))
+    reps = [int(np.flatnonzero(cls_of == c)[0]) for c in range(int(cls_of.max()) + 1)]
     cum = np.cumsum(np.append(pv, ps))
     cum[-1] = np.inf                              # event n = server
     rec = sorted(set(range(0, K + 1, record_every)) | {K})
@@ -165,15 +168,17 @@ def mc_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Callable[
             srv = J == n
             new_xs = y[srv].mean(axis=1)          # uses the memories before this event
             a = alphas[k]
-            for i in range(n):
-                rows = np.flatnonzero(J == i)
+            cl = cls_of[np.minimum(J, n - 1)]
+            for c, rep in enumerate(reps):      # one G^M per class of identical client maps
+                rows = np.flatnonzero((cl == c) & ~srv)
                 if rows.size == 0:
                     continue
                 z = xs[rows].copy()
                 for _ in range(M):
-                    z -= a * vec.grad(i, z)
-                y[rows, i] = x[rows, i]
-                x[rows, i] = z
+                    z -= a * vec.grad(rep, z)
+                who = J[rows]
+                y[rows, who] = x[rows, who]
+                x[rows, who] = z
             xs[srv] = new_xs
             if ri < len(rec) and rec[ri] == k + 1:
                 _measure(acc[ri], vec, xs, S, k + 1, x_star, f_star)
