@@ -9,8 +9,9 @@ Sequential, within a wall-clock budget:
 2. **Local refinement** around the ``refine`` best grid points:
    :func:`scipy.optimize.differential_evolution` on the box spanned by the neighbouring grid
    levels of every range parameter (integer parameters kept integral with ``integrality``;
-   list parameters fixed at the point's value), maximising the ratio; evaluations are
-   memoised and the budget stops it.
+   list parameters fixed at the point's value), maximising the ratio, then a compass
+   (generating-set) search from the best point of the box, steps halved down to 1 for
+   integers and 1/64 of the box for reals; evaluations are memoised and the budget stops it.
 3. **Confirmation**: every distinct point whose measured value exceeds its bound (up to
    ``confirm`` of them, largest violation first) is simulated again, independently, by the
    engine through :func:`validation.suites.run_cases` -- validate's machinery: Student-t 99%
@@ -172,7 +173,34 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
 
     try:
         differential_evolution(f, bounds, integrality=integ, maxiter=st.refine_iter,
-                               popsize=4, polish=False, seed=st.seed, tol=0.0, init="sobol")
+                               popsize=5, polish=False, seed=st.seed, tol=0.0, init="sobol")
+        # compass (generating-set) polish from the best point seen in this cell
+        inside = [r for r in rows.values()
+                  if all(lo - 1e-12 <= r[d.name] <= hi + 1e-12
+                         for d, (lo, hi) in zip(ranges, bounds, strict=True))
+                  and all(r.get(k) == v for k, v in fixed.items() if not isinstance(v, list))]
+        x = np.array([max(inside, key=_score)[d.name] for d in ranges], dtype=float)
+        fx = f(x)
+        steps = np.array([max(1.0, round((hi - lo) / 4)) if d.integer else (hi - lo) / 4
+                          for d, (lo, hi) in zip(ranges, bounds, strict=True)])
+        floor = np.array([1.0 if d.integer else (hi - lo) / 64
+                          for d, (lo, hi) in zip(ranges, bounds, strict=True)])
+        while True:
+            moved = False
+            for j in range(len(ranges)):
+                for sgn in (1.0, -1.0):
+                    y = x.copy()
+                    y[j] = min(max(y[j] + sgn * steps[j], bounds[j][0]), bounds[j][1])
+                    if y[j] == x[j]:
+                        continue
+                    fy = f(y)
+                    if fy < fx:
+                        x, fx, moved = y, fy, True
+                        break
+            if not moved:
+                if np.all(steps <= floor):
+                    break
+                steps = np.maximum(floor, np.where(floor == 1.0, np.floor(steps / 2), steps / 2))
     except _Stop:
         pass
 
@@ -239,10 +267,11 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
         top = sorted(rows.values(), key=_score, reverse=True)[: st.refine]
         bar = _bar(st.refine * st.refine_iter * 4 * len(dims), f"{fam.name} refine",
                    st.progress)
-        for best in top:
+        for j, best in enumerate(top):
             if clock.left() <= 0:
                 break
-            _refine(fam, dims, {**best, **fixed}, st, out, clock, rows, bar)
+            share = _Clock(clock.left() / (len(top) - j))   # equal shares of what is left
+            _refine(fam, dims, {**best, **fixed}, st, out, share, rows, bar)
         if bar is not None:
             bar.close()
     conf = _confirm(fam, list(rows.values()), st, out) if st.confirm > 0 else {}
