@@ -49,6 +49,10 @@ from validation.search_space import Dim, coarse_grid, levels, parse_space
 __all__ = ["SearchSettings", "evaluate", "run_search", "OBJECTIVES"]
 
 OBJECTIVES = ("violation", "looseness")
+_COLUMNS = ["theorem", "mode", "horizon", "bound", "status", "claim", "measured", "error",
+            "method", "ratio", "violation_ratio", "verdict", "ci_low", "ci_high", "mc_mean",
+            "oracle_z", "phase", "oracle", "n_oracle", "unknown_hypotheses",
+            "failing_hypotheses", "seconds", "point", "params"]
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,9 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
     for col in ("verdict", "ci_low", "ci_high", "mc_mean", "oracle_z"):
         df[col] = [conf.get(p, {}).get(col, "" if col == "verdict" else math.nan)
                    for p in df["point"]]
+    lead = [p.name for p in fam.params if p.name in df.columns]
+    df = df[lead + [c for c in _COLUMNS if c in df.columns]
+            + sorted(c for c in df.columns if c not in lead and c not in _COLUMNS)]
     df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
     df.to_csv(out / "search.csv", index=False, float_format="%.10g")
     atomic_write_json(out / "summary.json", {
