@@ -153,7 +153,7 @@ def test_theorem8_mc_fallback_matches_exact():
     inst = get_family("theorem8-norm").build({"n": 4, "p_s": 0.3, "M": 10, "K": 10})
     ex = inst.measure(max_states=10**6)
     mc = inst.measure(max_states=5, replicates=40_000, seed=3)
-    assert ex.method == "exact" and mc.method == "mc" and mc.n == 20_000
+    assert ex.method == "exact" and mc.method == "mc" and mc.n == 40_000
     z, ok = oracle_test(mc.value, mc.se, ex.value, ORACLE_FAR)
     assert ok, (ex, mc, z)
 
@@ -168,7 +168,14 @@ def test_theorem2_has_no_exact_oracle_and_uses_mc():
 @settings(max_examples=200, deadline=None)
 @given(hs.floats(-5, 5), hs.floats(-2, 2), hs.floats(0.01, 1.0), hs.integers(1, 60))
 def test_norm_closed_form_map_equals_explicit_steps(x, c, h, M):
+    """Equal away from exact kink hits (|x - c|/h an integer: a rounding-level event where
+    explicit steps in absolute coordinates and the closed form in x - c may differ)."""
+    from hypothesis import assume
+
     from validation.families.norm_mc import norm_gm
+
+    r = abs(x - c) / h
+    assume(abs(r - round(r)) > 1e-6)
 
     z = x
     for _ in range(M):
