@@ -141,7 +141,8 @@ def _score(row: dict) -> float:
 
 
 def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out: Path,
-            clock: _Clock, rows: dict[str, dict], bar: Any) -> None:
+            clock: _Clock, rows: dict[str, dict], bar: Any,
+            user_fixed: dict[str, Any] | None = None) -> None:
     """Differential evolution on the grid cell around ``best`` (see the module docstring)."""
     from scipy.optimize import differential_evolution
 
@@ -157,7 +158,7 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
         lo, hi = lv[max(0, j - 1)], lv[min(len(lv) - 1, j + 1)]
         bounds.append((float(lo), float(hi) if hi > lo else float(lo) + 1e-9))
         integ.append(d.integer)
-    fixed = {d.name: best[d.name] for d in dims if d not in ranges}
+    fixed = {**(user_fixed or {}), **{d.name: best[d.name] for d in dims if d not in ranges}}
 
     class _Stop(Exception):
         pass
@@ -278,7 +279,7 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
             if clock.left() <= 0:
                 break
             share = _Clock(clock.left() / (len(top) - j))   # equal shares of what is left
-            _refine(fam, dims, {**best, **fixed}, st, out, share, rows, bar)
+            _refine(fam, dims, {**best, **fixed}, st, out, share, rows, bar, fixed)
         if bar is not None:
             bar.close()
     conf = _confirm(fam, list(rows.values()), st, out) if st.confirm > 0 else {}

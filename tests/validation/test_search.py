@@ -125,3 +125,12 @@ def test_cli_errors_are_one_line(capsys):
     err = capsys.readouterr().err
     assert err.startswith("fedsim: error:") and err.count("\n") == 1
     assert main(["search", "theorem8"]) == 2
+
+
+def test_refinement_keeps_fixed_parameters(tmp_path):
+    st = SearchSettings(budget=20, grid=4, refine=1, refine_iter=1, confirm=0, workers=1,
+                        progress=False)
+    df = run_search("theorem8-norm", "K=3..8, p_s=0.3..0.5, M=[10]", st, out=tmp_path,
+                    fixed={"n": 3, "mode": "corrected"})
+    assert (df["phase"] == "refine").any()
+    assert (df["n"] == 3).all() and (df["mode"] == "corrected").all()
