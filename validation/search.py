@@ -288,7 +288,7 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
         df[col] = [conf.get(p, {}).get(col, "" if col == "verdict" else math.nan)
                    for p in df["point"]]
     lead = [p.name for p in fam.params if p.name in df.columns]
-    df = df[lead + [c for c in _COLUMNS if c in df.columns]
+    df = df[lead + [c for c in _COLUMNS if c in df.columns and c not in lead]
             + sorted(c for c in df.columns if c not in lead and c not in _COLUMNS)]
     df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
     df.to_csv(out / "search.csv", index=False, float_format="%.10g")
