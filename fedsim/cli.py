@@ -8,6 +8,7 @@ dispatcher:
 * ``fedsim bounds``    -- :mod:`theory.cli` (evaluate a theorem's bound)
 * ``fedsim validate``  -- :mod:`validation.cli` (Monte-Carlo suites -> verdicts + PDF)
 * ``fedsim report``    -- :mod:`validation.cli` (rebuild the PDF of a run directory)
+* ``fedsim search``    -- :mod:`validation.search_cli` (bound violations / looseness over a family)
 
 Every user error (bad option, bad TOML, inconsistent scenario) prints one line
 ``fedsim: error: ...`` on stderr and exits with code 2.
@@ -24,7 +25,7 @@ from fedsim.errors import FedsimError
 
 __all__ = ["main", "build_parser", "OneLineParser"]
 
-_SUBCOMMAND_MODULES = ("fedsim.cli_run", "theory.cli", "validation.cli")
+_SUBCOMMAND_MODULES = ("fedsim.cli_run", "theory.cli", "validation.cli", "validation.search_cli")
 
 
 class OneLineParser(argparse.ArgumentParser):

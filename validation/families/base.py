@@ -1,0 +1,303 @@
+"""The scenario-family records: parameters in, a fully resolved instance out (issue 11, item 1).
+
+A *family* is a named, documented builder ``params -> Instance``.  The instance carries
+everything a study of one theorem at one point of its parameter space needs:
+
+* the engine scenario (a plain dict, :class:`fedsim.config.Scenario` shape) to simulate,
+* the theorem call, already evaluated: a :class:`theory.result.BoundResult` in which every
+  hypothesis that the construction settles is resolved (no ``unknown`` that the family
+  decides: the family knows its noise, its event law and its minimiser),
+* the measured quantity (engine metric, horizon, a human label),
+* the exact oracle, if there is one (else Monte Carlo, with its confidence interval).
+
+:meth:`Instance.measure` returns a :class:`Measurement` whose ``method`` says how the number
+was obtained (``"exact"`` or ``"mc"``); :meth:`Instance.case` turns the instance into a
+:class:`validation.scenarios.Case`, so :func:`validation.suites.run_cases` (the machinery of
+``fedsim validate``) can simulate it and give the same verdicts validate gives.
+
+Public helpers replace the private ones a user used to need: :func:`event_probabilities`
+(p_i, p_s from probabilities or Poisson rates), :func:`resolve_hypotheses`,
+:func:`engine_scenario`, :func:`build_problem_from`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.config import ProblemConfig, build_problem
+from fedsim.errors import ConfigError, check_positive, require
+from theory.result import BoundResult, Hypothesis, Status
+from validation.scenarios.common import CLAIM_STATUSES, SEED
+
+__all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
+           "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
+           "params_digest", "poisson_delays"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a family: ``kind`` is ``int``, ``float``, ``choice`` or ``list``."""
+
+    name: str
+    kind: str
+    default: Any
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` checked and converted to this parameter's type (ConfigError if bad)."""
+        if value is None:
+            return None
+        if self.kind == "list":
+            vals = [float(v) for v in (value if isinstance(value, (list, tuple, np.ndarray))
+                                       else str(value).split(","))]
+            return vals
+        if self.kind == "choice":
+            require(value in self.choices, self.name, value, f"must be one of {self.choices}")
+            return value
+        if self.kind == "int":
+            f = float(value)
+            require(math.isfinite(f) and f == round(f), self.name, value, "must be an integer")
+            value = int(round(f))
+        else:
+            value = float(value)
+            require(math.isfinite(value), self.name, value, "must be finite")
+        if self.low is not None:
+            require(value >= self.low, self.name, value, f"must be >= {self.low:g}")
+        if self.high is not None:
+            require(value <= self.high, self.name, value, f"must be <= {self.high:g}")
+        return value
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """The measured quantity of one instance.
+
+    ``method``: ``"exact"`` (an exact oracle; ``error`` is its rigorous error bound, 0 when
+    nothing was merged or pruned) or ``"mc"`` (Monte Carlo; ``error`` is the half-width of
+    the 99% confidence interval, ``se`` its standard error, ``n`` the replicates).
+    """
+
+    value: float
+    method: str
+    error: float = 0.0
+    se: float = 0.0
+    n: int = 0
+    detail: str = ""
+
+
+@dataclass
+class Instance:
+    """One point of a family: scenario, resolved bound, measured quantity, oracle."""
+
+    family: str
+    theorem: str
+    mode: str
+    params: dict[str, Any]
+    bound: BoundResult
+    scenario: dict
+    metric: str
+    horizon: int
+    quantity: str
+    description: str
+    constants: list[dict]
+    exact: Callable[[int], Measurement | None] | None = None
+    mc: Callable[[int, int], Measurement] | None = None
+    sim_checks: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def bound_value(self) -> float:
+        """The bound at the instance's horizon (a float)."""
+        return float(np.asarray(self.bound.value, dtype=np.float64).reshape(-1)[-1])
+
+    @property
+    def status(self) -> str:
+        """The bound's status (``Status.value``)."""
+        return str(self.bound.status.value)
+
+    @property
+    def hypotheses_hold(self) -> bool | None:
+        """False if a hypothesis fails, None if one is still unknown, else True."""
+        hs = [h.holds for h in self.bound.hypotheses]
+        if any(h is False for h in hs):
+            return False
+        return None if any(h is None for h in hs) else True
+
+    @property
+    def unknown(self) -> list[str]:
+        """Names of the hypotheses still unknown (left to the simulation's own checks)."""
+        return [h.name for h in self.bound.hypotheses if h.holds is None]
+
+    @property
+    def is_claim(self) -> bool:
+        """True when validate would test the bound as an upper bound (as its verdicts do)."""
+        return self.bound.status in CLAIM_STATUSES and self.hypotheses_hold is not False
+
+    def measure(self, *, max_states: int = 200_000, replicates: int = 20_000,
+                seed: int = 0) -> Measurement:
+        """The measured quantity: the exact oracle when feasible, else Monte Carlo.
+
+        ``max_states`` bounds an exact enumeration; ``replicates`` and ``seed`` are the
+        Monte-Carlo fallback's (an exact oracle that gives up within its budget falls back).
+        """
+        if self.exact is not None:
+            m = self.exact(max_states)
+            if m is not None:
+                return m
+        require(self.mc is not None, "family", self.family, "has neither oracle nor MC")
+        return self.mc(replicates, seed)
+
+    def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan):
+        """This instance as a :class:`validation.scenarios.Case` (one run set, one row), for
+        :func:`validation.suites.run_cases`: validate's verdict machinery."""
+        from validation.scenarios.common import Case, Row, RunSpec
+
+        name = key or f"{self.family}-{params_digest(self.params)}"
+        run_key = f"{self.theorem}/{name}/{self.mode}/H{self.horizon}"
+        run = RunSpec(run_key, self.scenario, self.metric, (self.horizon,), int(replicates))
+        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact)
+        return Case(self.theorem, name, f"search: {self.family}", self.description,
+                    "horizon", self.quantity, math.nan, [run], [row], self.constants,
+                    list(self.sim_checks), list(self.notes))
+
+
+@dataclass(frozen=True)
+class Family:
+    """A named scenario family: its theorem, its parameters and its builder."""
+
+    name: str
+    theorem: str
+    title: str
+    doc: str
+    params: tuple[Param, ...]
+    builder: Callable[[dict[str, Any]], Instance]
+    modes: tuple[str, ...] = ()
+
+    def defaults(self) -> dict[str, Any]:
+        """Every parameter's default value."""
+        return {p.name: p.default for p in self.params}
+
+    def param(self, name: str) -> Param:
+        """The :class:`Param` called ``name`` (ConfigError if unknown)."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise ConfigError(f"family {self.name!r} has no parameter {name!r}, got {name}={name!r}"
+                          f" (parameters: {', '.join(p.name for p in self.params)})")
+
+    def complete(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Defaults updated by ``params``, every value checked (unknown names raise)."""
+        out = self.defaults()
+        for k, v in (params or {}).items():
+            out[k] = self.param(k).coerce(v)
+        return out
+
+    def build(self, params: Mapping[str, Any] | None = None) -> Instance:
+        """The instance at ``params`` (missing ones take their defaults)."""
+        return self.builder(self.complete(params))
+
+
+def params_digest(params: Mapping[str, Any]) -> str:
+    """A stable 12-hex digest of a parameter dict (names a point on disk)."""
+    blob = json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def event_probabilities(n: int, *, p: Sequence[float] | None = None,
+                        rates: Sequence[float] | None = None, p_s: float | None = None,
+                        rate_s: float | None = None) -> tuple[np.ndarray, float, np.ndarray,
+                                                              float]:
+    """Event law of AREA's iterate model ([A] eqs (5)-(7)) from probabilities or rates.
+
+    Give either ``p`` (n client probabilities; ``p_s = 1 - sum p`` if omitted), or ``rates``
+    and ``rate_s`` (Poisson rates: ``p_i = rate_i / total``), or only ``p_s`` (equal
+    ``p_i = (1 - p_s)/n``).  Returns ``(p, p_s, rates, rate_s)`` with the rates normalised
+    so that they sum to 1 (the engine's Poisson clocks then realise exactly ``p``).
+    """
+    if rates is not None:
+        r = np.asarray(rates, dtype=np.float64).reshape(-1)
+        require(r.size == n, "rates", list(r), f"must have n = {n} entries")
+        require(rate_s is not None, "rate_s", rate_s, "is required with rates")
+        for i, v in enumerate(r):
+            check_positive(f"rates[{i}]", float(v))
+        rs = check_positive("rate_s", rate_s)
+        tot = float(r.sum()) + rs
+        pv, ps = r / tot, rs / tot
+    elif p is not None:
+        pv = np.asarray(p, dtype=np.float64).reshape(-1)
+        require(pv.size == n, "p", list(pv), f"must have n = {n} entries")
+        for i, v in enumerate(pv):
+            check_positive(f"p[{i}]", float(v))
+        ps = 1.0 - float(pv.sum()) if p_s is None else float(p_s)
+        check_positive("p_s", ps)
+        require(abs(float(pv.sum()) + ps - 1.0) <= 1e-9, "p", list(pv),
+                f"must sum with p_s={ps:g} to 1")
+    else:
+        require(p_s is not None, "p_s", p_s, "is required without p or rates")
+        ps = check_positive("p_s", p_s)
+        require(ps < 1.0, "p_s", ps, "must be < 1")
+        pv = np.full(n, (1.0 - ps) / n)
+    return pv, float(ps), pv.copy(), float(ps)
+
+
+def resolve_hypotheses(res: BoundResult, facts: Mapping[str, tuple[bool | None, str]],
+                       ) -> BoundResult:
+    """Settle the hypotheses a construction guarantees: ``facts`` maps a hypothesis-name
+    prefix to ``(holds, why)``; only ``holds=None`` hypotheses are replaced.  A failing one
+    makes the status ``NOT_APPLICABLE`` (as validate does)."""
+    out = []
+    for h in res.hypotheses:
+        hit = next((v for k, v in facts.items() if h.name.startswith(k)), None)
+        if h.holds is None and hit is not None:
+            h = Hypothesis(h.name, hit[0], f"construction: {hit[1]}")
+        out.append(h)
+    res.hypotheses = out
+    if any(h.holds is False for h in out):
+        res.status = Status.NOT_APPLICABLE
+    return res
+
+
+def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[str, Any],
+                    steps: int, metrics: Sequence[str], *, every: int = 1,
+                    delays: Mapping[str, Any] | None = None,
+                    trigger: Mapping[str, Any] | None = None, seed: int = SEED) -> dict:
+    """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set."""
+    d: dict[str, Any] = {"name": name, "seed": int(seed), "problem": dict(problem),
+                         "algorithm": dict(algorithm), "horizon": {"steps": int(steps)},
+                         "record": {"every": int(every), "metrics": list(metrics)}}
+    if delays is not None:
+        d["delays"] = dict(delays)
+    if trigger is not None:
+        d["trigger"] = dict(trigger)
+    return d
+
+
+def build_problem_from(cfg: Mapping[str, Any]) -> Any:
+    """The problem object of a ``[problem]`` table (``{"kind": ..., **kwargs}``)."""
+    return build_problem(ProblemConfig.from_dict(dict(cfg)))
+
+
+def constants_of(problem: Any) -> list[dict]:
+    """The problem's tagged constants as records (for reports)."""
+    return problem.constants_frame().to_dict("records")
+
+
+def poisson_delays(rates: Sequence[float]) -> dict:
+    """A ``[delays]`` table giving client i an exponential compute time of rate ``rates[i]``."""
+    r = [float(v) for v in rates]
+    d: dict[str, Any] = {"compute": {"kind": "exponential", "rate": r[0]}}
+    over = [{"clients": [i], "compute": {"kind": "exponential", "rate": v}}
+            for i, v in enumerate(r) if i > 0 and v != r[0]]
+    if over:
+        d["override"] = over
+    return d

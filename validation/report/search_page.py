@@ -1,0 +1,112 @@
+"""The PDF page of ``fedsim search`` (issue 11 item 3): worst instance and a ratio heat map.
+
+One A4-landscape page: on the left the worst instance (largest ``ratio`` of the search's
+objective) with its parameters, bound and status, measured value and method, and -- if it
+was confirmed -- validate's verdict with the 99% CI of the confirmation run; on the right a
+heat map of the ratio over two chosen parameters (the maximum over every other parameter,
+grid points only; refinement points overlaid as dots), with ratio = 1 marked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+from validation.report.layout import FONT, INK, PAGE_SIZE, SMALL  # noqa: E402
+
+__all__ = ["search_page", "heat_axes"]
+
+_SKIP = {"point", "theorem", "horizon", "bound", "status", "claim", "unknown_hypotheses",
+         "failing_hypotheses", "measured", "error", "method", "oracle", "n_oracle", "phase",
+         "seconds", "violation_ratio", "ratio", "verdict", "ci_low", "ci_high", "mc_mean",
+         "oracle_z", "params", "mode"}
+
+
+def heat_axes(df: pd.DataFrame, searched: list[str]) -> tuple[str, str] | None:
+    """The two searched parameters with the most distinct grid values (None if < 2)."""
+    grid = df[df["phase"] == "grid"]
+    cand = sorted((c for c in searched if c in grid.columns and grid[c].nunique() > 1),
+                  key=lambda c: -grid[c].nunique())
+    return (cand[0], cand[1]) if len(cand) >= 2 else None
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objective: str,
+                axes: tuple[str, str] | None = None, searched: list[str] | None = None) -> Path:
+    """Write the one-page PDF of a search table (``search.csv`` rows) to ``pdf``."""
+    pdf = Path(pdf)
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    searched = searched or [c for c in df.columns if c not in _SKIP]
+    axes = axes or heat_axes(df, searched)
+    fig = plt.figure(figsize=PAGE_SIZE)
+    fig.suptitle(title, fontsize=FONT + 4, x=0.03, ha="left")
+    ok = df[np.isfinite(df["ratio"].astype(float))]
+    lines = [f"objective: {objective} (ratio = "
+             f"{'measured / bound' if objective == 'violation' else 'bound / measured'})",
+             f"{len(df)} points ({int((df['phase'] == 'grid').sum())} grid, "
+             f"{int((df['phase'] != 'grid').sum())} refinement); methods: "
+             + ", ".join(f"{k} {v}" for k, v in df["method"].value_counts().items()),
+             f"measured > bound at {int((df['violation_ratio'] > 1).sum())} points", ""]
+    colour = "black"
+    if len(ok):
+        w = ok.iloc[int(np.argmax(ok["ratio"].to_numpy(float)))]
+        lines += ["worst instance:"] + [f"  {c} = {_fmt(w[c])}" for c in searched if c in w]
+        lines += [f"  bound = {_fmt(w['bound'])}  [{w['status']}]",
+                  f"  measured = {_fmt(w['measured'])} +- {_fmt(w['error'])}  ({w['method']},"
+                  f" {w['oracle']})", f"  ratio = {_fmt(w['ratio'])}"]
+        v = str(w.get("verdict", "") or "")
+        if v and v != "nan":
+            colour = INK.get(v, "black")
+            lines += [f"  confirmation (engine, validate's 99% CI): {v}",
+                      f"  CI [{_fmt(w['ci_low'])}, {_fmt(w['ci_high'])}] vs bound "
+                      f"{_fmt(w['bound'])}"]
+        elif w["violation_ratio"] > 1:
+            lines.append("  not confirmed (confirmation cap reached or disabled)")
+    ax_t = fig.add_axes((0.03, 0.05, 0.36, 0.85))
+    ax_t.axis("off")
+    ax_t.text(0, 1, "\n".join(lines), va="top", ha="left", fontsize=SMALL + 1,
+              family="monospace", color=colour, transform=ax_t.transAxes, wrap=True)
+    ax = fig.add_axes((0.47, 0.1, 0.45, 0.78))
+    if axes is None:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "heat map needs two searched parameters with several grid values",
+                ha="center", fontsize=FONT)
+    else:
+        x, y = axes
+        grid = df[(df["phase"] == "grid") & np.isfinite(df["ratio"].astype(float))]
+        piv = grid.pivot_table(index=y, columns=x, values="ratio", aggfunc="max")
+        vals = piv.to_numpy(float)
+        lo, hi = np.nanmin(vals), np.nanmax(vals)
+        norm = TwoSlopeNorm(1.0, min(lo, 0.999), max(hi, 1.001)) if lo < 1 < hi else None
+        im = ax.imshow(vals, origin="lower", aspect="auto", cmap="RdBu_r", norm=norm)
+        ax.set_xticks(range(len(piv.columns)), [_fmt(v) for v in piv.columns],
+                      fontsize=SMALL, rotation=45)
+        ax.set_yticks(range(len(piv.index)), [_fmt(v) for v in piv.index], fontsize=SMALL)
+        ax.set_xlabel(x, fontsize=FONT)
+        ax.set_ylabel(y, fontsize=FONT)
+        ax.set_title("max ratio over the other parameters (grid); 1 = white",
+                     fontsize=FONT)
+        for (i, j), v in np.ndenumerate(vals):
+            if np.isfinite(v) and vals.size <= 120:
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL - 1)
+        fig.colorbar(im, ax=ax, fraction=0.04)
+    with PdfPages(pdf) as pp:
+        pp.savefig(fig)
+    plt.close(fig)
+    return pdf

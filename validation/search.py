@@ -1,0 +1,301 @@
+"""Violation / looseness search over a scenario family (``fedsim search``, issue 11 item 3).
+
+Sequential, within a wall-clock budget:
+
+1. **Coarse grid** (:func:`validation.search_space.coarse_grid`, visited in a seeded random
+   order so that a grid cut short by the budget still covers the space): every point is built by the
+   family (bound with its status and resolved hypotheses), measured by the family's exact
+   oracle when feasible, else by Monte Carlo (``method`` says which), and ranked by
+   ``measured / bound`` (objective ``violation``) or ``bound / measured`` (``looseness``).
+2. **Local refinement** around the ``refine`` best grid points:
+   :func:`scipy.optimize.differential_evolution` on the box spanned by the neighbouring grid
+   levels of every range parameter (integer parameters kept integral with ``integrality``;
+   list parameters fixed at the point's value), maximising the ratio, then a compass
+   (generating-set) search from the best point of the box, steps halved down to 1 for
+   integers and 1/64 of the box for reals; evaluations are memoised and the budget stops it.
+3. **Confirmation**: every distinct point whose measured value exceeds its bound (up to
+   ``confirm`` of them, largest violation first) is simulated again, independently, by the
+   engine through :func:`validation.suites.run_cases` -- validate's machinery: Student-t 99%
+   CI over ``confirm_replicates`` replicates, the same ``holds`` / ``violated`` /
+   ``inconclusive`` / ``not_applicable`` verdicts, the exact value z-tested against it.
+
+Every evaluated point is a JSON record under ``out/points/`` (written atomically), so an
+interrupted search resumes where it stopped; confirmation records live under ``out/confirm``
+(:func:`validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
+the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by validate),
+``measured``, ``error`` (exact: rigorous error bound; mc: 99% half-width), ``method``,
+``ratio`` (the objective's), ``violation_ratio``, ``phase`` and, for confirmed points,
+``verdict``, ``ci_low``, ``ci_high``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedsim.errors import require
+from validation.families import Family, get_family, params_digest
+from validation.montecarlo import atomic_write_json
+from validation.search_space import Dim, coarse_grid, levels, parse_space
+
+__all__ = ["SearchSettings", "evaluate", "run_search", "OBJECTIVES"]
+
+OBJECTIVES = ("violation", "looseness")
+_COLUMNS = ["theorem", "mode", "horizon", "bound", "status", "claim", "measured", "error",
+            "method", "ratio", "violation_ratio", "verdict", "ci_low", "ci_high", "mc_mean",
+            "oracle_z", "phase", "oracle", "n_oracle", "unknown_hypotheses",
+            "failing_hypotheses", "seconds", "point", "params"]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How points are measured and how far the search goes."""
+
+    objective: str = "violation"
+    budget: float = 600.0
+    grid: int = 60
+    refine: int = 3
+    refine_iter: int = 4
+    confirm: int = 8
+    confirm_replicates: int = 200
+    replicates: int = 4000
+    max_states: int = 20_000
+    seed: int = 0
+    workers: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        require(self.objective in OBJECTIVES, "objective", self.objective,
+                f"must be one of {OBJECTIVES}")
+        require(self.budget > 0, "budget", self.budget, "must be > 0")
+
+
+def _ratio(measured: float, bound: float, objective: str) -> float:
+    num, den = (measured, bound) if objective == "violation" else (bound, measured)
+    if not (math.isfinite(num) and math.isfinite(den)) or den <= 0:
+        return math.nan
+    return float(num / den)
+
+
+def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Path | None,
+             phase: str = "grid") -> dict[str, Any]:
+    """Build, bound and measure one point (or read its record from ``out/points``)."""
+    full = family.complete(params)
+    key = {"family": family.name, "params": full, "max_states": st.max_states,
+           "replicates": st.replicates, "seed": st.seed}
+    digest = params_digest(key)
+    path = None if out is None else out / "points" / f"{digest}.json"
+    if path is not None and path.exists():
+        row = json.loads(path.read_text())["row"]
+    else:
+        t0 = time.perf_counter()
+        inst = family.build(full)
+        m = inst.measure(max_states=st.max_states, replicates=st.replicates, seed=st.seed)
+        row = {**{k: v for k, v in full.items() if not isinstance(v, list)},
+               "params": json.dumps(full, sort_keys=True), "point": digest,
+               "theorem": inst.theorem, "mode": inst.mode,
+               "horizon": inst.horizon, "bound": inst.bound_value, "status": inst.status,
+               "claim": bool(inst.is_claim),
+               "unknown_hypotheses": "; ".join(inst.unknown),
+               "failing_hypotheses": "; ".join(h.name for h in inst.bound.hypotheses
+                                               if h.holds is False),
+               "measured": m.value, "error": m.error, "method": m.method,
+               "oracle": m.detail, "n_oracle": m.n, "phase": phase,
+               "seconds": time.perf_counter() - t0}
+        row["violation_ratio"] = _ratio(m.value, inst.bound_value, "violation")
+        if path is not None:
+            atomic_write_json(path, {"key": key, "row": row})
+    row = dict(row)
+    row["ratio"] = _ratio(row["measured"], row["bound"], st.objective)
+    return row
+
+
+class _Clock:
+    def __init__(self, budget: float) -> None:
+        self.t0, self.budget = time.perf_counter(), budget
+
+    def left(self) -> float:
+        return self.budget - (time.perf_counter() - self.t0)
+
+
+def _bar(total: int, desc: str, on: bool) -> Any:
+    if not on:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="point", file=sys.stderr, dynamic_ncols=True)
+
+
+def _score(row: dict) -> float:
+    r = row.get("ratio", math.nan)
+    return -math.inf if r is None or not math.isfinite(r) else float(r)
+
+
+def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out: Path,
+            clock: _Clock, rows: dict[str, dict], bar: Any,
+            user_fixed: dict[str, Any] | None = None) -> None:
+    """Differential evolution on the grid cell around ``best`` (see the module docstring)."""
+    from scipy.optimize import differential_evolution
+
+    ranges = [d for d in dims if d.kind == "range" and d.high > d.low]
+    if not ranges:
+        return
+    bounds, integ = [], []
+    k = max(2, round(st.grid ** (1.0 / max(1, len(ranges)))))
+    for d in ranges:
+        lv = levels(d, k)
+        v = best[d.name]
+        j = int(np.argmin([abs(x - v) for x in lv]))
+        lo, hi = lv[max(0, j - 1)], lv[min(len(lv) - 1, j + 1)]
+        bounds.append((float(lo), float(hi) if hi > lo else float(lo) + 1e-9))
+        integ.append(d.integer)
+    fixed = {**(user_fixed or {}), **{d.name: best[d.name] for d in dims if d not in ranges}}
+
+    class _Stop(Exception):
+        pass
+
+    def f(x: np.ndarray) -> float:
+        if clock.left() <= 0:
+            raise _Stop
+        q = dict(fixed)
+        for d, v in zip(ranges, x, strict=True):
+            q[d.name] = int(round(v)) if d.integer else float(v)
+        row = evaluate(family, q, st, out, phase="refine")
+        if row["point"] not in rows:
+            rows[row["point"]] = row
+            if bar is not None:
+                bar.update(1)
+        s = _score(row)
+        return -s if math.isfinite(s) else 1e300
+
+    try:
+        differential_evolution(f, bounds, integrality=integ, maxiter=st.refine_iter,
+                               popsize=5, polish=False, seed=st.seed, tol=0.0, init="sobol")
+        # compass (generating-set) polish from the best point seen in this cell
+        inside = [r for r in rows.values()
+                  if all(lo - 1e-12 <= r[d.name] <= hi + 1e-12
+                         for d, (lo, hi) in zip(ranges, bounds, strict=True))
+                  and all(r.get(k) == v for k, v in fixed.items() if not isinstance(v, list))]
+        x = np.array([max(inside, key=_score)[d.name] for d in ranges], dtype=float)
+        fx = f(x)
+        steps = np.array([max(1.0, round((hi - lo) / 4)) if d.integer else (hi - lo) / 4
+                          for d, (lo, hi) in zip(ranges, bounds, strict=True)])
+        floor = np.array([1.0 if d.integer else (hi - lo) / 64
+                          for d, (lo, hi) in zip(ranges, bounds, strict=True)])
+        while True:
+            moved = False
+            for j in range(len(ranges)):
+                for sgn in (1.0, -1.0):
+                    y = x.copy()
+                    y[j] = min(max(y[j] + sgn * steps[j], bounds[j][0]), bounds[j][1])
+                    if y[j] == x[j]:
+                        continue
+                    fy = f(y)
+                    if fy < fx:
+                        x, fx, moved = y, fy, True
+                        break
+            if not moved:
+                if np.all(steps <= floor):
+                    break
+                steps = np.maximum(floor, np.where(floor == 1.0, np.floor(steps / 2), steps / 2))
+    except _Stop:
+        pass
+
+
+def _confirm(family: Family, rows: list[dict], st: SearchSettings, out: Path) -> dict[str, dict]:
+    """Validate's verdicts for the violating points (module docstring, step 3)."""
+    from validation.suites import run_cases
+
+    cands = sorted((r for r in rows if math.isfinite(r["violation_ratio"])
+                    and r["violation_ratio"] > 1.0),
+                   key=lambda r: -r["violation_ratio"])[: st.confirm]
+    if not cands:
+        return {}
+    cases = []
+    for r in cands:
+        inst = family.build(json.loads(r["params"]))
+        exact = r["measured"] if r["method"] == "exact" else math.nan
+        cases.append(inst.case(st.confirm_replicates, key=f"{family.name}-{r['point']}",
+                               exact=exact))
+    table = run_cases(cases, out / "confirm", workers=st.workers, progress=st.progress,
+                      desc="confirmation replicates")
+    res = {}
+    for r, c in zip(cands, cases, strict=True):
+        t = table[table["scenario"] == c.scenario].iloc[0]
+        res[r["point"]] = {"verdict": t["verdict"], "ci_low": float(t["ci_low"]),
+                           "ci_high": float(t["ci_high"]), "mc_mean": float(t["mean"]),
+                           "oracle_z": float(t["oracle_z"])}
+    return res
+
+
+def run_search(family_name: str, space: str, settings: SearchSettings | None = None, *,
+               out: str | os.PathLike = "runs/search", fixed: dict[str, Any] | None = None,
+               theorem: str | None = None) -> pd.DataFrame:
+    """Search ``space`` of ``family_name``; writes ``out/search.csv`` and returns it sorted
+    by ``ratio`` (largest first).  ``fixed`` sets parameters outside the space."""
+    st = settings or SearchSettings()
+    fam = get_family(family_name)
+    if theorem is not None:
+        require(theorem == fam.theorem, "theorem", theorem,
+                f"does not match family {fam.name!r} (theorem {fam.theorem!r})")
+    dims = parse_space(space, fam)
+    fixed = {k: fam.param(k).coerce(v) for k, v in (fixed or {}).items()}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "search.json", {"family": fam.name, "theorem": fam.theorem,
+                                            "space": space, "fixed": fixed,
+                                            "settings": {**st.__dict__}})
+    clock = _Clock(st.budget)
+    rows: dict[str, dict] = {}
+    grid = coarse_grid(dims, st.grid)
+    # a seeded random order: a grid cut short by the budget still covers the whole space
+    grid = [grid[i] for i in np.random.default_rng(st.seed).permutation(len(grid))]
+    bar = _bar(len(grid), f"{fam.name} grid", st.progress)
+    stopped = False
+    for q in grid:
+        if clock.left() <= 0:
+            stopped = True
+            break
+        row = evaluate(fam, {**fixed, **q}, st, out, "grid")
+        rows.setdefault(row["point"], row)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    if not stopped and st.refine > 0:
+        top = sorted(rows.values(), key=_score, reverse=True)[: st.refine]
+        bar = _bar(st.refine * st.refine_iter * 4 * len(dims), f"{fam.name} refine",
+                   st.progress)
+        for j, best in enumerate(top):
+            if clock.left() <= 0:
+                break
+            share = _Clock(clock.left() / (len(top) - j))   # equal shares of what is left
+            _refine(fam, dims, {**best, **fixed}, st, out, share, rows, bar, fixed)
+        if bar is not None:
+            bar.close()
+    conf = _confirm(fam, list(rows.values()), st, out) if st.confirm > 0 else {}
+    df = pd.DataFrame(list(rows.values()))
+    for col in ("verdict", "ci_low", "ci_high", "mc_mean", "oracle_z"):
+        df[col] = [conf.get(p, {}).get(col, "" if col == "verdict" else math.nan)
+                   for p in df["point"]]
+    lead = [p.name for p in fam.params if p.name in df.columns]
+    df = df[lead + [c for c in _COLUMNS if c in df.columns and c not in lead]
+            + sorted(c for c in df.columns if c not in lead and c not in _COLUMNS)]
+    df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
+    df.to_csv(out / "search.csv", index=False, float_format="%.10g")
+    atomic_write_json(out / "summary.json", {
+        "points": int(len(df)), "seconds": time.perf_counter() - clock.t0,
+        "budget_exhausted": clock.left() <= 0,
+        "violations": int((df["violation_ratio"] > 1).sum()),
+        "confirmed": {k: v["verdict"] for k, v in conf.items()},
+        "unconfirmed_violations": int((df["violation_ratio"] > 1).sum()) - len(conf)})
+    return df

@@ -1,0 +1,130 @@
+"""``fedsim search``: where a theorem's bound breaks, or is loosest, over a scenario family.
+
+``fedsim search THEOREM --family NAME --space 'n=1..30, p_s=0.1..0.9, M=[1,10,50], K=2..200'
+[--fixed 'mode=corrected'] [--objective violation|looseness] [--budget 10m] [--out DIR]
+[--heat x,y] [--report PDF]`` runs :func:`validation.search.run_search` (coarse grid,
+differential-evolution refinement, confirmation of every violating point -- up to
+``--confirm`` -- by validate's machinery), writes ``DIR/search.csv`` and a one-page PDF
+(``DIR/search.pdf`` by default) and prints the worst instances.  Re-running the same
+command resumes from ``DIR``.  ``fedsim search --list`` prints every family, its theorem
+and its parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from validation.cli import _int_at_least
+
+__all__ = ["add_parser", "cmd_search", "list_families"]
+
+
+def list_families() -> str:
+    """Every family, its theorem and its parameters (``fedsim search --list``)."""
+    from validation.families import families
+
+    out = []
+    for f in families():
+        out.append(f"{f.name}  (theorem: {f.theorem})  {f.title}")
+        for p in f.params:
+            rng = ""
+            if p.choices:
+                rng = " {" + "|".join(map(str, p.choices)) + "}"
+            elif p.low is not None or p.high is not None:
+                rng = f" [{'' if p.low is None else f'{p.low:g}'}, " \
+                      f"{'' if p.high is None else f'{p.high:g}'}]"
+            out.append(f"    {p.name:<14} {p.kind:<6} default {p.default!s:<8}{rng}  {p.doc}")
+    return "\n".join(out)
+
+
+def _fixed(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    out: dict[str, Any] = {}
+    for item in text.split(";") if ";" in text else text.split(","):
+        if item.strip():
+            k, _, v = item.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """Run the search the options describe; print the worst rows."""
+    if args.list:
+        print(list_families())
+        return 0
+    from fedsim.errors import ConfigError
+    from validation.families import get_family
+    from validation.report.search_page import search_page
+    from validation.search import SearchSettings, run_search
+    from validation.search_space import parse_budget, parse_space
+
+    if not args.theorem or not args.family or not args.space:
+        raise ConfigError("search needs THEOREM, --family and --space (or --list), got "
+                          f"theorem={args.theorem!r}, family={args.family!r}, "
+                          f"space={args.space!r}")
+    st = SearchSettings(objective=args.objective, budget=parse_budget(args.budget),
+                        grid=args.grid, refine=args.refine, confirm=args.confirm,
+                        confirm_replicates=args.confirm_replicates,
+                        replicates=args.replicates, max_states=args.max_states,
+                        workers=args.workers, progress=not args.no_progress)
+    fam = get_family(args.family)
+    searched = [d.name for d in parse_space(args.space, fam)]
+    df = run_search(args.family, args.space, st, out=args.out, fixed=_fixed(args.fixed),
+                    theorem=args.theorem)
+    axes = tuple(s.strip() for s in args.heat.split(",")) if args.heat else None
+    if axes is not None:
+        for a in axes:
+            fam.param(a)
+    pdf = search_page(df, args.report or Path(args.out) / "search.pdf",
+                      title=f"fedsim search: {fam.title}", objective=args.objective,
+                      axes=axes, searched=searched)
+    show = [c for c in searched + ["bound", "status", "measured", "method", "ratio",
+                                   "verdict"] if c in df.columns]
+    print(df[show].head(args.top).to_string(index=False))
+    summary = json.loads((Path(args.out) / "summary.json").read_text())
+    print(f"{summary['points']} points in {summary['seconds']:.1f} s; measured > bound at "
+          f"{summary['violations']} ({len(summary['confirmed'])} confirmed, "
+          f"{summary['unconfirmed_violations']} not); {Path(args.out) / 'search.csv'}; {pdf}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``search`` on the ``fedsim`` dispatcher."""
+    p = subparsers.add_parser("search", help="search a scenario family for bound violations "
+                                             "or looseness -> search.csv + PDF",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("theorem", nargs="?", help="theorem name (e.g. theorem8)")
+    p.add_argument("--list", action="store_true", help="list every family and its parameters")
+    p.add_argument("--family", help="family name (see --list)")
+    p.add_argument("--space", help="e.g. 'n=1..30, p_s=0.1..0.9, M=[1,10,50], K=2..200'")
+    p.add_argument("--fixed", help="parameters outside the space, e.g. 'mode=corrected'")
+    p.add_argument("--objective", choices=("violation", "looseness"), default="violation")
+    p.add_argument("--budget", default="10m", help="wall-clock budget (90s, 10m, 1h)")
+    p.add_argument("--out", default="runs/search", help="run directory (resumable)")
+    p.add_argument("--grid", type=_int_at_least(1, "grid"), default=60,
+                   help="coarse-grid points (about)")
+    p.add_argument("--refine", type=_int_at_least(0, "refine"), default=3,
+                   help="grid points refined by differential evolution")
+    p.add_argument("--confirm", type=_int_at_least(0, "confirm"), default=8,
+                   help="violating points confirmed by engine Monte Carlo (largest first)")
+    p.add_argument("--confirm-replicates", type=_int_at_least(2, "confirm-replicates"),
+                   default=200)
+    p.add_argument("--replicates", type=_int_at_least(2, "replicates"), default=4000,
+                   help="Monte-Carlo replicates where no exact oracle is feasible")
+    p.add_argument("--max-states", type=_int_at_least(1, "max-states"), default=20000,
+                   help="state budget of an exact enumeration before falling back to MC")
+    p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None)
+    p.add_argument("--heat", help="two parameters for the heat map, e.g. 'K,p_s'")
+    p.add_argument("--report", help="PDF path (default DIR/search.pdf)")
+    p.add_argument("--top", type=_int_at_least(1, "top"), default=10)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(0)
