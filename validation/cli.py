@@ -99,7 +99,22 @@ def _verdict_counts(csv: Path) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Run ``validation.suites.run_suite`` with the parsed options; print the outputs."""
+    """Run ``validation.suites.run_suite`` with the parsed options; print the outputs.
+
+    Ctrl-C anywhere in the command (imports, building the suite, the replicates, the
+    report) ends it with one line on stderr and exit code 130; pool and Dask workers
+    ignore SIGINT, so they print nothing (see :mod:`validation.montecarlo_backends`).
+    """
+    out = args.out if args.out is not None else Path("runs") / args.suite
+    try:
+        return _validate(args, out)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
+                         "re-run the same command to resume\n")
+        return 130
+
+
+def _validate(args: argparse.Namespace, out: Path) -> int:
     try:
         suites = importlib.import_module("validation.suites")
     except ModuleNotFoundError as exc:
@@ -107,7 +122,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         raise FedsimError("validation suites are not installed (validation/suites.py "
                           "is missing)") from exc
-    out = args.out if args.out is not None else Path("runs") / args.suite
     pdf = args.report if args.report is not None else (
         Path("reports") / f"validation-{args.suite}.pdf")
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
@@ -116,12 +130,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         params = inspect.signature(suites.run_suite).parameters
         if "progress" in params or any(q.kind is q.VAR_KEYWORD for q in params.values()):
             kwargs["progress"] = False
-    try:
-        result = suites.run_suite(args.suite, **kwargs)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
-                         "re-run the same command to resume\n")
-        return 130
+    result = suites.run_suite(args.suite, **kwargs)
     csv: Path = out / "verdicts.csv"
     pdf_out: Path | None = pdf
     if isinstance(result, Mapping):
