@@ -153,11 +153,14 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Rebuild the PDF of a run directory."""
+    """Rebuild the PDF of a run directory.
+
+    :func:`validation.report.build_report` first checks the directory against its
+    ``suite.json`` (:func:`validation.rundir.check_run_dir`); a damaged directory ends
+    with one line ``fedsim: error: run directory ... is damaged: <why>`` and exit 2.
+    """
     from validation.report import build_report
 
-    if not args.run_dir.is_dir():
-        raise FedsimError(f"run directory {args.run_dir} does not exist")
     pdf = args.out if args.out is not None else args.run_dir / "report.pdf"
     n = build_report(args.run_dir, pdf)
     print(f"report: {pdf} ({n} pages)")
