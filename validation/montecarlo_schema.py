@@ -31,7 +31,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["STATUSES", "record_checksum", "check_record", "VALUE_SCHEMAS",
+import numpy as np
+
+__all__ = ["STATUSES", "canonical_json", "record_checksum", "check_record",
+           "VALUE_SCHEMAS",
            "register_value_schema", "is_number", "LEGACY_REASON"]
 
 #: the three outcomes a record can hold
@@ -42,10 +45,20 @@ LEGACY_REASON = "no checksum (written by an older fedsim)"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-def _canonical(obj: Any) -> str:
-    from validation.montecarlo_store import canonical_json
+def _jsonable(obj: Any) -> Any:
+    """``json.dumps`` default hook: numpy scalars/arrays -> Python numbers/lists."""
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
-    return canonical_json(obj)
+
+def canonical_json(obj: Any) -> str:
+    """Sorted-key, compact JSON (numpy values converted): the form every hash is taken of."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
 
 
 def record_checksum(rec: dict) -> str:
@@ -54,8 +67,8 @@ def record_checksum(rec: dict) -> str:
     The record is first round-tripped through JSON, so the checksum of a record in
     memory equals the checksum of the same record read back from disk.
     """
-    body = json.loads(_canonical({k: v for k, v in rec.items() if k != "checksum"}))
-    return hashlib.sha256(_canonical(body).encode()).hexdigest()
+    body = json.loads(canonical_json({k: v for k, v in rec.items() if k != "checksum"}))
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
 def is_number(x: Any) -> bool:

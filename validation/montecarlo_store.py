@@ -38,10 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fedsim.errors import FedsimError, require
-from validation.montecarlo_schema import STATUSES, check_record, record_checksum
+from validation.montecarlo_schema import (
+    STATUSES,
+    _jsonable,
+    canonical_json,
+    check_record,
+    record_checksum,
+)
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash", "record_path",
            "atomic_write_json", "write_record", "read_record", "verify_record",
@@ -65,22 +69,6 @@ class Task:
                 "must be a dotted path 'module:function'")
         require(isinstance(self.payload, dict), "payload", type(self.payload).__name__,
                 "must be a dict")
-
-
-def _jsonable(obj: Any) -> Any:
-    """``json.dumps`` default hook: numpy scalars/arrays -> Python numbers/lists."""
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-
-def canonical_json(obj: Any) -> str:
-    """Sorted-key, compact JSON (numpy values converted): the form every hash is taken of."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
 
 
 def payload_hash(task: Task) -> str:
