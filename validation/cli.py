@@ -1,7 +1,8 @@
 """``fedsim validate`` and ``fedsim report`` (issue 6 item 5, the command line).
 
 ``fedsim validate --suite quick|full [--replicates R] [--workers N] [--dask ADDR]
-[--out DIR] [--report PDF]`` runs a named suite through
+[--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]``
+runs a named suite through
 :func:`validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
 says where ``verdicts.csv`` and the PDF went.  Re-running the same command after an
 interruption resumes from the run directory (see :mod:`validation.montecarlo`).
@@ -27,7 +28,7 @@ from typing import Any
 
 from fedsim.errors import FedsimError
 
-__all__ = ["add_parser", "cmd_validate", "cmd_report", "SUITES"]
+__all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"]
 
 SUITES = ("quick", "full", "smoke")
 
@@ -70,7 +71,15 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None, metavar="N",
                    help="worker processes (default: all cores; 1 = in-process)")
     p.add_argument("--dask", type=_dask_address, default=None, metavar="ADDR",
-                   help="run on Dask: 'local' (a LocalCluster) or tcp://host:port")
+                   help="run on Dask: 'local' (a LocalCluster on this machine) or a "
+                   "scheduler address tls://host:port (with the --dask-tls-* options) or "
+                   "tcp://host:port (unencrypted: trusted networks only)")
+    p.add_argument("--dask-tls-ca", type=Path, default=None, metavar="PEM",
+                   help="CA certificate of a TLS Dask cluster (with --dask tls://...)")
+    p.add_argument("--dask-tls-cert", type=Path, default=None, metavar="PEM",
+                   help="this client's certificate, signed by that CA")
+    p.add_argument("--dask-tls-key", type=Path, default=None, metavar="PEM",
+                   help="this client's private key")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="run directory (default runs/<suite>); re-running resumes")
     p.add_argument("--report", type=Path, default=None, metavar="PDF",
@@ -98,8 +107,66 @@ def _verdict_counts(csv: Path) -> str:
     return ", ".join(f"{k} {int(counts.get(k, 0))}" for k in VERDICTS)
 
 
+_TLS_FLAGS = (("dask_tls_ca", "--dask-tls-ca"), ("dask_tls_cert", "--dask-tls-cert"),
+              ("dask_tls_key", "--dask-tls-key"))
+
+
+def dask_security(args: argparse.Namespace) -> Any:
+    """The ``distributed.Security`` for ``--dask`` (None without TLS options).
+
+    The three TLS options go together, need a ``tls://`` scheduler address and existing
+    files; the Security object requires encryption and mutual TLS (the scheduler checks
+    this client's certificate against the CA, the client checks the scheduler's).
+    A plain ``tcp://`` address that is not loopback gets a warning on stderr: such a
+    scheduler runs whatever any client that reaches it submits.
+    """
+    given = {flag: getattr(args, dest, None) for dest, flag in _TLS_FLAGS}
+    addr = args.dask or ""
+    if not any(v is not None for v in given.values()):
+        host = addr.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+        if addr.startswith("tcp://") and host not in ("127.0.0.1", "localhost", "::1"):
+            sys.stderr.write(f"fedsim: warning: {addr} is an unencrypted, unauthenticated "
+                             "Dask scheduler; anyone who can reach it can run code on its "
+                             "workers (use tls:// with --dask-tls-ca/--dask-tls-cert/"
+                             "--dask-tls-key)\n")
+        return None
+    missing = [f for f, v in given.items() if v is None]
+    if missing:
+        raise FedsimError(f"{', '.join(missing)} missing: --dask-tls-ca, --dask-tls-cert "
+                          "and --dask-tls-key go together")
+    if not addr.startswith("tls://"):
+        raise FedsimError(f"the --dask-tls-* options need a tls:// scheduler address, got "
+                          f"dask={args.dask!r}")
+    for flag, path in given.items():
+        if not path.is_file():
+            raise FedsimError(f"{flag} {path}: no such file")
+    try:
+        from distributed import Security
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise FedsimError("the Dask backend needs dask[distributed]: "
+                          "pip install 'fedsim[dask]'") from exc
+    return Security(tls_ca_file=str(given["--dask-tls-ca"]),
+                    tls_client_cert=str(given["--dask-tls-cert"]),
+                    tls_client_key=str(given["--dask-tls-key"]), require_encryption=True)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Run ``validation.suites.run_suite`` with the parsed options; print the outputs."""
+    """Run ``validation.suites.run_suite`` with the parsed options; print the outputs.
+
+    Ctrl-C anywhere in the command (imports, building the suite, the replicates, the
+    report) ends it with one line on stderr and exit code 130; pool and Dask workers
+    ignore SIGINT, so they print nothing (see :mod:`validation.montecarlo_backends`).
+    """
+    out = args.out if args.out is not None else Path("runs") / args.suite
+    try:
+        return _validate(args, out)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
+                         "re-run the same command to resume\n")
+        return 130
+
+
+def _validate(args: argparse.Namespace, out: Path) -> int:
     try:
         suites = importlib.import_module("validation.suites")
     except ModuleNotFoundError as exc:
@@ -107,21 +174,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise
         raise FedsimError("validation suites are not installed (validation/suites.py "
                           "is missing)") from exc
-    out = args.out if args.out is not None else Path("runs") / args.suite
     pdf = args.report if args.report is not None else (
         Path("reports") / f"validation-{args.suite}.pdf")
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
+    security = dask_security(args)
+    if security is not None:
+        kwargs["dask_security"] = security
     if args.no_progress:
         params = inspect.signature(suites.run_suite).parameters
         if "progress" in params or any(q.kind is q.VAR_KEYWORD for q in params.values()):
             kwargs["progress"] = False
-    try:
-        result = suites.run_suite(args.suite, **kwargs)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
-                         "re-run the same command to resume\n")
-        return 130
+    result = suites.run_suite(args.suite, **kwargs)
     csv: Path = out / "verdicts.csv"
     pdf_out: Path | None = pdf
     if isinstance(result, Mapping):
@@ -144,11 +208,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Rebuild the PDF of a run directory."""
+    """Rebuild the PDF of a run directory.
+
+    :func:`validation.report.build_report` first checks the directory against its
+    ``suite.json`` (:func:`validation.rundir.check_run_dir`); a damaged directory ends
+    with one line ``fedsim: error: run directory ... is damaged: <why>`` and exit 2.
+    """
     from validation.report import build_report
 
-    if not args.run_dir.is_dir():
-        raise FedsimError(f"run directory {args.run_dir} does not exist")
     pdf = args.out if args.out is not None else args.run_dir / "report.pdf"
     n = build_report(args.run_dir, pdf)
     print(f"report: {pdf} ({n} pages)")

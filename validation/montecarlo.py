@@ -11,9 +11,10 @@ Store layout (one JSON file per task, written atomically)::
 
     run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
 
-A record is ``{"task_id", "status", "value", "reason", "payload_hash", "payload"}``
-(``payload`` is the task's payload, JSON-normalised, kept so that a mismatch can say
-which field changed) with ``status`` in ``"ok" | "diverged" | "error"``:
+A record is ``{"task_id", "fn", "status", "value", "reason", "payload_hash", "payload",
+"checksum"}`` (``payload`` is the task's payload, JSON-normalised, kept so that a mismatch
+can say which field changed; ``checksum`` is the sha256 of the rest, see
+:mod:`validation.montecarlo_schema`) with ``status`` in ``"ok" | "diverged" | "error"``:
 
 * ``ok``       -- ``value`` is the function's dict, normalised through JSON
   (numpy scalars and arrays become floats and lists; NaN/inf are kept, written in
@@ -24,8 +25,10 @@ which field changed) with ``status`` in ``"ok" | "diverged" | "error"``:
   ``value`` is None.  A worker process that dies (segfault, ``os._exit``) gives
   ``"WorkerCrash: ..."``.
 
-Resume policy: on a re-run with the same tasks, ``ok`` and ``diverged`` records are
-kept (divergence is a deterministic outcome of the payload) and **error records are
+Resume policy: a stored record that fails verification (checksum, schema; see
+:mod:`validation.montecarlo_store`) is treated as missing and recomputed.  On a re-run
+with the same tasks, ``ok`` and ``diverged`` records are kept
+(divergence is a deterministic outcome of the payload) and **error records are
 retried** (an error may be transient: memory, a killed worker, a bug since fixed).
 A record whose payload hash differs from the task's raises :class:`FedsimError`
 (the run directory belongs to other arguments) unless ``overwrite=True``.
@@ -72,10 +75,12 @@ from validation.montecarlo_store import (
     atomic_write_json,
     canonical_json,
     load_records,
+    lock_run_dir,
     payload_hash,
     read_record,
     record_path,
     records_frame,
+    write_record,
 )
 
 __all__ = [
@@ -113,7 +118,7 @@ class _Sink:
         self.run_dir, self.out, self.bar = run_dir, out, bar
 
     def __call__(self, rec: dict) -> None:
-        atomic_write_json(record_path(self.run_dir, rec["task_id"]), rec)
+        write_record(self.run_dir, rec)
         self.out[rec["task_id"]] = rec
         if self.bar is not None:
             self.bar.update(1)
@@ -130,16 +135,26 @@ def _make_bar(total: int, initial: int, desc: str, enabled: bool) -> Any:
 
 def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None = None,
               dask: str | None = None, progress: bool = True, desc: str = "replicates",
-              overwrite: bool = False) -> dict[str, dict]:
+              overwrite: bool = False, dask_security: Any = None) -> dict[str, dict]:
     """Run every task not already finished under ``run_dir``; return ``task_id -> record``.
 
     ``workers``: None -> ``os.cpu_count()`` processes; 1 -> in-process; N -> N processes
     (or N Dask workers with ``dask="local"``).  ``dask``: None, ``"local"`` or a scheduler
-    address ``"tcp://host:port"``.  ``overwrite=True`` recomputes tasks whose stored
-    record was computed from a different payload instead of raising.
+    address ``"tcp://host:port"`` / ``"tls://host:port"``; ``dask_security``: a
+    ``distributed.Security`` passed to the Client (TLS).  ``overwrite=True`` recomputes
+    tasks whose stored record was computed from a different payload instead of raising.
     Records are written as tasks finish (see the module docstring for layout and resume
     policy); the returned dict holds every task's record, in the order of ``tasks``.
+    The run directory is locked for the duration (:func:`lock_run_dir`).
     """
+    with lock_run_dir(run_dir):
+        return _run_tasks(tasks, run_dir, workers=workers, dask=dask, progress=progress,
+                          desc=desc, overwrite=overwrite, dask_security=dask_security)
+
+
+def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None,
+               dask: str | None, progress: bool, desc: str, overwrite: bool,
+               dask_security: Any) -> dict[str, dict]:
     tasks = list(tasks)
     if workers is not None:
         try:
@@ -182,7 +197,7 @@ def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int
     try:
         if todo:
             if dask is not None:
-                run_dask(todo, dask, workers, sink)
+                run_dask(todo, dask, workers, sink, security=dask_security)
             elif workers == 1:
                 run_inprocess(todo, sink)
             else:

@@ -5,17 +5,25 @@ callable (the runner's writer) as soon as it exists.  :func:`execute_task` turns
 into its record (an exception becomes an ``error`` record); the process pool is rebuilt
 once if a worker crashes, then the rest runs one task at a time so that a task that kills
 its worker is identified (``WorkerCrash``).  Records do not depend on the backend.
+
+Ctrl-C (issue 14 item 5): pool workers ignore SIGINT (:func:`_quiet_worker`), so only the
+parent sees ``KeyboardInterrupt``; it then terminates the workers of the pool at once and
+lets the interrupt propagate (the CLI prints one line and exits 130).  Dask workers of a
+local cluster are started with SIGINT ignored for the same reason (:func:`_sigint_ignored`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import importlib
 import json
 import math
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -40,8 +48,9 @@ def failure_reason(exc: BaseException) -> str:
 
 def new_record(task: Task, phash: str, status: str, reason: str | None) -> dict[str, Any]:
     """A record skeleton; the payload is stored (JSON-normalised) to explain mismatches."""
-    return {"task_id": task.task_id, "status": status, "value": None, "reason": reason,
-            "payload_hash": phash, "payload": json.loads(canonical_json(task.payload))}
+    return {"task_id": task.task_id, "fn": task.fn, "status": status, "value": None,
+            "reason": reason, "payload_hash": phash,
+            "payload": json.loads(canonical_json(task.payload))}
 
 
 def execute_task(task: Task, phash: str) -> dict:
@@ -81,6 +90,39 @@ def _mp_context() -> mp.context.BaseContext:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def _quiet_worker() -> None:
+    """Pool initializer: the parent handles Ctrl-C, workers ignore SIGINT (no tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _new_pool(workers: int) -> cf.ProcessPoolExecutor:
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(),
+                                  initializer=_quiet_worker)
+
+
+def _kill_pool(ex: cf.ProcessPoolExecutor) -> None:
+    """On Ctrl-C: terminate the workers now instead of waiting for their chunks."""
+    for p in list((getattr(ex, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            p.terminate()
+    ex.shutdown(wait=False, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while child processes are started: they inherit SIG_IGN through
+    fork and exec, and Python then leaves it ignored.  A Ctrl-C during the start-up
+    (a few seconds) is lost; the next one stops the run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def run_inprocess(todo: list[tuple[Task, str]], sink: Sink) -> None:
     for item in todo:
         sink(execute_task(*item))
@@ -90,7 +132,7 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                 sink: Sink) -> list[tuple[Task, str]]:
     """One pool lifetime; returns the tasks left unfinished if the pool broke."""
     done: set[str] = set()
-    ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context())
+    ex = _new_pool(workers)
     try:
         futs = {ex.submit(_run_chunk, c): c for c in _chunks(todo, chunk)}
         for fut in cf.as_completed(futs):
@@ -107,6 +149,9 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                     if rec["task_id"] not in done:
                         sink(rec)
                         done.add(rec["task_id"])
+    except KeyboardInterrupt:
+        _kill_pool(ex)
+        raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
     return [item for item in todo if item[0].task_id not in done]
@@ -114,17 +159,20 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
 
 def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
     """One task at a time in a single worker: a crash identifies its task."""
-    ex = cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context())
+    ex = _new_pool(1)
     try:
         for item in todo:
             try:
                 rec = ex.submit(_run_chunk, [item]).result()[0]
             except BrokenProcessPool:
                 ex.shutdown(wait=True, cancel_futures=True)
-                ex = cf.ProcessPoolExecutor(max_workers=1, mp_context=_mp_context())
+                ex = _new_pool(1)
                 rec = new_record(item[0], item[1], "error",
                               "WorkerCrash: the worker process died while running this task")
             sink(rec)
+    except KeyboardInterrupt:
+        _kill_pool(ex)
+        raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
 
@@ -140,7 +188,10 @@ def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
 
 
 def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
-              sink: Sink) -> None:
+              sink: Sink, security: Any = None) -> None:
+    """Run on Dask: ``address`` is ``"local"`` (a LocalCluster on this machine, loopback
+    only) or a scheduler address; ``security`` (a ``distributed.Security``) is passed to
+    the Client for a ``tls://`` scheduler."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -149,13 +200,14 @@ def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
     cluster = None
     if address == "local":
         n = workers or os.cpu_count() or 1
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=40)
+        with _sigint_ignored():
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=40)
         client = Client(cluster)
     else:
         try:
-            client = Client(address, timeout=30)
-        except OSError as exc:
+            client = Client(address, timeout=30, security=security)
+        except (OSError, TimeoutError) as exc:
             raise FedsimError(f"cannot connect to the Dask scheduler at {address}: {exc}") from exc
     try:
         nworkers = max(1, len(client.scheduler_info().get("workers", {})))

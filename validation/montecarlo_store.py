@@ -3,33 +3,54 @@
 Layout (see :mod:`validation.montecarlo` for the record fields and resume policy)::
 
     run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
+    run_dir/.lock                          held (flock) by the process writing run_dir
 
 A record depends only on the task's ``(fn, payload)``, identified by
 :func:`payload_hash` (sha256 of their canonical JSON).  :func:`atomic_write_json` writes
 through a temporary file in the same directory, ``fsync`` and ``os.replace``, so an
 interrupted run never leaves a partial record.
+
+Verification (issue 14 item 3): :func:`write_record` stamps each record with the
+checksum of its canonical content, and :func:`read_record` returns a record only if it
+passes :func:`validation.montecarlo_schema.check_record` (checksum, envelope types, the
+value schema of its task function); anything else reads as missing and is recomputed.
+:func:`audit_records` says, before a run, which stored records will be recomputed and
+why, so that the summary can count them.
+
+Lock: :func:`lock_run_dir` takes an exclusive ``fcntl.flock`` on ``run_dir/.lock`` for the
+whole run; a second process that tries to write the same run directory is refused at
+once with :class:`RunDirBusy` naming the holder's pid (it does not wait: a suite can run
+for hours, and a silent wait looks like a hang).  The kernel drops the lock when its
+process ends, even by ``kill -9``, so a left-over ``.lock`` file never blocks anything.
+The lock is re-entrant within one process (``run_suite`` holds it and ``run_tasks``
+takes it again).  Where ``fcntl`` does not exist (Windows) no lock is taken.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from fedsim.errors import require
+from fedsim.errors import FedsimError, require
+from validation.montecarlo_schema import (
+    STATUSES,
+    _jsonable,
+    canonical_json,
+    check_record,
+    record_checksum,
+)
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash", "record_path",
-           "atomic_write_json", "read_record", "load_records", "records_frame"]
-
-#: the three outcomes a record can hold
-STATUSES = ("ok", "diverged", "error")
+           "atomic_write_json", "write_record", "read_record", "verify_record",
+           "load_records", "records_frame", "audit_records", "lock_run_dir", "RunDirBusy",
+           "run_dir_holder"]
 
 
 @dataclass(frozen=True)
@@ -48,22 +69,6 @@ class Task:
                 "must be a dotted path 'module:function'")
         require(isinstance(self.payload, dict), "payload", type(self.payload).__name__,
                 "must be a dict")
-
-
-def _jsonable(obj: Any) -> Any:
-    """``json.dumps`` default hook: numpy scalars/arrays -> Python numbers/lists."""
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, (set, frozenset)):
-        return sorted(obj)
-    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-
-def canonical_json(obj: Any) -> str:
-    """Sorted-key, compact JSON (numpy values converted): the form every hash is taken of."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
 
 
 def payload_hash(task: Task) -> str:
@@ -110,16 +115,37 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
         pass
 
 
-def read_record(path: Path) -> dict | None:
-    """The record at ``path``, or None if missing or unreadable (then it is recomputed)."""
+def write_record(run_dir: str | os.PathLike, rec: dict) -> dict:
+    """Stamp ``rec`` with its checksum (in place) and write it atomically; return it."""
+    rec.pop("checksum", None)
+    rec["checksum"] = record_checksum(rec)
+    atomic_write_json(record_path(run_dir, rec["task_id"]), rec)
+    return rec
+
+
+def verify_record(path: Path) -> tuple[dict | None, str | None]:
+    """``(record, None)`` if the record at ``path`` is trustworthy; ``(None, None)`` if
+    there is none; ``(None, reason)`` if it is damaged (then it is recomputed)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            rec = json.load(fh)
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if not isinstance(rec, dict) or rec.get("status") not in STATUSES:
-        return None
-    return rec
+            text = fh.read()
+    except FileNotFoundError:
+        return None, None
+    except (UnicodeDecodeError, OSError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    try:
+        rec = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None, "not valid JSON (truncated or garbled)"
+    problem = check_record(rec)
+    if problem is None and record_path(path.parents[2], rec["task_id"]) != path:
+        problem = "stored under the path of another task"
+    return (None, problem) if problem is not None else (rec, None)
+
+
+def read_record(path: Path) -> dict | None:
+    """The record at ``path`` if it passes verification, else None (it is recomputed)."""
+    return verify_record(path)[0]
 
 
 def load_records(run_dir: str | os.PathLike) -> dict[str, dict]:
@@ -135,6 +161,110 @@ def load_records(run_dir: str | os.PathLike) -> dict[str, dict]:
         if rec is not None:
             out[rec["task_id"]] = rec
     return out
+
+
+def audit_records(run_dir: str | os.PathLike, tasks: Iterable[Task]) -> dict[str, Any]:
+    """What a run over ``tasks`` will find in ``run_dir``, before it starts.
+
+    Returns ``{"tasks", "reused", "missing", "errors_retried", "stale_payload",
+    "damaged", "damaged_reasons": {reason: count}, "damaged_examples": [task_id, ...]}``:
+    ``reused`` records are kept, every other task is computed; ``damaged`` counts the
+    records that exist but fail verification (legacy records without a checksum included,
+    under their own reason).
+    """
+    out: dict[str, Any] = {"tasks": 0, "reused": 0, "missing": 0, "errors_retried": 0,
+                           "stale_payload": 0, "damaged": 0, "damaged_reasons": {},
+                           "damaged_examples": []}
+    for t in tasks:
+        out["tasks"] += 1
+        rec, problem = verify_record(record_path(run_dir, t.task_id))
+        if problem is not None:
+            out["damaged"] += 1
+            out["damaged_reasons"][problem] = out["damaged_reasons"].get(problem, 0) + 1
+            if len(out["damaged_examples"]) < 5:
+                out["damaged_examples"].append(t.task_id)
+        elif rec is None or rec["task_id"] != t.task_id:
+            out["missing"] += 1
+        elif rec["payload_hash"] != payload_hash(t):
+            out["stale_payload"] += 1
+        elif rec["status"] == "error":
+            out["errors_retried"] += 1
+        else:
+            out["reused"] += 1
+    return out
+
+
+class RunDirBusy(FedsimError):
+    """Another process holds the lock of the run directory."""
+
+
+_HELD: dict[Path, list] = {}   # run dir -> [open lock file, depth] held by this process
+
+
+@contextlib.contextmanager
+def lock_run_dir(run_dir: str | os.PathLike) -> Iterator[Path]:
+    """Hold the exclusive lock of ``run_dir`` (re-entrant in one process; see module doc).
+
+    Raises :class:`RunDirBusy` at once if another process holds it.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    key = run_dir.resolve()
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock on this platform
+        yield run_dir
+        return
+    if key in _HELD:
+        _HELD[key][1] += 1
+        try:
+            yield run_dir
+        finally:
+            _HELD[key][1] -= 1
+        return
+    path = run_dir / ".lock"
+    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held across the yield
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise RunDirBusy(
+                f"run directory {run_dir} is in use by another fedsim process (pid "
+                f"{holder}); wait for it to finish, or use another --out directory") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        _HELD[key] = [fh, 1]
+        try:
+            yield run_dir
+        finally:
+            del _HELD[key]
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
+def run_dir_holder(run_dir: str | os.PathLike) -> str | None:
+    """The pid (as text) of another process holding ``run_dir``'s lock, else None."""
+    path = Path(run_dir) / ".lock"
+    if not path.is_file() or Path(run_dir).resolve() in _HELD:
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover
+        return None
+    with open(path, encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return fh.read().strip() or "unknown"
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return None
 
 
 def records_frame(records: dict[str, dict] | Iterable[dict]) -> Any:

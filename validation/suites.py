@@ -21,7 +21,12 @@ registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
      corrected one must hold,
 
 5. writes ``verdicts.csv``, ``meta/*.json`` (hypotheses, tagged constants, representative
-   run) and the PDF report.
+   run), the manifest ``suite.json`` (:mod:`validation.rundir`), the PDF report and
+   ``summary.json`` (which counts the stored records and oracle-cache entries that failed
+   verification and were recomputed).
+
+The run directory is locked while a suite writes it: a second ``fedsim validate`` on
+the same ``--out`` is refused at once with the first one's pid.
 
 ``quick`` covers every theorem at two scales and every control with small R (minutes on two
 cores); ``full`` uses larger grids and R, enough for tightness ratios to about 10%.
@@ -48,6 +53,9 @@ from theory.result import Hypothesis, Status
 from validation import scenarios as S
 from validation.compare import verdict_table, write_verdicts
 from validation.montecarlo import Task, atomic_write_json, run_tasks
+from validation.montecarlo_store import audit_records, lock_run_dir
+from validation.rundir import write_manifest
+from validation.scenarios.common import oracle_cache_stats
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
 
@@ -229,45 +237,86 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     return table, metas
 
 
+def _say_records(audit: dict[str, Any], progress: bool) -> None:
+    """One stderr line about the stored records; always when some were damaged."""
+    if audit["damaged"]:
+        why = "; ".join(f"{n} {r}" for r, n in sorted(audit["damaged_reasons"].items(),
+                                                      key=lambda kv: -kv[1]))
+        sys.stderr.write(f"fedsim: {audit['damaged']} stored record(s) failed verification "
+                         f"and will be recomputed ({why}), e.g. "
+                         f"{audit['damaged_examples'][0]}\n")
+    if progress and audit["tasks"] > audit["missing"]:
+        sys.stderr.write(f"fedsim: resuming: {audit['reused']} of {audit['tasks']} records "
+                         "reused\n")
+
+
 def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | None = None,
               dask: str | None = None, div1000: tuple = (), report: str | os.PathLike | None
-              = None, progress: bool = True, desc: str = "replicates") -> pd.DataFrame:
-    """Run ``cases`` into ``out`` (resumable): records, verdicts.csv, meta/ and the PDF."""
+              = None, progress: bool = True, desc: str = "replicates",
+              dask_security: Any = None, stats: dict | None = None) -> pd.DataFrame:
+    """Run ``cases`` into ``out`` (resumable): records, verdicts.csv, meta/ and the PDF.
+
+    ``stats``, if given, receives ``"records"``: what
+    :func:`validation.montecarlo_store.audit_records` found before the run (reused,
+    computed, damaged records recomputed and why).
+    """
     out = Path(out)
     keys = [(c.theorem, c.scenario) for c in cases]
     if len(set(keys)) != len(keys):
         raise ConfigError("a suite must not repeat a (theorem, scenario) pair")
     tasks = _tasks(cases)
-    # overwrite=True: a record computed from an older payload (the suite's scenarios changed
-    # since) is recomputed instead of refused; verdicts only ever read the current tasks.
-    recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress, desc=desc,
-                     overwrite=True)
-    table, metas = collect(cases, recs, div1000)
-    write_verdicts(table, out / "verdicts.csv")
-    for (th, sc), meta in metas.items():
-        atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
-    if report is not None:
-        from validation.report import build_report
-
-        pdf = Path(report)
-        pdf.parent.mkdir(parents=True, exist_ok=True)
-        build_report(out, pdf)
+    with lock_run_dir(out):
+        audit = audit_records(out, tasks)
+        audit["computed"] = audit["tasks"] - audit["reused"]
+        _say_records(audit, progress)
+        if stats is not None:
+            stats["records"] = audit
+        # overwrite=True: a record computed from an older payload (the suite's scenarios
+        # changed since) is recomputed instead of refused; verdicts only read current tasks.
+        recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
+                         desc=desc, overwrite=True, dask_security=dask_security)
+        table, metas = collect(cases, recs, div1000)
+        write_verdicts(table, out / "verdicts.csv")
+        for (th, sc), meta in metas.items():
+            atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
+        if report is not None:
+            _build_report(out, report)
     return table
+
+
+def _build_report(out: Path, report: str | os.PathLike) -> None:
+    from validation.report import build_report
+
+    pdf = Path(report)
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    build_report(out, pdf)
 
 
 def run_suite(suite: str, *, replicates: int | None = None, workers: int | None = None,
               dask: str | None = None, out: str | os.PathLike = "runs/quick",
               report: str | os.PathLike | None = "reports/validation-quick.pdf",
-              progress: bool = True) -> dict[str, Any]:
+              progress: bool = True, dask_security: Any = None) -> dict[str, Any]:
     """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
 
+    The run directory is locked for the whole run (a second process writing it is refused,
+    :func:`validation.montecarlo_store.lock_run_dir`).  ``suite.json`` (the manifest that
+    ``fedsim report`` checks, :mod:`validation.rundir`) is written before the PDF.
     Returns ``{"verdicts": path, "report": path or None, "seconds": float,
-    "controls_ok": bool, "in_regime_ok": bool}``.
+    "controls_ok": bool, "in_regime_ok": bool, "records": {...}, "oracle_cache": {...}}``
+    (``records``: reused / computed / damaged-and-recomputed counts; ``oracle_cache``:
+    hits / computed / damaged-and-recomputed entries); also written to ``summary.json``.
     """
-    t0 = time.perf_counter()
-    out = Path(out)
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
-    out.mkdir(parents=True, exist_ok=True)
+    with lock_run_dir(out):
+        return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,
+                          out=Path(out), report=report, progress=progress,
+                          dask_security=dask_security)
+
+
+def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask: str | None,
+               out: Path, report: str | os.PathLike | None, progress: bool,
+               dask_security: Any) -> dict[str, Any]:
+    t0 = time.perf_counter()
     S.set_oracle_cache(out / "oracle-cache")
     if progress:
         sys.stderr.write(f"fedsim: building the {suite} suite (bounds and exact oracles; "
@@ -275,24 +324,35 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
     try:
         cases = build_cases(suite, replicates)
     finally:
+        cache = oracle_cache_stats()
         S.set_oracle_cache(None)
     if progress:
         sys.stderr.write(f"fedsim: {len(cases)} scenarios built in "
                          f"{time.perf_counter() - t0:.1f} s\n")
+    stats: dict[str, Any] = {}
     table = run_cases(cases, out, workers=workers, dask=dask, div1000=SUITES[suite].div1000,
-                      report=report, progress=progress, desc=f"{suite} replicates")
-    atomic_write_json(out / "suite.json", {"suite": suite, "replicates": replicates,
-                                           "seed": S.SEED,
-                                           "tasks": int(sum(r.replicates for c in cases
-                                                            for r in c.runs))})
+                      report=None, progress=progress, desc=f"{suite} replicates",
+                      dask_security=dask_security, stats=stats)
+    write_manifest(out, suite=suite, replicates=replicates, seed=S.SEED,
+                   tasks=int(sum(r.replicates for c in cases for r in c.runs)))
+    if report is not None:
+        _build_report(out, report)
     ctrl = table["control_ok"].dropna()
     in_reg = table[(table["control"].fillna("") == "")
                    & table["status"].isin(["CERTIFIED_PAPER", "CERTIFIED_CORRECTED"])]
+    rec = stats["records"]
     result = {"verdicts": str(out / "verdicts.csv"),
               "report": str(report) if report is not None else None,
               "seconds": time.perf_counter() - t0,
               "controls_ok": bool(ctrl.astype(bool).all()),
-              "in_regime_ok": bool((in_reg["verdict"] == "holds").all())}
+              "in_regime_ok": bool((in_reg["verdict"] == "holds").all()),
+              "records": {k: rec[k] for k in ("tasks", "reused", "computed", "damaged",
+                                              "damaged_reasons", "errors_retried",
+                                              "stale_payload")},
+              "oracle_cache": cache}
+    if cache["damaged"]:
+        sys.stderr.write(f"fedsim: {cache['damaged']} damaged oracle cache entr"
+                         f"{'y was' if cache['damaged'] == 1 else 'ies were'} recomputed\n")
     if progress:
         bad = table[table["control_ok"].astype(object).eq(False)]
         for _, r in bad.iterrows():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -48,9 +49,13 @@ def test_inprocess_records_hand_checked(tmp_path):
     assert r1["value"]["first"] == x[:3].tolist()
     assert r1["payload_hash"] == payload_hash(tasks[1])
     # an exception is recorded with "ExcType: first line" and the run goes on
-    assert res["boom"] == {"task_id": "boom", "status": "error", "value": None,
-                           "reason": "ValueError: synthetic failure in replicate 0",
-                           "payload_hash": payload_hash(tasks[3]), "payload": {"fail": "error"}}
+    body = {"task_id": "boom", "fn": FN, "status": "error", "value": None,
+            "reason": "ValueError: synthetic failure in replicate 0",
+            "payload_hash": payload_hash(tasks[3]), "payload": {"fail": "error"}}
+    # the checksum is sha256 of the sorted-key compact JSON of the rest of the record
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                            .encode()).hexdigest()
+    assert res["boom"] == dict(body, checksum=digest)
     d = res["div"]
     assert d["status"] == "diverged" and d["reason"] == "iterate norm exceeded 1e12 at step 11"
     assert d["value"]["mean"] == float("inf")
@@ -128,19 +133,19 @@ def test_resume_after_parent_interrupt_with_pool(tmp_path, monkeypatch):
     (with another backend width) does not recompute the 5 recorded tasks."""
     log = tmp_path / "calls.log"
     tasks = _tasks(24, log)
-    real = mc.atomic_write_json
+    real = mc.write_record
     written = []
 
-    def write_then_die(path, obj):
+    def write_then_die(run_dir, obj):
         if len(written) == 5:
             raise KeyboardInterrupt
-        real(path, obj)
+        real(run_dir, obj)
         written.append(obj["task_id"])
 
-    monkeypatch.setattr(mc, "atomic_write_json", write_then_die)
+    monkeypatch.setattr(mc, "write_record", write_then_die)
     with pytest.raises(KeyboardInterrupt):
         run_tasks(tasks, tmp_path / "run", workers=2, progress=False)
-    monkeypatch.setattr(mc, "atomic_write_json", real)
+    monkeypatch.setattr(mc, "write_record", real)
     assert sorted(load_records(tmp_path / "run")) == sorted(written)
     n_before = len(_calls(log))
     res = run_tasks(tasks, tmp_path / "run", workers=3, progress=False)

@@ -68,6 +68,7 @@ from validation.report.plan import (  # noqa: E402
 from validation.report.plots import meta_for, plots_page  # noqa: E402
 from validation.report.representative import representative_page  # noqa: E402
 from validation.report.summary import control_cell, summary_page  # noqa: E402
+from validation.rundir import check_run_dir  # noqa: E402
 
 __all__ = [
     "build_report",
@@ -94,7 +95,11 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     Returns the number of pages (== :func:`expected_pages`).  With ``png_dir`` every
     page is also saved as ``page-NN.png`` at ``png_dpi``.  The PDF is written to a
     temporary file and renamed, so an interrupted build leaves no partial report.
+    The run directory is checked first (:func:`validation.rundir.check_run_dir`: against
+    its ``suite.json``, structure of verdicts.csv and meta/*.json); a damaged one raises
+    :class:`fedsim.errors.FedsimError` with a one-line reason and nothing is drawn.
     """
+    check_run_dir(run_dir)
     run = load_run(run_dir)
     pdf_path = Path(pdf_path) if pdf_path is not None else run.run_dir / "report.pdf"
     pdf_path.parent.mkdir(parents=True, exist_ok=True)

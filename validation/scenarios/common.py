@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from typing import Any
 from fedsim.config import ProblemConfig, build_problem
 from theory.result import BoundResult, Hypothesis, Status
 
-__all__ = ["RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED", "set_oracle_cache"]
+__all__ = ["RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED", "set_oracle_cache",
+           "oracle_cache_stats"]
 
 #: statuses whose value the verdict tests as an upper bound: the certified ones, and the
 #: paper-literal ones (the paper claims them; testing that claim is the point of E-A6)
@@ -33,25 +35,83 @@ SEED = 20261121   # the suites' root seed (every replicate r uses Streams(SEED, 
 _CACHE_DIR: Path | None = None
 
 
+_CACHE_STATS: dict[str, int] = {"hits": 0, "computed": 0, "damaged": 0}
+
+
 def set_oracle_cache(path: str | os.PathLike | None) -> None:
     """Keep exact oracle values under ``path`` (one JSON file per call), so a resumed suite
-    does not recompute them; ``None`` disables the cache."""
+    does not recompute them; ``None`` disables the cache.  Resets :func:`oracle_cache_stats`.
+    """
     global _CACHE_DIR
     _CACHE_DIR = None if path is None else Path(path)
+    _CACHE_STATS.update(hits=0, computed=0, damaged=0)
+
+
+def oracle_cache_stats() -> dict[str, int]:
+    """Since the last :func:`set_oracle_cache`: entries read (``hits``), entries computed
+    (``computed``, damaged ones included) and entries found damaged and recomputed."""
+    return dict(_CACHE_STATS)
+
+
+def _oracle_value_ok(value: Any) -> bool:
+    """An oracle value is a JSON number or a (nested) list of numbers, never a bool."""
+    if isinstance(value, list):
+        return all(_oracle_value_ok(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _entry_checksum(tag: str, args: str, value: Any) -> str:
+    from validation.montecarlo_store import canonical_json
+
+    body = json.loads(canonical_json({"tag": tag, "args": args, "value": value}))
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def _read_entry(path: Path, tag: str, args: str) -> tuple[Any, str | None]:
+    """``(value, None)`` for a verified cache entry; ``(None, reason)`` otherwise."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
+    if not isinstance(entry, dict) or set(entry) != {"tag", "args", "value", "checksum"}:
+        return None, "not a cache entry (keys tag, args, value, checksum)"
+    if entry["tag"] != tag or entry["args"] != args:
+        return None, "the entry belongs to other arguments"
+    if not _oracle_value_ok(entry["value"]):
+        return None, "the value is not a number or a list of numbers"
+    if entry["checksum"] != _entry_checksum(tag, args, entry["value"]):
+        return None, "checksum mismatch (the entry was edited or damaged)"
+    return entry["value"], None
 
 
 def _cached(tag: str, args: Any, compute) -> Any:
-    """``compute()`` memoised on disk by ``sha256(tag, repr(args))`` (values are JSON)."""
+    """``compute()`` memoised on disk by ``sha256(tag, repr(args))`` (values are JSON).
+
+    Each entry ``{tag, args, value, checksum}`` is written atomically and verified on read
+    (keys, the arguments it was computed for, a number or list of numbers, the sha256 of
+    its canonical content); one that fails -- truncated, edited, written by an older
+    fedsim without a checksum -- is recomputed and rewritten, with a line on stderr.
+    """
     if _CACHE_DIR is None:
         return compute()
-    h = hashlib.sha256(f"{tag}|{args!r}".encode()).hexdigest()[:24]
+    sargs = repr(args)
+    h = hashlib.sha256(f"{tag}|{sargs}".encode()).hexdigest()[:24]
     path = _CACHE_DIR / f"{tag}-{h}.json"
     if path.exists():
-        return json.loads(path.read_text())["value"]
+        value, problem = _read_entry(path, tag, sargs)
+        if problem is None:
+            _CACHE_STATS["hits"] += 1
+            return value
+        _CACHE_STATS["damaged"] += 1
+        sys.stderr.write(f"fedsim: oracle cache entry {path.name} is damaged ({problem}); "
+                         "recomputing it\n")
     value = compute()
-    from validation.montecarlo import atomic_write_json
+    from validation.montecarlo_store import atomic_write_json, canonical_json
 
-    atomic_write_json(path, {"tag": tag, "args": repr(args), "value": value})
+    value = json.loads(canonical_json(value))
+    _CACHE_STATS["computed"] += 1
+    atomic_write_json(path, {"tag": tag, "args": sargs, "value": value,
+                             "checksum": _entry_checksum(tag, sargs, value)})
     return value
 
 

@@ -1,0 +1,95 @@
+"""Issue 14 item 5: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops
+``fedsim validate`` and its pool or Dask workers quietly: one line on stderr, exit 130,
+no worker traceback, no process left behind, the finished records kept."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# fedsim validate, with run_suite replaced by slow self-test tasks on the real backends
+_SCRIPT = """
+import sys, types
+from validation.montecarlo import Task, run_tasks
+
+def run_suite(suite, *, out, workers=None, dask=None, **kw):
+    tasks = [Task(f"r{i}", "validation._selftest:normal_mean",
+                  {"seed": 1, "replicate": i, "sleep": 2.0}) for i in range(40)]
+    run_tasks(tasks, out, workers=workers, dask=dask, progress=False)
+    return {"verdicts": str(out / "verdicts.csv"), "report": None}
+
+if __name__ == "__main__":
+    sys.modules["validation.suites"] = types.SimpleNamespace(run_suite=run_suite)
+    from fedsim.cli import main
+    raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def _restore_sigint() -> None:
+    # a test runner started in the background may ignore SIGINT; a terminal does not
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _interrupt(argv: list[str], out: Path, min_records: int, timeout: float = 240.0):
+    p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, preexec_fn=_restore_sigint)
+    t0 = time.monotonic()
+    while len(list(out.glob("results/*/*.json"))) < min_records:
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() - t0 < timeout, "no record appeared"
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGINT)
+    o, e = p.communicate(timeout=120)
+    # nothing of the group survives (pool workers, forkserver, Dask nannies and workers)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.5)
+    else:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("processes of the interrupted run are still alive")
+    return p.returncode, o, e
+
+
+def _assert_quiet(rc: int, out: str, err: str, run: Path) -> None:
+    assert rc == 130, err
+    lines = err.strip().splitlines()
+    assert lines == [f"fedsim: interrupted; finished replicates are saved in {run}; "
+                     "re-run the same command to resume"], err
+    assert "Traceback" not in err and out == ""
+
+
+def test_ctrl_c_stops_the_process_pool_quietly(tmp_path):
+    run = tmp_path / "run"
+    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "validate", "--suite", "quick",
+                           "--out", str(run), "--workers", "2"], run, 2)
+    _assert_quiet(rc, o, e, run)
+    assert 2 <= len(list(run.glob("results/*/*.json"))) < 40
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path):
+    run = tmp_path / "run"
+    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "validate", "--suite", "quick",
+                           "--out", str(run), "--workers", "2", "--dask", "local"], run, 2)
+    _assert_quiet(rc, o, e, run)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_real_smoke_suite(tmp_path):
+    run = tmp_path / "run"
+    rc, o, e = _interrupt([sys.executable, "-m", "fedsim.cli", "validate", "--suite", "smoke",
+                           "--out", str(run), "--report", str(tmp_path / "r.pdf"),
+                           "--no-progress", "--workers", "2"], run, 3, timeout=600)
+    _assert_quiet(rc, o, e, run)
