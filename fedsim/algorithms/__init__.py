@@ -1,8 +1,9 @@
 """The algorithm registry: one module per algorithm, one registration line each.
 
 Each module declares an :class:`~fedsim.algorithms.base.Algorithm` (name, client rules,
-execution models and their engine runners, server-rule factory, config section and its
-validation).  To add an algorithm: write ``fedsim/algorithms/<name>.py`` and add one
+execution models and their engine runners, server-rule factory, config section -- a frozen
+:class:`~fedsim.algorithms.base.Section` dataclass validating itself -- and its cross-field
+``check(scenario)`` hook).  To add an algorithm: write ``fedsim/algorithms/<name>.py`` and add one
 ``register_algorithm(...)`` line below (or call :func:`register_algorithm` from your own
 code).  The engine and the config read only this registry.
 """
@@ -12,6 +13,7 @@ from fedsim.algorithms.asfedavg import ASFEDAVG
 from fedsim.algorithms.asypfl import ASYPFL
 from fedsim.algorithms.base import (
     Algorithm,
+    Section,
     algorithms,
     get_algorithm,
     register_algorithm,
@@ -21,7 +23,7 @@ from fedsim.algorithms.fedasync import FEDASYNC
 from fedsim.algorithms.fedavg import FEDAVG
 from fedsim.algorithms.fedbuff import FEDBUFF
 
-__all__ = ["Algorithm", "register_algorithm", "unregister_algorithm", "get_algorithm",
+__all__ = ["Algorithm", "Section", "register_algorithm", "unregister_algorithm", "get_algorithm",
            "algorithms"]
 
 register_algorithm(FEDASYNC)

@@ -1,70 +1,39 @@
-"""``[algorithm]``: the flat table (its TOML spelling), AREA's step schedule.
+"""``[algorithm]``: the flat table (its TOML spelling) and the key routing.
 
-Server keys are validated by the registered algorithm's section (``Algorithm.validate``,
-:mod:`fedsim.algorithms`), client-rule keys here, execution-model keys (window) here.
+Every key belongs to one owner: the registered algorithm's config section (a frozen
+:class:`~fedsim.algorithms.Section` dataclass in ``fedsim/algorithms/<name>.py`` that
+validates itself), the client rule (:mod:`fedsim.local.registry`: name -> class + keys),
+or the execution model (``window``: ``tau``, ``delay_pmf``).  This module only routes keys
+to their owner and fills defaults; it never branches on an algorithm's name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fedsim.algorithms.area import StepSchedule
 from fedsim.config.schema import (
     _MODEL_KEYS,
-    _RULE_KEYS,
-    _RULES_FOR,
-    _SERVER_KEYS,
     ALGORITHMS,
     CLIENT_RULES,
-    MODELS,
     check_keys,
 )
 from fedsim.errors import check_integer, check_number, require
 
 __all__ = ["AlgorithmConfig", "StepSchedule"]
 
-
-@dataclass(frozen=True)
-class StepSchedule:
-    """AREA's client step alpha_k: constant, ``c/(k+d)``, or [A] Thm 7's (H7.4)."""
-
-    kind: str = "constant"
-    value: float | None = None
-    c: float | None = None
-    d: float | None = None
-
-    def __post_init__(self) -> None:
-        f = "algorithm.alpha"
-        require(self.kind in ("constant", "c_over_k_plus_d", "theorem7"), f"{f}.kind",
-                self.kind, "must be one of ['constant', 'c_over_k_plus_d', 'theorem7']")
-        if self.kind == "constant":
-            check_number(f"{f}.value", self.value, low=0.0, strict=True)
-            require(self.c is None and self.d is None, f"{f}.c", self.c,
-                    "is not used by a constant schedule")
-        elif self.kind == "c_over_k_plus_d":
-            check_number(f"{f}.c", self.c, low=0.0, strict=True)
-            check_number(f"{f}.d", self.d, low=0.0, strict=True)
-            require(self.value is None, f"{f}.value", self.value,
-                    "is not used by a c_over_k_plus_d schedule")
-        else:
-            require(self.value is None and self.c is None and self.d is None, f"{f}",
-                    self.to_dict(), "takes no parameters when kind = 'theorem7'")
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StepSchedule:
-        check_keys("algorithm.alpha", d, ("kind", "value", "c", "d"))
-        require("kind" in d, "algorithm.alpha.kind", None, "is required")
-        return cls(**dict(d))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in (("kind", self.kind), ("value", self.value), ("c", self.c),
-                                  ("d", self.d)) if v is not None}
+_NOT_KEYS = ("name", "model", "client_rule", "w0", "options", "section")
 
 
 @dataclass(frozen=True)
 class AlgorithmConfig:
-    """Algorithm, execution model, client rule and their hyper-parameters (None = default)."""
+    """Algorithm, execution model, client rule and their hyper-parameters (None = default).
+
+    ``options``: keys of a plug-in algorithm's section that are not fields here (pairs);
+    ``section``: the validated section instance of the algorithm (built here).
+    """
 
     name: str = "fedasync"
     model: str | None = None
@@ -91,28 +60,51 @@ class AlgorithmConfig:
     E: int | None = None
     delta: float | None = None
     gamma: float | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+    section: Any = field(default=None, init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:  # noqa: C901 - one validation table
+    def __getattr__(self, key: str) -> Any:
+        # a plug-in section's key (not a field): its value or None
+        opts = self.__dict__.get("options", ())
+        if key.startswith("_") or "options" not in self.__dict__:
+            raise AttributeError(key)
+        for k, v in opts:
+            if k == key:
+                return v
+        spec = ALGORITHMS.get(self.__dict__.get("name"))
+        if spec is not None and key in spec.section.keys():
+            return None
+        raise AttributeError(key)
+
+    def __post_init__(self) -> None:
         f = "algorithm"
         require(isinstance(self.name, str) and self.name in ALGORITHMS, f"{f}.name",
                 self.name, f"must be one of {list(ALGORITHMS)}")
-        model = self.model if self.model is not None else MODELS[self.name][0]
-        require(model in MODELS[self.name], f"{f}.model", model,
-                f"must be one of {list(MODELS[self.name])} for {self.name}")
-        rule = self.client_rule if self.client_rule is not None else _RULES_FOR[self.name][0]
-        require(rule in CLIENT_RULES, f"{f}.client_rule", rule,
+        spec = ALGORITHMS[self.name]
+        model = self.model if self.model is not None else spec.models[0]
+        require(model in spec.models, f"{f}.model", model,
+                f"must be one of {list(spec.models)} for {self.name}")
+        rule = self.client_rule if self.client_rule is not None else spec.client_rules[0]
+        require(isinstance(rule, str) and rule in CLIENT_RULES, f"{f}.client_rule", rule,
                 f"must be one of {list(CLIENT_RULES)}")
-        require(rule in _RULES_FOR[self.name], f"{f}.client_rule", rule,
-                f"must be one of {list(_RULES_FOR[self.name])} for {self.name}")
+        require(rule in spec.client_rules, f"{f}.client_rule", rule,
+                f"must be one of {list(spec.client_rules)} for {self.name}")
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "client_rule", rule)
-        allowed = set(_RULE_KEYS[rule]) | set(_SERVER_KEYS[self.name]) | set(
-            _MODEL_KEYS.get(model, ()))
+        rule_spec = CLIENT_RULES[rule]
+        section_keys = spec.section.keys()
+        allowed = set(rule_spec.keys) | set(section_keys) | set(_MODEL_KEYS.get(model, ()))
         for fl in fields(self):
-            if fl.name in ("name", "model", "client_rule", "w0"):
+            if fl.name in _NOT_KEYS:
                 continue
             v = getattr(self, fl.name)
             require(v is None or fl.name in allowed, f"{f}.{fl.name}", v,
+                    f"is not used by name={self.name!r}, client_rule={rule!r}, "
+                    f"model={model!r}")
+        require(isinstance(self.options, tuple), f"{f}.options", self.options,
+                "must be a tuple of (key, value) pairs")
+        for k, v in self.options:
+            require(k in section_keys and k not in self.__dataclass_fields__, f"{f}.{k}", v,
                     f"is not used by name={self.name!r}, client_rule={rule!r}, "
                     f"model={model!r}")
         if self.w0 is not None:
@@ -123,50 +115,10 @@ class AlgorithmConfig:
                 object.__setattr__(self, "w0", tuple(float(x) for x in self.w0))
             else:
                 check_number(f"{f}.w0", self.w0)
-        if self.Q is not None:
-            check_integer(f"{f}.Q", self.Q, low=1)
-        if self.eta is not None:
-            check_number(f"{f}.eta", self.eta, low=0.0)
-        if self.batch is not None:
-            check_integer(f"{f}.batch", self.batch, low=1)
-        spec = ALGORITHMS[self.name]
-        if spec.validate is not None:
-            spec.validate(self)
-        if self.name == "area":
-            require(isinstance(self.alpha, StepSchedule), f"{f}.alpha", self.alpha,
-                    "is required for area: a table such as {kind='constant', value=0.1}")
-        elif rule in ("maml", "fomaml", "hfmaml"):
-            require(self.alpha is not None, f"{f}.alpha", None,
-                    f"(the MAML inner step) is required for client_rule {rule!r}")
-            check_number(f"{f}.alpha", self.alpha, low=0.0)
-        if self.hf_delta is not None:
-            check_number(f"{f}.hf_delta", self.hf_delta, low=0.0, strict=True)
-        if rule == "asypfl":
-            require(self.lam is not None, f"{f}.lam", None,
-                    "(the elastic weight lambda) is required for asypfl (0 = purely local)")
-            check_number(f"{f}.lam", self.lam, low=0.0)
-            if self.E is not None:
-                check_integer(f"{f}.E", self.E, low=1)
-            if self.delta is not None:
-                check_number(f"{f}.delta", self.delta, low=0.0)
-            if self.gamma is not None:
-                check_number(f"{f}.gamma", self.gamma, low=0.0)
-        if rule == "moreau":
-            require(self.lam is not None, f"{f}.lam", None, "is required for client_rule moreau")
-            check_number(f"{f}.lam", self.lam, low=0.0, strict=True)
-            solver = self.inner_solver or "gd"
-            require(solver in ("gd", "exact"), f"{f}.inner_solver", solver,
-                    "must be 'gd' or 'exact'")
-            if self.nu is not None:
-                check_number(f"{f}.nu", self.nu, low=0.0)
-            if solver == "gd":
-                require(self.nu is None or self.nu > 0, f"{f}.nu", self.nu,
-                        "must be > 0 with inner_solver='gd' (use inner_solver='exact' for nu=0)")
-            else:
-                require(self.nu is None or self.nu == 0, f"{f}.nu", self.nu,
-                        "must be 0 (or omitted) with inner_solver='exact'")
-            if self.inner_max_iter is not None:
-                check_integer(f"{f}.inner_max_iter", self.inner_max_iter, low=1)
+        given = {k: getattr(self, k) for k in section_keys}
+        object.__setattr__(self, "section",
+                           spec.section(**{k: v for k, v in given.items() if v is not None}))
+        rule_spec.check(self)
         if model == "window":
             require(self.tau is not None, f"{f}.tau", None, "is required for model='window'")
             check_integer(f"{f}.tau", self.tau, low=0)
@@ -182,38 +134,49 @@ class AlgorithmConfig:
 
     # -- resolved values -------------------------------------------------------------
     def get(self, key: str) -> Any:
-        """The value of ``key`` with its documented default filled in."""
-        v = getattr(self, key)
+        """The value of ``key`` with its documented default filled in (the section's,
+        then the client rule's, then the execution model's)."""
+        v = getattr(self, key, None)
         if v is not None:
             return v
-        section = ALGORITHMS[self.name].section
-        if key in section:
-            return section[key]
-        defaults = {"Q": 1, "eta": 0.01, "batch": 1, "beta": 1.0, "hf_delta": 1e-3,
-                    "nu": (1e-8 if (self.inner_solver or "gd") == "gd" else 0.0),
-                    "inner_max_iter": 1000, "inner_solver": "gd", "E": 1, "delta": 0.01,
-                    "gamma": 0.0}
+        if key in self.section.keys():
+            return getattr(self.section, key)
+        rule = CLIENT_RULES[self.client_rule]
+        if key in rule.keys:
+            return rule.default(key, self)
         if key == "delay_pmf" and self.tau is not None:
             return tuple([0.0] * self.tau + [1.0])
-        return defaults.get(key)
+        for other in CLIENT_RULES.values():  # a key of no owner here: its usual default
+            if key in other.keys:
+                return other.default(key, self)
+        return None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AlgorithmConfig:
-        names = {f.name for f in fields(cls)}
-        check_keys("algorithm", d, names)
+        fixed = {f.name for f in fields(cls)} - {"options", "section"}
+        require(isinstance(d, Mapping), "algorithm", d, "must be a table")
+        spec = ALGORITHMS.get(d.get("name")) if isinstance(d.get("name"), str) else None
+        section_keys = set(spec.section.keys()) if spec is not None else set()
+        check_keys("algorithm", d, fixed | section_keys)
         kw = dict(d)
         require("name" in kw, "algorithm.name", None, f"is required (one of {list(ALGORITHMS)})")
-        if isinstance(kw.get("alpha"), Mapping):
-            kw["alpha"] = StepSchedule.from_dict(kw["alpha"])
+        if spec is not None:
+            for k in section_keys & set(kw):
+                kw[k] = spec.section.parse(k, kw[k])
         if "delay_pmf" in kw:
             require(isinstance(kw["delay_pmf"], (list, tuple)), "algorithm.delay_pmf",
                     kw["delay_pmf"], "must be a list of probabilities")
             kw["delay_pmf"] = tuple(kw["delay_pmf"])
+        extra = tuple((k, kw.pop(k)) for k in sorted(set(kw) - fixed))
+        if extra:
+            kw["options"] = extra
         return cls(**kw)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for fl in fields(self):
+            if fl.name in ("options", "section"):
+                continue
             v = getattr(self, fl.name)
             if v is None:
                 continue
@@ -222,4 +185,6 @@ class AlgorithmConfig:
             elif isinstance(v, tuple):
                 v = list(v)
             out[fl.name] = v
+        for k, v in self.options:
+            out[k] = v
         return out

@@ -1,7 +1,8 @@
 """The ``[algorithm]`` tables, the trigger and problem kinds, and the key check.
 
-Algorithm names, execution models, client rules per algorithm and server keys are views of
-the algorithm registry (:mod:`fedsim.algorithms`); the client rules' keys are here.
+Algorithm names and execution models are views of the algorithm registry
+(:mod:`fedsim.algorithms`), client rules (with their keys) of the client-rule registry
+(:mod:`fedsim.local.registry`); the execution models' keys are here.
 """
 
 from __future__ import annotations
@@ -15,44 +16,37 @@ __all__ = ["ALGORITHMS", "CLIENT_RULES", "MODELS", "TRIGGERS", "PROBLEM_KINDS", 
 
 
 class _RegistryView(Mapping):
-    """A read-only view of the algorithm registry (:mod:`fedsim.algorithms`)."""
+    """A read-only view of a registry (``names()`` and ``get(name)``, imported lazily)."""
 
-    def __init__(self, fn) -> None:
+    def __init__(self, module: str, names: str, get: str, fn=lambda x: x) -> None:
+        self._where = (module, names, get)
         self._fn = fn
 
-    def __getitem__(self, name: str):
-        from fedsim.algorithms import algorithms, get_algorithm
+    def _reg(self):
+        import importlib
 
-        if name not in algorithms():
+        module, names, get = self._where
+        m = importlib.import_module(module)
+        return getattr(m, names), getattr(m, get)
+
+    def __getitem__(self, name: str):
+        names, get = self._reg()
+        if name not in names():
             raise KeyError(name)
-        return self._fn(get_algorithm(name))
+        return self._fn(get(name))
 
     def __iter__(self):
-        from fedsim.algorithms import algorithms
-
-        return iter(algorithms())
+        return iter(self._reg()[0]())
 
     def __len__(self) -> int:
-        from fedsim.algorithms import algorithms
-
-        return len(algorithms())
+        return len(self._reg()[0]())
 
 
-ALGORITHMS = _RegistryView(lambda a: a)  # name -> fedsim.algorithms.Algorithm
-CLIENT_RULES = ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload", "asypfl")
-MODELS = _RegistryView(lambda a: a.models)
-_RULES_FOR = _RegistryView(lambda a: a.client_rules)
-_SERVER_KEYS = _RegistryView(lambda a: tuple(a.section))
-_RULE_KEYS: dict[str, tuple[str, ...]] = {
-    "sgd": ("Q", "eta", "batch"),
-    "upload": ("Q", "eta", "batch"),
-    "maml": ("Q", "eta", "batch", "alpha"),
-    "fomaml": ("Q", "eta", "batch", "alpha"),
-    "hfmaml": ("Q", "eta", "batch", "alpha", "hf_delta"),
-    "moreau": ("Q", "eta", "batch", "lam", "nu", "inner_max_iter", "inner_solver"),
-    "area": ("batch",),
-    "asypfl": ("E", "eta", "delta", "gamma", "lam", "batch"),
-}
+# name -> fedsim.algorithms.Algorithm
+ALGORITHMS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm")
+# name -> fedsim.local.ClientRuleSpec (class + keys)
+CLIENT_RULES = _RegistryView("fedsim.local", "client_rules", "get_client_rule")
+MODELS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm", lambda a: a.models)
 _MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
 PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm")

@@ -1,4 +1,4 @@
-"""Client update rules (pure NumPy, no SimPy): one module per algorithm.
+"""Client update rules (pure NumPy, no SimPy): one module per algorithm, one registry.
 
 * :mod:`fedsim.local.sgd`    -- [P] Option A (local SGD); also AREA's and AS-FedAvg's steps;
 * :mod:`fedsim.local.maml`   -- [P] Option B (MAML, FO-MAML, HF-MAML);
@@ -12,6 +12,10 @@ One shape (:mod:`fedsim.local.base`, optax style): ``init(w0) -> state`` and
 ``round(i, w0, out, rng, eta=None)`` (the Q steps of one round, written into ``out``) and
 ``step(i, w, rng, eta=None)`` (one step in place); for the same stream both give
 bit-identical iterates.  MAML and Moreau share their ``round`` (:class:`StepRule`).
+
+The registry (:mod:`fedsim.local.registry`): one line per rule below, name -> class + its
+``[algorithm]`` keys.  To add a rule: give its class the three config class methods
+(:class:`~fedsim.local.registry.ConfigRule`) and add one ``register_client_rule`` line.
 """
 
 from __future__ import annotations
@@ -23,29 +27,30 @@ from fedsim.local.asypfl import AsyPFLRule
 from fedsim.local.base import StepRule
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
+from fedsim.local.registry import (
+    ClientRuleSpec,
+    client_rules,
+    get_client_rule,
+    register_client_rule,
+    unregister_client_rule,
+)
 from fedsim.local.sgd import SGDRule
 
 __all__ = ["StepRule", "SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyPFLRule",
-           "make_client_rule"]
+           "make_client_rule", "ClientRuleSpec", "register_client_rule",
+           "unregister_client_rule", "get_client_rule", "client_rules"]
+
+register_client_rule("sgd", SGDRule, ("Q", "eta", "batch"))
+register_client_rule("maml", MAMLRule, ("Q", "eta", "batch", "alpha"))
+register_client_rule("fomaml", MAMLRule, ("Q", "eta", "batch", "alpha"))
+register_client_rule("hfmaml", MAMLRule, ("Q", "eta", "batch", "alpha", "hf_delta"))
+register_client_rule("moreau", MoreauRule, ("Q", "eta", "batch", "lam", "nu", "inner_max_iter",
+                                            "inner_solver"))
+register_client_rule("area", AreaClients, ("batch",))
+register_client_rule("upload", SGDRule, ("Q", "eta", "batch"))
+register_client_rule("asypfl", AsyPFLRule, ("E", "eta", "delta", "gamma", "lam", "batch"))
 
 
 def make_client_rule(alg: Any, problem: Any):
     """The local rule of an :class:`fedsim.config.AlgorithmConfig` on ``problem``."""
-    rule = alg.client_rule
-    g = alg.get
-    if rule in ("sgd", "upload"):
-        return SGDRule(problem, g("eta"), g("Q"), g("batch"))
-    if rule == "area":
-        return SGDRule(problem, 0.0, g("M"), g("batch"))
-    if rule in ("maml", "fomaml", "hfmaml"):
-        return MAMLRule(problem, g("eta"), g("Q"), g("batch"), float(alg.alpha), rule,
-                        g("hf_delta"))
-    if rule == "moreau":
-        L = None
-        if g("inner_solver") == "gd":
-            L = float(problem.constants["L"].value)
-        return MoreauRule(problem, g("eta"), g("Q"), g("batch"), g("lam"), g("nu"),
-                          g("inner_max_iter"), g("inner_solver"), L)
-    if rule == "asypfl":
-        return AsyPFLRule(problem, g("eta"), g("delta"), g("gamma"), g("lam"), g("batch"))
-    raise ValueError(rule)  # pragma: no cover - config validates client_rule
+    return get_client_rule(alg.client_rule).build(alg, problem)

@@ -52,10 +52,12 @@ The rule is pure NumPy (no SimPy, no time); :meth:`AsyPFLRule.round` writes the 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from fedsim.errors import require
+from fedsim.errors import check_integer, check_number, require
+from fedsim.local.registry import ConfigRule, check_step_keys
 from fedsim.problems.base import Problem
 
 __all__ = ["AsyPFLRule", "decay"]
@@ -66,7 +68,7 @@ def decay(gamma: float, tau: int) -> float:
     return 1.0 / (1.0 + gamma * tau)
 
 
-class AsyPFLRule:
+class AsyPFLRule(ConfigRule):
     """AsyPFL local steps on ``(omega_k, beta_k)`` (module docstring).
 
     ``eta`` / ``delta``: steps of the local (global-model) and personal models; ``gamma``:
@@ -74,6 +76,29 @@ class AsyPFLRule:
     """
 
     name = "asypfl"
+    DEFAULTS = {"eta": 0.01, "batch": 1, "E": 1, "delta": 0.01, "gamma": 0.0}
+
+    @classmethod
+    def check_config(cls, name: str, cfg: Any) -> None:
+        """eta, batch; ``lam`` (required, >= 0); ``E`` (integer >= 1); ``delta``, ``gamma``
+        (>= 0)."""
+        check_step_keys(cfg)
+        f = "algorithm"
+        require(cfg.lam is not None, f"{f}.lam", None,
+                "(the elastic weight lambda) is required for asypfl (0 = purely local)")
+        check_number(f"{f}.lam", cfg.lam, low=0.0)
+        if cfg.E is not None:
+            check_integer(f"{f}.E", cfg.E, low=1)
+        if cfg.delta is not None:
+            check_number(f"{f}.delta", cfg.delta, low=0.0)
+        if cfg.gamma is not None:
+            check_number(f"{f}.gamma", cfg.gamma, low=0.0)
+
+    @classmethod
+    def from_config(cls, name: str, cfg: Any, problem: Problem) -> AsyPFLRule:
+        """The rule of ``client_rule = "asypfl"``."""
+        g = cfg.get
+        return cls(problem, g("eta"), g("delta"), g("gamma"), g("lam"), g("batch"))
 
     def __init__(self, problem: Problem, eta: float, delta: float, gamma: float, lam: float,
                  batch: int = 1) -> None:

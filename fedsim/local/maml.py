@@ -18,18 +18,39 @@ divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quo
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from fedsim.errors import require
+from fedsim.errors import check_number, require
 from fedsim.local.base import StepRule
+from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule"]
 
 
-class MAMLRule(StepRule):
+class MAMLRule(ConfigRule, StepRule):
     """[P] Option B local steps; ``variant`` is ``"maml"``, ``"fomaml"`` or ``"hfmaml"``."""
+
+    DEFAULTS = {**ConfigRule.DEFAULTS, "hf_delta": 1e-3}
+
+    @classmethod
+    def check_config(cls, name: str, cfg: Any) -> None:
+        """Q, eta, batch; ``alpha`` (the MAML inner step, required, >= 0); ``hf_delta``."""
+        super().check_config(name, cfg)
+        require(cfg.alpha is not None, "algorithm.alpha", None,
+                f"(the MAML inner step) is required for client_rule {name!r}")
+        check_number("algorithm.alpha", cfg.alpha, low=0.0)
+        if cfg.hf_delta is not None:
+            check_number("algorithm.hf_delta", cfg.hf_delta, low=0.0, strict=True)
+
+    @classmethod
+    def from_config(cls, name: str, cfg: Any, problem: Problem) -> MAMLRule:
+        """The rule of ``client_rule = name`` (``"maml"``, ``"fomaml"``, ``"hfmaml"``)."""
+        g = cfg.get
+        return cls(problem, g("eta"), g("Q"), g("batch"), float(cfg.alpha), name,
+                   g("hf_delta"))
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int, alpha: float,
                  variant: str = "maml", hf_delta: float = 1e-3) -> None:

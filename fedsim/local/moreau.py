@@ -24,20 +24,61 @@ Inner solvers (stated, THEORY_SPEC 2.1):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from fedsim.errors import require
+from fedsim.errors import check_integer, check_number, require
 from fedsim.local.base import StepRule
+from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 
 __all__ = ["MoreauRule"]
 
 
-class MoreauRule(StepRule):
+class MoreauRule(ConfigRule, StepRule):
     """[P] Option C local steps; counters ``inner_iters``, ``inner_solves``, ``inner_failures``."""
 
     name = "moreau"
+    DEFAULTS = {**ConfigRule.DEFAULTS, "inner_max_iter": 1000, "inner_solver": "gd"}
+
+    @classmethod
+    def check_config(cls, name: str, cfg: Any) -> None:
+        """Q, eta, batch; ``lam`` (> 0, required); ``inner_solver`` ("gd" | "exact"); ``nu``
+        (> 0 with "gd", 0 with "exact"); ``inner_max_iter`` (integer >= 1)."""
+        super().check_config(name, cfg)
+        f = "algorithm"
+        require(cfg.lam is not None, f"{f}.lam", None, "is required for client_rule moreau")
+        check_number(f"{f}.lam", cfg.lam, low=0.0, strict=True)
+        solver = cfg.inner_solver or "gd"
+        require(solver in ("gd", "exact"), f"{f}.inner_solver", solver,
+                "must be 'gd' or 'exact'")
+        if cfg.nu is not None:
+            check_number(f"{f}.nu", cfg.nu, low=0.0)
+        if solver == "gd":
+            require(cfg.nu is None or cfg.nu > 0, f"{f}.nu", cfg.nu,
+                    "must be > 0 with inner_solver='gd' (use inner_solver='exact' for nu=0)")
+        else:
+            require(cfg.nu is None or cfg.nu == 0, f"{f}.nu", cfg.nu,
+                    "must be 0 (or omitted) with inner_solver='exact'")
+        if cfg.inner_max_iter is not None:
+            check_integer(f"{f}.inner_max_iter", cfg.inner_max_iter, low=1)
+
+    @classmethod
+    def default(cls, name: str, key: str, cfg: Any) -> Any:
+        if key == "nu":
+            return 1e-8 if (cfg.inner_solver or "gd") == "gd" else 0.0
+        return cls.DEFAULTS.get(key)
+
+    @classmethod
+    def from_config(cls, name: str, cfg: Any, problem: Problem) -> MoreauRule:
+        """The rule of ``client_rule = "moreau"`` (L from the problem for the gd solver)."""
+        g = cfg.get
+        L = None
+        if g("inner_solver") == "gd":
+            L = float(problem.constants["L"].value)
+        return cls(problem, g("eta"), g("Q"), g("batch"), g("lam"), g("nu"),
+                   g("inner_max_iter"), g("inner_solver"), L)
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int, lam: float,
                  nu: float = 1e-8, inner_max_iter: int = 1000, solver: str = "gd",

@@ -28,11 +28,13 @@ same stream; ``tests/test_local_rules.py`` checks it.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from fedsim.errors import require
 from fedsim.local.base import StepRule
+from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 
 __all__ = ["SGDRule", "QuadKernel"]
@@ -91,7 +93,7 @@ class QuadKernel:
         return self._R_i[i], self._c_i[i]
 
 
-class SGDRule(StepRule):
+class SGDRule(ConfigRule, StepRule):
     """Option A local SGD ([P] Alg. 2 line 7; [A] Alg. 2 inner loop).
 
     ``round(i, w0, out, rng, eta=None)`` writes ``w_{i,Q}`` into ``out``;
@@ -100,6 +102,12 @@ class SGDRule(StepRule):
     """
 
     name = "sgd"
+
+    @classmethod
+    def from_config(cls, name: str, cfg: Any, problem: Problem) -> SGDRule:
+        """The rule of ``client_rule = "sgd"`` / ``"upload"`` (keys Q, eta, batch)."""
+        g = cfg.get
+        return cls(problem, g("eta"), g("Q"), g("batch"))
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int = 1) -> None:
         require(eta >= 0 and math.isfinite(eta), "algorithm.eta", eta, "must be finite and >= 0")
