@@ -70,7 +70,10 @@ def theorem1(*, L: float, mu: float, eta: float, p: Vector, sigma2: Vector, Gamm
     warnings = []
     if mode == "paper_literal":
         chk = [h for h in chk if not h.name.startswith(("H9", "H12"))]
-        terms = {"contraction": L * r / 2.0 * D2, "bracket_B": -L * r * Bc, "B": Bc + 0 * r}
+        if mu > 0:
+            terms = {"contraction": L * r / 2.0 * D2, "bracket_B": -L * r * Bc, "B": Bc + 0 * r}
+        else:
+            terms = {"contraction": L * r / 2.0 * D2, "B": np.inf + 0 * r}
         base, errata = Status.PAPER_LITERAL_KNOWN_ERRATUM, []
         warnings.append("E-Y2: the bracket (||w0-w*||^2 - 2B) mixes units; the corrected "
                         "bracket is - 2B/L; E-Y3: valid only at common sync ticks")
@@ -78,7 +81,8 @@ def theorem1(*, L: float, mu: float, eta: float, p: Vector, sigma2: Vector, Gamm
             warnings.append("L > 1: the literal (5) is below the corrected bound by "
                             "B (L-1) (1-mu eta)^T and can be negative")
     else:
-        terms = {"contraction": L * r / 2.0 * D2, "noise_ball": Bc * (1.0 - r)}
+        ball = Bc * (1.0 - r) if mu > 0 else np.inf + 0 * r  # mu = 0: H2 fails, no bound
+        terms = {"contraction": L * r / 2.0 * D2, "noise_ball": ball}
         base = Status.CERTIFIED_CORRECTED if all_one else Status.PROOF_LEVEL
         errata = ["E-Y1", "E-Y2", "E-Y3", "E-Y6", "E-Y7"]
         if not all_one:

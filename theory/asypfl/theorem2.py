@@ -52,30 +52,30 @@ def theorem2(*, L: float, mu: float, p: Vector, sigma2: Vector, Gamma: float, E:
             "must be 'corrected', 'paper_literal' or 'rate_shape'")
     L, mu, p, s2, S2, E, pi, Gamma, chi2, D2 = inputs(L, mu, p, sigma2, Gamma, E, pi, chi2,
                                                       D2, Sigma2)
-    require(mu > 0, "mu", mu, "must be > 0 for Theorem 2 (the step is 2/(mu(gamma+tau)))")
     Ts, is_array = ticks(T)
-    g_pres = gamma_t2(L, mu, E, pi)
+    g_pres = gamma_t2(L, mu, E, pi) if mu > 0 else math.inf  # mu = 0: H2 fails
     g = g_pres if gamma is None else float(gamma)
     c = core(L, p, s2, S2, Gamma, E, pi, chi2, 8.0)
     A = c["sum"]
     all_one = c["drift_weight"] == 0.0
-    step_ok = abs(g - g_pres) <= 1e-12 * g_pres
+    step_ok = bool(mu > 0 and abs(g - g_pres) <= 1e-12 * g_pres)
     chk = checks(L=L, mu=mu, E=E, pi=pi, chi2=chi2, Gamma=Gamma, S2=S2, T=Ts,
                  step_ok=step_ok, step_detail=f"gamma = {fmt(g)}, prescribed {fmt(g_pres)}")
     chk = [h for h in chk if not h.name.startswith("H12")]
     warnings = []
     if mode in ("paper_literal", "rate_shape"):
         chk = [h for h in chk if not h.name.startswith("H9")]
-        pref = 2.0 * L / (mu * (g + Ts) ** (2.0 / 3.0))
-        terms = {"noise": pref * A / mu, "initial": pref * 2.0 * L * math.sqrt(D2)}
+        pref = 2.0 * L / (mu * (g + Ts) ** (2.0 / 3.0)) if mu > 0 else np.inf + 0 * Ts
+        terms = {"noise": pref * A / mu if mu > 0 else pref,
+                 "initial": pref * 2.0 * L * math.sqrt(D2)}
         base = (Status.PAPER_LITERAL_KNOWN_ERRATUM if mode == "paper_literal"
                 else Status.RATE_SHAPE_ONLY)
         errata = []
         warnings.append("E-Y4: ||w0-w*|| is not squared (the bound fails for large "
                         "||w0-w*||); E-Y5: the exact and corrected order is 1/T, not T^{-2/3}")
     else:
-        v = max(4.0 * A / mu**2, g * D2)
-        terms = {"induction": L * v / (2.0 * (g + Ts))}
+        v = max(4.0 * A / mu**2, g * D2) if mu > 0 else math.inf
+        terms = {"induction": L * v / (2.0 * (g + Ts)) if mu > 0 else np.inf + 0 * Ts}
         base = Status.CERTIFIED_CORRECTED if all_one else Status.PROOF_LEVEL
         errata = ["E-Y1", "E-Y3", "E-Y4", "E-Y5", "E-Y6", "E-Y7"]
         if not all_one:
@@ -88,7 +88,7 @@ def theorem2(*, L: float, mu: float, p: Vector, sigma2: Vector, Gamma: float, E:
                              "core_drift": c["drift"], "claimed_exponent": -2.0 / 3.0,
                              "corrected_exponent": -1.0,
                              "sync_period": int(np.lcm.reduce(pi)) * E},
-                    step_sizes={"eta_0": 2.0 / (mu * g), "gamma": g,
+                    step_sizes={"eta_0": 2.0 / (mu * g) if mu > 0 else 0.0, "gamma": g,
                                 "eta_tau": "2/(mu (gamma + tau)), tau = tick"},
                     errata=errata, warnings=warnings)
 

@@ -53,9 +53,12 @@ from validation.scenarios.common import (
     set_oracle_cache,
 )
 from validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
+from validation.scenarios.perfedavg import perfedavg_case  # noqa: E402  (registers [F] 4.5)
+from validation.scenarios.asypfl import asypfl_case, asypfl_counterexample  # noqa: E402
 
 __all__ = [
     "RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",
     "theorem1_case", "theorem2_case", "theorem3_case", "theorem7_case", "theorem8_case",
-    "theorem8_counterexample", "set_oracle_cache", "SEED",
+    "theorem8_counterexample", "set_oracle_cache", "SEED", "perfedavg_case", "asypfl_case",
+    "asypfl_counterexample",
 ]
