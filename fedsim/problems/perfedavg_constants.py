@@ -65,7 +65,6 @@ def _logistic(problem) -> list[Constant]:
     m4 = max(float(np.mean(r**4)) for r in norms)
     L = float(problem.constants.value("L"))
     reg = float(problem.nu_reg) > 0
-    B = math.inf if reg else m1
     return [Constant("L", L, Tag(problem.constants["L"].tag), "problem table"),
             (Constant("B", math.inf, Tag.INFINITE, "nu_reg > 0: the ridge gradient is "
                       "unbounded") if reg else

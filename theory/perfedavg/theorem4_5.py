@@ -80,7 +80,7 @@ def perfedavg_constants(*, L: float, rho: float, B: float, alpha: float, sigma_G
     s = sigma_G2 * (1.0 / Dp + (alpha * L) ** 2 / D)
     if variant == "MAML":
         sF2 = (3.0 * m0(B * B, alpha**2 * sigma_H2 / Dpp) + 12.0 * s
-               + 3.0 * alpha**2 * sigma_H2 * s / Dpp)
+               + 3.0 * m0(alpha**2 * sigma_H2 / Dpp, s))
         m = 2.0 * alpha * L * math.sqrt(sigma_G2 / D)
     elif variant == "FO":
         sF2 = 2.0 * s + 2.0 * m0(alpha * L, B) ** 2
@@ -140,23 +140,23 @@ def theorem4_5(*, L: float, alpha: float, sigma_G2: float, gamma_G2: float, f_ga
     beta_max = 1.0 / (10.0 * tau * LF) if math.isfinite(LF) else 0.0
     b = beta_max if beta is None else real("beta", beta, lo=0.0, strict=True)
     q = 0.0 if r == 1.0 else (1.0 - r) / (r * (n - 1))
-    bL = b * LF
+    bL = b * LF if math.isfinite(LF) else math.inf
     C = 2.0 * sF2 + gF2
     drift_tt = tau * (tau - 1)
     init = 4.0 * f_gap / (b * tau * Ks) if b > 0 else np.full(Ks.shape, math.inf)
     if mode in ("corrected", "paper_literal"):
         terms = {"init": init, "drift": 1120.0 * m0(bL**2 * drift_tt, C),
-                 "noise": 8.0 * m0(bL, sF2), "sampling": 4.0 * m0(bL * q, gF2),
+                 "noise": 8.0 * m0(bL, sF2), "sampling": 4.0 * m0(bL, q, gF2),
                  "bias": 4.0 * m * m}
     elif mode == "proof_level":
-        den = 0.5 - bL
+        den = 0.5 - bL if math.isfinite(bL) else 1e-300  # inf stays inf
         terms = {"init": init / 4.0 / den,
                  "drift": 140.0 * (1 + 2 * bL) * m0(bL**2 * drift_tt, C) / den,
-                 "noise": m0(bL, 2.0 * sF2) / den, "sampling": m0(bL * q, gF2) / den,
+                 "noise": m0(bL, 2.0 * sF2) / den, "sampling": m0(bL, q, gF2) / den,
                  "bias": m * m / den}
     else:  # the printed O(1) form, O(1) = 1
-        terms = {"init": init, "noise_drift": m0(bL, sF2) * (1.0 + bL * drift_tt),
-                 "heterogeneity": m0(bL, gF2) * (q + bL * drift_tt),
+        terms = {"init": init, "noise_drift": m0(bL, sF2, 1.0 + m0(bL, drift_tt)),
+                 "heterogeneity": m0(bL, gF2, q + m0(bL, drift_tt)),
                  "bias": alpha**2 * L**2 * sG2 / D if sG2 > 0 else 0.0}
     checks = [
         Check("H1 Asm 1 F_inf finite", bool(math.isfinite(f_gap)), f"f_gap = {fmt(f_gap)}"),
@@ -170,7 +170,8 @@ def theorem4_5(*, L: float, alpha: float, sigma_G2: float, gamma_G2: float, f_ga
         Check("H5 Asm 5 dissimilarity (E-F2)", bool(math.isfinite(gG2) and math.isfinite(gH2)),
               f"gamma_G2 = {fmt(gG2)}, gamma_H2 = {fmt(gH2)}"
               + ("" if math.isfinite(gG2) else " (e.g. quadratics with unequal Hessians)")),
-        Check("H6 0 <= alpha <= 1/L", alpha <= (1.0 / L) * (1 + 1e-12), f"alpha L = {fmt(alpha * L)}"),
+        Check("H6 0 <= alpha <= 1/L", alpha <= (1.0 / L) * (1 + 1e-12),
+              f"alpha L = {fmt(alpha * L)}"),
         Check("H7 tau >= 1", True, f"tau = {tau}"),
         Check("H8 beta <= 1/(10 tau L_F)", bool(b <= beta_max * (1 + 1e-12)),
               f"beta = {fmt(b)}, beta_max = {fmt(beta_max)}"),

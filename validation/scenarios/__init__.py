@@ -43,6 +43,7 @@ the theorem registry (:func:`theory.registry.register_scenarios`), from which
 from __future__ import annotations
 
 from validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
+from validation.scenarios.asypfl import asypfl_case, asypfl_counterexample
 from validation.scenarios.common import (
     CLAIM_STATUSES,
     SEED,
@@ -52,9 +53,8 @@ from validation.scenarios.common import (
     SimCheck,
     set_oracle_cache,
 )
+from validation.scenarios.perfedavg import perfedavg_case
 from validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
-from validation.scenarios.perfedavg import perfedavg_case  # noqa: E402  (registers [F] 4.5)
-from validation.scenarios.asypfl import asypfl_case, asypfl_counterexample  # noqa: E402
 
 __all__ = [
     "RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",
