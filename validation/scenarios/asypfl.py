@@ -148,8 +148,8 @@ def asypfl_counterexample(theorem: str, *, replicates: int = 32) -> Case:
 
 def _grids(theorem: str):
     def quick(R: int, c: int) -> list[Case]:
-        return [asypfl_case(theorem, "L1", replicates=4 * R),
-                asypfl_case(theorem, "Lsmall", replicates=4 * R),
+        return [asypfl_case(theorem, "L1", replicates=2 * R),
+                asypfl_case(theorem, "Lsmall", replicates=2 * R),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="step10x"),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="mu0"),
                 asypfl_counterexample(theorem, replicates=max(32, 2 * R))]

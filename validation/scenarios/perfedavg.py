@@ -42,9 +42,9 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
     n, tau, b = 4, 1, 1
     alpha = 0.5 / L
     pcfg = dict(kind="quadratic", n=n, dim=1, mu=L, L=L, heterogeneity=1.0,
-                noise_sd=0.5 * math.sqrt(L), seed=3)
+                noise_sd=0.05 * math.sqrt(L), seed=3)
     prob = _problem(pcfg)
-    w0 = np.zeros(1)
+    w0 = np.full(1, 5.0)   # far from cbar: the init term dominates (tightness < 1000)
     tab = perfedavg_constants_table(prob, alpha=alpha, w0=w0)
     cv = tab.values()
     r = 0.5 if variant == "r_half" else 1.0
@@ -52,7 +52,7 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
                       f_gap=cv["f_gap_maml"], tau=tau, K=1, n=n)
     beta = float(base.step_sizes["beta_max"]) * (10.0 if variant == "step10x" else 1.0)
     alg = dict(name="fedavg", client_rule="maml", alpha=alpha, Q=tau, eta=beta, batch=b,
-               participation=r, beta=1.0)
+               participation=r, beta=1.0, w0=[float(w0[0])])
     delays = {"download": {"kind": "constant", "value": 0.1},
               "compute": {"kind": "constant", "value": 1.0},
               "upload": {"kind": "constant", "value": 0.1}}
