@@ -78,5 +78,6 @@ def search_pf() -> list[tuple]:
 if __name__ == "__main__":
     print("AsyPFL Thm 1 small-T search:", search_t1())
     print("AsyPFL Thm 2 rate:", rate_t2())
-    for row in search_pf():
-        print("Per-FedAvg r=1/2 tau=%d beta=%.0e exact=%.6e literal=%.6e ratio=%.4f" % row)
+    for tau, beta, e, b, q in search_pf():
+        print(f"Per-FedAvg r=1/2 tau={tau} beta={beta:.0e} exact={e:.6e} literal={b:.6e} "
+              f"ratio={q:.4f}")
