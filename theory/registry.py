@@ -45,6 +45,9 @@ BUILTIN_MODULES = (
     "theory.persafl.theorem3",
     "theory.area.theorem7",
     "theory.area.theorem8",
+    "theory.perfedavg.theorem4_5",
+    "theory.asypfl.theorem1",
+    "theory.asypfl.theorem2",
 )
 
 

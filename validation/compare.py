@@ -42,6 +42,7 @@ __all__ = [
     "CI_METHOD",
     "CI_LEVEL",
     "ORACLE_FAR",
+    "EXACT_RTOL",
     "VERDICTS",
     "VERDICT_COLUMNS",
     "EXTRA_COLUMNS",
@@ -59,6 +60,8 @@ __all__ = [
 CI_METHOD = "Student-t"
 CI_LEVEL = 0.99
 ORACLE_FAR = 1e-3
+#: exactness tolerance of a zero-spread (deterministic) oracle comparison (relative)
+EXACT_RTOL = 1e-9
 VERDICTS = ("holds", "violated", "inconclusive", "not_applicable")
 VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
                    "bound", "status", "verdict", "tightness", "slope", "exact"]
@@ -171,15 +174,17 @@ def oracle_test(mean: float, sem: float, exact: float,
     """Two-sided z-test of an MC mean against an exact expectation.
 
     ``z = (mean - exact) / sem``; passes when ``|z| <= Phi^{-1}(1 - far/2)`` (3.29 for
-    the default false-alarm rate 1e-3).  ``sem == 0`` gives z = 0 when mean == exact,
-    else +-inf.  A NaN input gives ``(nan, False)``.
+    the default false-alarm rate 1e-3).  ``sem == 0`` (every replicate equal: a
+    deterministic run) is an exactness comparison, not a z-test: z = 0 when ``|mean -
+    exact| <= EXACT_RTOL |exact|`` (relative 1e-9, rounding of two float64 evaluations of
+    the same quantity), else +-inf.  A NaN input gives ``(nan, False)``.
     """
     check_in_range("far", far, 0.0, 1.0, closed=(False, False))
     if any(math.isnan(float(v)) for v in (mean, sem, exact)):
         return math.nan, False
     diff = float(mean) - float(exact)
-    if sem == 0:
-        z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    if sem == 0:  # zero spread: a deterministic comparison, exact up to EXACT_RTOL
+        z = 0.0 if abs(diff) <= EXACT_RTOL * abs(float(exact)) else math.copysign(math.inf, diff)
     else:
         z = diff / float(sem)
     return z, bool(abs(z) <= stats.norm.ppf(1.0 - far / 2.0))

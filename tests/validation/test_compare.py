@@ -118,6 +118,10 @@ def test_oracle_test_hand_and_statistical():
     assert z == pytest.approx(4.0) and not ok
     assert cmp.oracle_test(1.0, 0.0, 1.0) == (0.0, True)
     assert cmp.oracle_test(1.5, 0.0, 1.0) == (math.inf, False)
+    # zero spread = deterministic comparison, exact up to EXACT_RTOL (relative 1e-9)
+    assert cmp.oracle_test(119.21496539792389, 0.0, 119.21496539792386) == (0.0, True)
+    assert cmp.oracle_test(100.0 * (1 + 5e-10), 0.0, 100.0) == (0.0, True)
+    assert cmp.oracle_test(100.0 * (1 - 2e-9), 0.0, 100.0) == (-math.inf, False)
     assert not cmp.oracle_test(1.2, 0.05, 1.0, far=0.5)[1] and cmp.oracle_test(1.1, 0.05, 1.0,
                                                                                far=0.5)[1] is False
     # MC mean of 400 exponential(2) draws against the exact mean 2; false-alarm rate 1e-3

@@ -14,20 +14,23 @@ from theory.registry import register_scenarios, theorems
 from theory.result import BoundResult, Status
 from validation import suites
 
-BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8"]
+BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
+           "perfedavg_theorem4_5", "asypfl_theorem1", "asypfl_theorem2"]   # issue 13 added 3
 
 
 def test_every_builtin_has_its_grids():
     names = [t.name for t in theorems()]
-    assert names[:5] == BUILTIN
-    for th in theorems()[:5]:
+    assert names[:len(BUILTIN)] == BUILTIN
+    for th in theorems()[:len(BUILTIN)]:
         assert set(th.scenarios) == {"quick", "full", "smoke"}
         assert len(th.controls["quick"]) == 1
 
 
 def test_div1000_controls_are_the_old_table():
     old = (("theorem1", "quad-L1"), ("theorem2", "logistic-Lsmall"), ("theorem3", "quad-L1"),
-           ("theorem7", "quad-L1"), ("theorem8", "logistic-L1"))
+           ("theorem7", "quad-L1"), ("theorem8", "logistic-L1"),
+           ("perfedavg_theorem4_5", "quad-L1"), ("asypfl_theorem1", "quad-L1"),
+           ("asypfl_theorem2", "quad-Lsmall"))
     for name in ("quick", "smoke", "full"):
         assert suites.SUITES[name].div1000 == old
     assert [s.replicates for s in suites.SUITES.values()] == [16, 6, 200]
@@ -57,7 +60,7 @@ def test_a_new_theorem_joins_the_suites(stub_builders):
     try:
         register_scenarios("toy_suite", "quick", lambda R, c: [("toy", R)])
         assert suites.build_cases("quick", 2)[-1] == ("toy", 2)
-        assert suites.build_cases("smoke")[-1][0] == "theorem8"
+        assert suites.build_cases("smoke")[-1][0] == "asypfl_theorem2"
     finally:
         registry.unregister("toy_suite")
 

@@ -33,7 +33,8 @@ def smoke(tmp_path_factory):
 def test_smoke_outputs(smoke):
     out, res, df = smoke
     assert list(df.columns[: len(VERDICT_COLUMNS)]) == VERDICT_COLUMNS
-    assert set(df["theorem"]) == {"theorem1", "theorem2", "theorem3", "theorem7", "theorem8"}
+    assert set(df["theorem"]) == {"theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
+                                  "perfedavg_theorem4_5", "asypfl_theorem1", "asypfl_theorem2"}
     pdf = out / "report.pdf"
     assert pdf.exists() and pdf.stat().st_size > 10_000
     assert res["controls_ok"], df[df["control_ok"].astype(object).eq(False)].to_string()
@@ -59,15 +60,27 @@ def test_every_negative_control_gets_its_verdict(smoke):
     assert set(oor["control"]) == {"out_of_regime:step10x",
                                    "out_of_regime:tau_smaller_than_staleness",
                                    "out_of_regime:lam_lt_7L",
-                                   "out_of_regime:fixed_count_aggregation"}
+                                   "out_of_regime:fixed_count_aggregation",
+                                   # Per-FedAvg r = 1/2: H9 r == 1 fails (E-F1: the
+                                   # bound is false for r < 1)
+                                   "out_of_regime:partial_participation"}
     assert (oor["verdict"] == "not_applicable").all()
     assert (oor["failing_hypotheses"].fillna("") != "").all()
     div = ctrl[ctrl["control"] == "bound_div_1000"]
-    assert set(div["theorem"]) == {"theorem1", "theorem2", "theorem3", "theorem7", "theorem8"}
+    assert set(div["theorem"]) == {"theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
+                                   "perfedavg_theorem4_5", "asypfl_theorem1"}
     assert (div["verdict"] == "violated").all(), div.to_string()
-    ce = ctrl[ctrl["control"] == "counterexample"].set_index("mode")
+    ce = ctrl[(ctrl["control"] == "counterexample")
+              & (ctrl["theorem"] == "theorem8")].set_index("mode")
     assert ce.loc["paper", "verdict"] == "violated"
     assert ce.loc["corrected", "verdict"] == "holds"
+    # AsyPFL CE1 (E-Y2) / CE3 (E-Y4): the literal bound is violated at every horizon
+    ay = ctrl[(ctrl["control"] == "counterexample") & ctrl["theorem"].str.startswith("asypfl")]
+    lit = ay[ay["mode"] == "paper_literal"]
+    assert set(lit["theorem"]) == {"asypfl_theorem1", "asypfl_theorem2"}
+    assert (lit["verdict"] == "violated").all(), lit.to_string()
+    assert (ay[ay["theorem"] == "asypfl_theorem2"].query("mode == 'corrected'")["verdict"]
+            == "holds").all()
 
 
 def test_in_regime_certified_rows_hold(smoke):
