@@ -110,6 +110,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path("runs") / args.suite
     pdf = args.report if args.report is not None else (
         Path("reports") / f"validation-{args.suite}.pdf")
+    from fedsim.cli_run import check_output_dir, check_output_path
+
+    check_output_dir("--out", out)  # output paths before any computation (issue 14)
+    check_output_path("--report", pdf)
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
     if args.no_progress:
@@ -150,6 +154,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.run_dir.is_dir():
         raise FedsimError(f"run directory {args.run_dir} does not exist")
     pdf = args.out if args.out is not None else args.run_dir / "report.pdf"
+    from fedsim.cli_run import check_output_path
+
+    check_output_path("--out", pdf)
     n = build_report(args.run_dir, pdf)
     print(f"report: {pdf} ({n} pages)")
     return 0
