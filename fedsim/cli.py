@@ -10,8 +10,9 @@ dispatcher:
 * ``fedsim report``    -- :mod:`validation.cli` (rebuild the PDF of a run directory)
 * ``fedsim search``    -- :mod:`validation.search_cli` (bound violations / looseness over a family)
 
-Every user error (bad option, bad TOML, inconsistent scenario) prints one line
-``fedsim: error: ...`` on stderr and exits with code 2.
+Every user error (bad option, bad TOML, inconsistent scenario, unusable output path,
+a scenario over the memory budget) prints one line ``fedsim: error: ...`` on stderr and
+exits with code 2, before any computation.  ``fedsim run`` exits 3 when the run diverged.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a usage error raises SystemExit(2) after one line
     try:
         return int(args.func(args) or 0)
     except FedsimError as exc:

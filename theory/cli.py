@@ -82,8 +82,13 @@ def _vector(text: str) -> list[float]:
 
 
 def _horizons(text: str) -> float | list[float]:
-    """A number or a comma list of numbers (a curve)."""
+    """A number or a comma list of numbers (a curve over the horizon T, a count of server
+    steps: each must be a whole number >= 1; ``1.5`` is a usage error)."""
     vals = [_float(p) for p in _items(text)]
+    for v in vals:
+        if not (math.isfinite(v) and v.is_integer() and v >= 1):
+            raise argparse.ArgumentTypeError(
+                f"expected whole numbers of steps >= 1, got {text!r}")
     return vals[0] if len(vals) == 1 and "," not in text else vals
 
 

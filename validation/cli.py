@@ -176,6 +176,10 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
                           "is missing)") from exc
     pdf = args.report if args.report is not None else (
         Path("reports") / f"validation-{args.suite}.pdf")
+    from fedsim.cli_run import check_output_dir, check_output_path
+
+    check_output_dir("--out", out)  # output paths before any computation (issue 14)
+    check_output_path("--report", pdf)
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
     security = dask_security(args)
@@ -217,6 +221,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from validation.report import build_report
 
     pdf = args.out if args.out is not None else args.run_dir / "report.pdf"
+    from fedsim.cli_run import check_output_path
+
+    check_output_path("--out", pdf)
     n = build_report(args.run_dir, pdf)
     print(f"report: {pdf} ({n} pages)")
     return 0

@@ -67,7 +67,9 @@ class Algorithm:
     ``section``: a :class:`Section` subclass (or a ``{key: default}`` table, turned into
     one); ``check(scenario)``: the algorithm's cross-field rules on a whole scenario;
     ``default_trigger(config)``: the ``[trigger]`` table implied when it is omitted (or
-    ``None`` for the default ``every_upload``).
+    ``None`` for the default ``every_upload``); ``aliases``: a client-rule key -> this
+    algorithm's section key that sets it when the client-rule key is not given (Per-FedAvg's
+    ``beta`` is the MAML rule's ``eta``).
     """
 
     name: str
@@ -78,6 +80,7 @@ class Algorithm:
     check: Callable[[Any], None] | None = None
     default_trigger: Callable[[Any], Mapping[str, Any] | None] | None = None
     step_per_upload: bool = False
+    aliases: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
 
     def __post_init__(self) -> None:

@@ -42,6 +42,7 @@ class AlgorithmConfig:
     eta: float | None = None
     batch: int | None = None
     beta: float | None = None
+    server_mix: float | None = None
     alpha: float | StepSchedule | None = None
     hf_delta: float | None = None
     lam: float | None = None
@@ -142,6 +143,9 @@ class AlgorithmConfig:
         if key in self.section.keys():
             return getattr(self.section, key)
         rule = CLIENT_RULES[self.client_rule]
+        alias = ALGORITHMS[self.name].aliases.get(key)
+        if alias is not None and key in rule.keys and getattr(self, alias, None) is not None:
+            return getattr(self, alias)
         if key in rule.keys:
             return rule.default(key, self)
         if key == "delay_pmf" and self.tau is not None:

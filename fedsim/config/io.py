@@ -16,13 +16,30 @@ def loads(text: str) -> Scenario:
     try:
         d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}") from None
+        raise ConfigError(f"invalid TOML: {str(exc).splitlines()[0]}") from None
     return Scenario.from_dict(d)
 
 
 def load(path: str | Path) -> Scenario:
-    """Read a scenario TOML file."""
-    return loads(Path(path).read_text())
+    """Read a scenario TOML file (UTF-8; any other bytes are a ConfigError)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(f"scenario must be a TOML file, got scenario={str(p)!r} "
+                          "(a directory)") from None
+    except FileNotFoundError:
+        raise ConfigError(f"scenario must be an existing TOML file, got "
+                          f"scenario={str(p)!r}") from None
+    except OSError as exc:
+        raise ConfigError(f"scenario must be a readable TOML file, got scenario={str(p)!r} "
+                          f"({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"scenario must be UTF-8 text (TOML), got scenario={str(p)!r} "
+                          f"with byte {raw[exc.start]:#04x} at offset {exc.start}") from None
+    return loads(text)
 
 
 def dumps(scenario: Scenario) -> str:

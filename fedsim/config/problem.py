@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedsim.config.schema import PROBLEM_KINDS, check_keys
-from fedsim.errors import ConfigError, require
+from fedsim.errors import ConfigError, check_integer, check_number, require
 
 __all__ = ["ProblemConfig", "build_problem"]
 
@@ -26,6 +26,22 @@ def _builder(kind: str):
         return LogisticProblem.digits
     from fedsim.problems.nonsmooth import NormProblem
     return NormProblem
+
+
+def _check_type(field_name: str, value: Any, annotation: Any) -> None:
+    """The value has the builder's annotated type (``int``, ``float``, ``bool``, ``str``)."""
+    ann = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    if ann == "int":
+        check_integer(field_name, value)
+    elif ann == "float":
+        check_number(field_name, value, allow_inf=True)
+    elif ann == "bool":
+        require(isinstance(value, bool), field_name, value, "must be true or false")
+    elif ann == "str":
+        require(isinstance(value, str), field_name, value, "must be a string")
+    elif ann == "str | None":
+        require(value is None or isinstance(value, str), field_name, value,
+                "must be a string")
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,10 @@ class ProblemConfig:
         for k, v in self.params.items():
             if isinstance(v, float):
                 require(not math.isnan(v), f"problem.{k}", v, "must not be NaN")
+        # types before any conversion (issue 14): the builder's annotations
+        for p in params:
+            if p.name in self.params:
+                _check_type(f"problem.{p.name}", self.params[p.name], p.annotation)
         object.__setattr__(self, "params", dict(self.params))
 
     @property
@@ -67,6 +87,8 @@ class ProblemConfig:
     def from_dict(cls, d: Mapping[str, Any]) -> ProblemConfig:
         require(isinstance(d, Mapping), "problem", d, "must be a table")
         require("kind" in d, "problem.kind", None, f"is required (one of {list(PROBLEM_KINDS)})")
+        require(isinstance(d["kind"], str), "problem.kind", d["kind"],
+                f"must be one of {list(PROBLEM_KINDS)}")
         return cls(kind=d["kind"], params={k: v for k, v in d.items() if k != "kind"})
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,5 +101,5 @@ def build_problem(cfg: ProblemConfig):
         return _builder(cfg.kind)(**cfg.params)
     except ConfigError as exc:
         raise ConfigError(f"problem: {exc}") from None
-    except TypeError as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ConfigError(f"problem: {exc}") from None

@@ -15,11 +15,19 @@ __all__ = ["ClientDelays", "DelaysConfig", "TriggerConfig", "HorizonConfig", "Re
 
 
 def _delay(field_name: str, d: Any):
-    from fedsim.delays import Delay
+    from fedsim.delays import Delay, Normal
 
-    if isinstance(d, Delay):
-        return d
-    return Delay.from_dict(d, field_name)
+    if not isinstance(d, Delay):
+        d = Delay.from_dict(d, field_name)
+    if isinstance(d, Normal):
+        # decision (issue 14): refuse a parent mean below the truncation point -- the
+        # delays actually drawn would have another mean (e.g. mean=-1, sd=0.5 draws delays
+        # of mean 0.078), which a user writing `mean` does not expect.
+        require(d.loc >= d.low, f"{field_name}.mean", d.loc,
+                f"must be >= low = {d.low:g} (a normal truncated to [{d.low:g}, {d.high:g}] "
+                f"with this parent mean has real mean {d.mean:.6g}; give the parent mean "
+                "inside the interval)")
+    return d
 
 
 def _default_delay(kind: str):
@@ -164,6 +172,8 @@ class HorizonConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> HorizonConfig:
         check_keys("horizon", d, ("steps", "time"))
+        require("steps" in d or "time" in d, "horizon", dict(d),
+                "needs `steps` or `time` (or both)")
         return cls(**dict(d))
 
     def to_dict(self) -> dict[str, Any]:

@@ -44,6 +44,9 @@ class Scenario:
                 "must be a non-negative integer")
         require(isinstance(self.name, str), "name", self.name, "must be a string")
         self._check_consistency()
+        from fedsim.config.budget import check_budget
+
+        check_budget(self)
 
     def _check_consistency(self) -> None:
         """Cross-field rules: the client indices of the overrides here; every rule that
@@ -78,8 +81,10 @@ class Scenario:
             implied = spec.default_trigger(kw["algorithm"]) if spec.default_trigger else None
             if implied is not None:
                 kw["trigger"] = TriggerConfig(**implied)
-        if "horizon" in d:
-            kw["horizon"] = HorizonConfig.from_dict(d["horizon"])
+        require("horizon" in d, "horizon", None,
+                "is required: give [horizon] steps = T and/or time = t (a scenario file "
+                "without it used to run 100 steps silently)")
+        kw["horizon"] = HorizonConfig.from_dict(d["horizon"])
         if "record" in d:
             kw["record"] = RecordConfig.from_dict(d["record"])
         if "seed" in d:

@@ -46,6 +46,8 @@ def random_client_data(n: int, dim: int, mu: float, L: float, heterogeneity: flo
             heterogeneity, "must be finite and >= 0")
     require(math.isfinite(noise_sd) and noise_sd >= 0, "noise_sd", noise_sd,
             "must be finite and >= 0")
+    require(noise_sd <= 1e150, "noise_sd", noise_sd,
+            "must be <= 1e150 (the noise covariance noise_sd^2 I must be finite)")
     require(noise in NOISE_KINDS, "noise", noise, f"must be one of {list(NOISE_KINDS)}")
     require(mu == L or dim >= 2 or (not shared_hessian and n >= 2), "dim", dim,
             "must be >= 2 to carry both mu and L in one matrix (mu != L)")

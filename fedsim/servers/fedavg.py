@@ -3,10 +3,13 @@
 Each round the server samples ``r n`` clients uniformly without replacement, sends them
 ``w^t``, waits for all of them, and sets ``w^{t+1}`` to the average of their local models:
 
-    ``w^{t+1} = w^t + beta (mean_i w_{i,Q} - w^t)``  (``beta = 1``: the plain average).
+    ``w^{t+1} = w^t + m (mean_i w_{i,Q} - w^t)``  (``m = 1``: the plain average).
 
-With ``client_rule = "maml"`` this is Per-FedAvg (Fallah et al. 2020, whose server also
-mixes with a step beta), with ``"moreau"`` it is pFedMe (Dinh et al. 2020, same beta).
+``m`` is ``[algorithm] server_mix`` (stored here as ``beta`` for the function signature's
+compatibility).  With ``client_rule = "maml"`` this is Per-FedAvg (Fallah et al. 2020,
+Algorithm 1: the server simply averages, m = 1; Per-FedAvg's beta is the client's outer
+local step, the MAML rule's ``eta``), with ``"moreau"`` it is pFedMe (Dinh et al. 2020,
+whose server mixing weight, also called beta there, is ``server_mix``).
 """
 
 from __future__ import annotations

@@ -173,8 +173,10 @@ def test_bad_toml_is_config_error():
        every=st.integers(1, 50), seed=st.integers(0, 2**31))
 def test_round_trip_property(name, Q, eta, beta, rate, steps, every, seed):
     alg: dict = {"name": name, "Q": Q, "eta": eta}
-    if name in ("fedasync", "asfedavg", "fedavg"):
+    if name in ("fedasync", "asfedavg"):
         alg["beta"] = beta
+    elif name == "fedavg":  # issue 14: fedavg's server mixing weight is server_mix
+        alg["server_mix"] = beta
     else:
         alg["server_lr"] = beta
     s = sc(algorithm=alg, seed=seed, horizon={"steps": steps, "time": rate * 10},

@@ -50,8 +50,8 @@ def test_sections_are_frozen_dataclasses_with_defaults():
 
 
 def test_config_holds_the_validated_section():
-    sc = Scenario.from_dict({"problem": PROBLEM, "algorithm": {"name": "fedbuff",
-                                                               "buffer": 2}})
+    sc = Scenario.from_dict({"problem": PROBLEM, "horizon": {"steps": 5},
+                             "algorithm": {"name": "fedbuff", "buffer": 2}})
     assert isinstance(sc.algorithm.section, FedBuffSection)
     assert sc.algorithm.section.buffer == 2 and sc.algorithm.get("server_lr") == 1.0
     assert sc.trigger.kind == "every_k" and sc.trigger.count == 2  # default_trigger hook
@@ -60,9 +60,10 @@ def test_config_holds_the_validated_section():
 def test_check_hook_is_the_algorithms_own():
     with pytest.raises(ConfigError, match=r"trigger\.kind"):
         Scenario.from_dict({"problem": PROBLEM, "algorithm": {"name": "fedasync"},
+                            "horizon": {"steps": 5},
                             "trigger": {"kind": "every_k", "count": 2}})
     with pytest.raises(ConfigError, match=r"delays\.read_at"):
-        Scenario.from_dict({"problem": PROBLEM,
+        Scenario.from_dict({"problem": PROBLEM, "horizon": {"steps": 5},
                             "algorithm": {"name": "area", "alpha": {"kind": "constant",
                                                                     "value": 0.1}},
                             "delays": {"read_at": "arrival"}})

@@ -33,7 +33,10 @@ def _strict(text: str):
 
 
 def _run(argv, capsys):
-    code = main(argv)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # an argparse usage error (one line, exit 2)
+        code = exc.code
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -128,7 +131,8 @@ def test_bad_options_exit_2_one_line(argv, capsys):
     [
         (("--L", "-1"), "fedsim: error: L must be > 0, got L=-1.0"),
         (("--Q", "0"), "fedsim: error: Q must be >= 1"),
-        (("--T", "nan"), "fedsim: error: T must not be NaN"),
+        (("--T", "nan"), "fedsim: error: argument --T: expected whole numbers of steps >= 1"),
+        (("--T", "1.5"), "fedsim: error: argument --T: expected whole numbers of steps >= 1"),
         (("--tau", None), "fedsim: error: tau is required for theorem1"),
     ],
 )
