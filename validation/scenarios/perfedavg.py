@@ -61,7 +61,7 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
                       f_gap=cv["f_gap_maml"], tau=tau, K=1, n=n)
     beta = float(base.step_sizes["beta_max"]) * (10.0 if variant == "step10x" else 1.0)
     alg = dict(name="fedavg", client_rule="maml", alpha=alpha, Q=tau, eta=beta, batch=b,
-               participation=r, beta=1.0, w0=[float(w0[0])])
+               participation=r, server_mix=1.0, w0=[float(w0[0])])
     delays = {"download": {"kind": "constant", "value": 0.1},
               "compute": {"kind": "constant", "value": 1.0},
               "upload": {"kind": "constant", "value": 0.1}}
