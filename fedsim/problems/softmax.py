@@ -534,7 +534,7 @@ class SoftmaxProblem(Problem):
             Constant("L", float(np.max(dc["l_data"])) + reg, Tag.UPPER,
                      "max_i lam_max(X_i^T X_i)/(2 m_i) + reg: diag(p) - pp^T <= I/2 (Popoviciu)"),
             Constant("mu", reg, Tag.EXACT,
-                     "reg: lam_min(Hessian) = reg at every w (W = v 1^T is in the data null space)"),
+                     "reg: lam_min(Hessian) = reg at every w (W = v 1^T in the data null space)"),
             Constant("rho", float(np.max(dc["rho"])), Tag.UPPER,
                      "max_i (1/sqrt2) min(lam_max(mean ||x|| x x^T), mean ||x||^3, max ||x||^3)"),
             Constant("G", math.inf, Tag.INFINITE,

@@ -100,7 +100,8 @@ def test_binary_softmax_equals_logistic():
     X = (X - X.mean(0)) / X.std(0)
     Xs, ts = [X[:200], X[200:]], [t[:200], t[200:]]
     sm = SoftmaxProblem.from_arrays(Xs, ts, 2, 0.1)
-    lg = LogisticProblem(Xs, [np.where(k == 0, 1.0, -1.0) for k in ts], nu_reg=0.05)  # reg/2 ||W||^2 = (reg/4) ||w||^2
+    # reg/2 ||W||^2 = (reg/4) ||w||^2, so nu_reg = reg/2
+    lg = LogisticProblem(Xs, [np.where(k == 0, 1.0, -1.0) for k in ts], nu_reg=0.05)
     w = np.random.default_rng(0).standard_normal(X.shape[1]) * 0.3
     W = np.stack([w / 2, -w / 2], axis=1).ravel()
     for i in range(2):
