@@ -75,6 +75,8 @@ class AlgorithmConfig:
     beta: float | None = None
     alpha: float | StepSchedule | None = None
     hf_delta: float | None = None
+    batch_inner: int | None = None
+    batch_hess: int | None = None
     lam: float | None = None
     nu: float | None = None
     inner_max_iter: int | None = None
@@ -129,6 +131,9 @@ class AlgorithmConfig:
             check_number(f"{f}.eta", self.eta, low=0.0)
         if self.batch is not None:
             check_integer(f"{f}.batch", self.batch, low=1)
+        for key in ("batch_inner", "batch_hess"):  # MAML's D' and D'' (default: batch)
+            if getattr(self, key) is not None:
+                check_integer(f"{f}.{key}", getattr(self, key), low=1)
         spec = ALGORITHMS[self.name]
         if spec.validate is not None:
             spec.validate(self)

@@ -46,16 +46,16 @@ _SERVER_KEYS = _RegistryView(lambda a: tuple(a.section))
 _RULE_KEYS: dict[str, tuple[str, ...]] = {
     "sgd": ("Q", "eta", "batch"),
     "upload": ("Q", "eta", "batch"),
-    "maml": ("Q", "eta", "batch", "alpha"),
-    "fomaml": ("Q", "eta", "batch", "alpha"),
-    "hfmaml": ("Q", "eta", "batch", "alpha", "hf_delta"),
+    "maml": ("Q", "eta", "batch", "alpha", "batch_inner", "batch_hess"),
+    "fomaml": ("Q", "eta", "batch", "alpha", "batch_inner"),
+    "hfmaml": ("Q", "eta", "batch", "alpha", "hf_delta", "batch_inner", "batch_hess"),
     "moreau": ("Q", "eta", "batch", "lam", "nu", "inner_max_iter", "inner_solver"),
     "area": ("batch",),
     "asypfl": ("E", "eta", "delta", "gamma", "lam", "batch"),
 }
 _MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
-PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm")
+PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm", "softmax")
 def check_keys(section: str, d: Mapping[str, Any], allowed: tuple[str, ...] | set[str],
                 why: str = "") -> None:
     require(isinstance(d, Mapping), section, d, "must be a table")

@@ -39,7 +39,8 @@ def make_client_rule(alg: Any, problem: Any):
         return SGDRule(problem, 0.0, g("M"), g("batch"))
     if rule in ("maml", "fomaml", "hfmaml"):
         return MAMLRule(problem, g("eta"), g("Q"), g("batch"), float(alg.alpha), rule,
-                        g("hf_delta"))
+                        g("hf_delta"), batch_inner=getattr(alg, "batch_inner", None),
+                        batch_hess=getattr(alg, "batch_hess", None))
     if rule == "moreau":
         L = None
         if g("inner_solver") == "gd":

@@ -12,7 +12,9 @@ the client's ``noise`` stream, THEORY_SPEC 2.1):
 
 The Hessian-free difference follows Per-FedAvg (HF) (Fallah et al., eq. (119)), which
 divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quotient with
-``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.
+``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.  The three batch sizes may differ (Per-FedAvg, Fallah et
+al. 2020, Algorithm 1 and Table 1: |D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner``
+|D'| and ``batch_hess`` |D''|; both default to ``batch``, which draws exactly as before.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class MAMLRule(StepRule):
     """[P] Option B local steps; ``variant`` is ``"maml"``, ``"fomaml"`` or ``"hfmaml"``."""
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int, alpha: float,
-                 variant: str = "maml", hf_delta: float = 1e-3) -> None:
+                 variant: str = "maml", hf_delta: float = 1e-3, *,
+                 batch_inner: int | None = None, batch_hess: int | None = None) -> None:
         require(variant in ("maml", "fomaml", "hfmaml"), "algorithm.client_rule", variant,
                 "must be 'maml', 'fomaml' or 'hfmaml'")
         require(math.isfinite(alpha) and alpha >= 0, "algorithm.alpha", alpha,
@@ -43,17 +46,21 @@ class MAMLRule(StepRule):
         self.eta, self.Q, self.batch = float(eta), int(Q), int(batch)
         self.alpha, self.variant, self.hf_delta = float(alpha), variant, float(hf_delta)
         self.name = variant
+        self.batch_inner = self.batch if batch_inner is None else int(batch_inner)
+        self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
+        require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
+                (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""
         p, a, b = self.problem, self.alpha, self.batch
         D = p.sample_batch(i, b, rng)
-        D1 = p.sample_batch(i, b, rng)
+        D1 = p.sample_batch(i, self.batch_inner, rng)
         inner = w - a * p.batch_grad(i, w, D1)
         g = p.batch_grad(i, inner, D)
         if self.variant == "fomaml":
             return g
-        D2 = p.sample_batch(i, b, rng)
+        D2 = p.sample_batch(i, self.batch_hess, rng)
         if self.variant == "maml":
             return g - a * p.batch_hvp(i, w, g, D2)
         dl = self.hf_delta

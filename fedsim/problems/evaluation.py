@@ -226,9 +226,14 @@ def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
             continue
         v = check_positive("maml_alpha" if kind == "maml" else "me_lam", val)
 
-        def pm(w: np.ndarray, kind: str = kind, key: str = key, v: float = v) -> dict:
-            return personalised_metrics(problem, w, kind, weighting=weighting, X_test=Xs,
-                                        y_test=ys, **{key: v})
+        def pm(w: np.ndarray, kind: str = kind, key: str = key, v: float = v,
+               memo: list = [None, None]) -> dict:  # noqa: B006 - per-closure memo
+            # the acc and loss of one w share their personal models (one solve per client)
+            if memo[0] is None or not np.array_equal(memo[0], w):
+                memo[1] = personalised_metrics(problem, w, kind, weighting=weighting,
+                                               X_test=Xs, y_test=ys, **{key: v})
+                memo[0] = np.array(w, copy=True)
+            return memo[1]
 
         out[f"pers_acc_{kind}"] = lambda w, pm=pm: pm(w)["acc"]
         out[f"pers_loss_{kind}"] = lambda w, pm=pm: pm(w)["loss"]

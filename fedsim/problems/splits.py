@@ -21,7 +21,7 @@ Partitions (each returns one sorted ``int64`` index array per client):
 * ``"classes"`` -- c classes per client, dealt round-robin (McMahan et al. 2017).
 
 They consume the generator exactly as ``fedsim.problems.data.partition_*`` do, so
-for equal generators the partitions are identical (tests/problems_softmax/test_splits.py).
+for equal generators the partitions are identical (tests/problems/test_splits.py).
 """
 
 from __future__ import annotations
