@@ -217,9 +217,18 @@ def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
     """
     Xs, ys = test_rows(problem, X_test, y_test)
     weighting = check_choice("weighting", weighting, ("rows", "clients"))
+    memo_g: list = [None, None]
+
+    def gm(w: np.ndarray) -> dict[str, float]:
+        # test_acc and test_loss of one w share one pass over the test rows
+        if memo_g[0] is None or not np.array_equal(memo_g[0], w):
+            memo_g[1] = global_metrics(problem, w, X_test=Xs, y_test=ys)
+            memo_g[0] = np.array(w, copy=True)
+        return memo_g[1]
+
     out: dict[str, Callable[[np.ndarray], float]] = {
-        "test_acc": lambda w: global_metrics(problem, w, X_test=Xs, y_test=ys)["test_acc"],
-        "test_loss": lambda w: global_metrics(problem, w, X_test=Xs, y_test=ys)["test_loss"],
+        "test_acc": lambda w: gm(w)["test_acc"],
+        "test_loss": lambda w: gm(w)["test_loss"],
     }
     for kind, key, val in (("maml", "alpha", maml_alpha), ("me", "lam", me_lam)):
         if val is None:
