@@ -2,7 +2,8 @@
 
 Writes the per-step trace (``Trace.to_pandas``) with the recorded metrics joined on the
 step, and prints a one-line summary on stdout.  A tqdm progress bar goes to stderr
-(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only.
+(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only; ``--plot FILE`` draws the
+metrics against simulated time and the per-client timeline (:mod:`fedsim.plot`).
 Bad input (a bad TOML file, an inconsistent scenario) is one line on stderr, exit code 2.
 """
 
@@ -28,6 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--metrics-out", type=Path, default=None,
                    help="CSV file for the metric rows only")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
+    p.add_argument("--plot", type=Path, default=None, metavar="FILE",
+                   help="also draw the metrics against simulated time and the per-client "
+                        "timeline (download/compute/upload) to FILE (.png or .pdf)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
     return p
@@ -51,6 +55,10 @@ def main_run(args: argparse.Namespace) -> int:
         frame.merge(mf, on="step", how="left").to_csv(args.out, index=False)
     if args.metrics_out is not None:
         trace.metrics_frame().to_csv(args.metrics_out, index=False)
+    if args.plot is not None:
+        from fedsim.plot import plot_run
+
+        plot_run(sc, trace, args.plot, args.replicate)
     last = {k: float(v[-1]) for k, v in trace.metrics.items() if not k.startswith("avg_")}
     shown = " ".join(f"{k}={v:.6g}" for k, v in last.items())
     status = f"diverged at step {trace.diverged_step}" if trace.diverged else "ok"
