@@ -29,7 +29,7 @@ from fedsim.errors import FedsimError
 
 __all__ = ["add_parser", "cmd_validate", "cmd_report", "SUITES"]
 
-SUITES = ("quick", "full", "smoke")
+SUITES = ("quick", "full", "smoke", "paper")
 
 
 def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
@@ -109,7 +109,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                           "is missing)") from exc
     out = args.out if args.out is not None else Path("runs") / args.suite
     pdf = args.report if args.report is not None else (
-        Path("reports") / f"validation-{args.suite}.pdf")
+        Path("reports") / ("paper-experiments.pdf" if args.suite == "paper"
+                           else f"validation-{args.suite}.pdf"))
+    if args.suite == "paper":  # the papers' own experiments (validation.paper)
+        return _cmd_paper(args, out, pdf)
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
     if args.no_progress:
@@ -140,6 +143,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
                          "the validation is not trustworthy (see the control column of "
                          f"{csv})\n")
         return 1
+    return 0
+
+
+def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
+    """``--suite paper``: :func:`validation.paper.run_paper_suite`; prints the verdicts."""
+    from validation.paper import run_paper_suite
+
+    try:
+        result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
+                                 progress=not args.no_progress, replicates=args.replicates)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
+                         "re-run the same command to resume\n")
+        return 130
+    print(f"verdicts: {result['verdicts']}")
+    for name, verdict in result["experiments"].items():
+        print(f"  {name}: {verdict}")
+    print(f"report:   {result['report']}")
     return 0
 
 
