@@ -110,6 +110,8 @@ def L_of(problem: dict) -> float:
     from fedsim.config import ProblemConfig, build_problem
 
     p = build_problem(ProblemConfig.from_dict(problem))
+    if hasattr(p, "L_i"):  # softmax: the table's L is max_i L_i; skip the table's Newton solves
+        return float(np.max(p.L_i))
     return float(p.constants["L"].value)
 
 

@@ -11,6 +11,7 @@ fraction likewise, and the first recorded time each target is reached
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ def run_arm(payload: dict) -> dict[str, Any]:
     from fedsim.engine import run
     from fedsim.problems.evaluation import time_to_accuracy
 
+    cpu0 = time.process_time()
     sc = config.Scenario.from_dict(payload["scenario"])
     tr = run(sc, int(payload["replicate"]))
     grid = np.asarray(payload["grid"], dtype=np.float64)
@@ -49,7 +51,8 @@ def run_arm(payload: dict) -> dict[str, Any]:
             if tr.concurrency_time.size else [math.nan] * grid.size)
     out = {"curves": curves, "final": final, "time_to": time_to, "busy": busy,
            "concurrency_mean": float(tr.concurrency_mean), "steps": int(tr.steps_done),
-           "sim_time": float(tr.sim_time), "updates": int(tr.client_updates.sum())}
+           "sim_time": float(tr.sim_time), "updates": int(tr.client_updates.sum()),
+           "cpu_seconds": time.process_time() - cpu0}
     if tr.diverged:
         out.update(diverged=True, reason=f"diverged at step {tr.diverged_step}")
     return out

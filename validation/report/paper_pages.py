@@ -81,6 +81,7 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
         names = [names[int(k * step)] for k in range(4)]
     x0, y0, w, h = rect
     k = len(names)
+    unit = s["curve_metric"] == "busy" or "acc" in s["curve_metric"]
     for j, name in enumerate(names):
         ax = fig.add_axes([x0 + j * w / k + 0.03, y0, w / k - 0.045, h])
         for c in settings[name]:
@@ -92,11 +93,16 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
                                                                strict=True)]
             hi = [a if math.isfinite(a) else m for a, m in zip(cur["hi"], cur["mean"],
                                                                strict=True)]
-            if s["curve_log"]:
-                lo = [max(v, 1e-300) for v in lo]
+            if s["curve_log"]:  # a lower end <= 0 cannot be drawn: clip at mean / 10
+                lo = [max(v, 0.1 * m) for v, m in zip(lo, cur["mean"], strict=True)]
+            if unit:  # accuracies and busy fractions live in [0, 1]
+                lo = [min(max(v, 0.0), 1.0) for v in lo]
+                hi = [min(max(v, 0.0), 1.0) for v in hi]
             ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         if s["curve_log"]:
             ax.set_yscale("log")
+        if unit:
+            ax.set_ylim(0.0, 1.02)
         ax.set_title(name, fontsize=7)
         ax.set_xlabel("simulated time", fontsize=7)
         if j == 0:
@@ -128,10 +134,11 @@ def _gantt(fig: Figure, s: dict, rect: tuple[float, float, float, float],
 def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     """The page (and continuation pages when the table is long) of one experiment."""
     fig = _page(s["title"], f"Source: {s['source']}.  Replicates R={s['replicates']}; "
-                "intervals are Student-t / Welch 99% over replicates.")
+                "curves: mean and 99% Student-t band over replicates against simulated time; "
+                "claims: Welch 99% interval of the difference of means.")
     fig.text(0.80, 0.965, f"verdict: {s['verdict']}", fontsize=12, weight="bold", va="top",
              bbox={"facecolor": VERDICT_FILL[s["verdict"]], "edgecolor": "#777777"})
-    y = _wrap(fig, 0.03, 0.895, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
+    y = _wrap(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
     y = _wrap(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
               size=8, max_lines=3, color="#333333")
     y = _wrap(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
@@ -154,27 +161,33 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
             cells.append(_ci(r["busy"]))
         cells.append(f"{r['n'] - r['n_diverged']}/{r['n']}")
         rows.append(cells)
-    last = (f"time to {next(iter(s['targets']))} >= {next(iter(s['targets'].values()))} "
-            "(reached)" if s["targets"] else "busy fraction")
-    header = ["setting", "algorithm (selected step)"] + [f"{m} at t_h" for m in metrics] + [
-        last, "ok"]
-    widths = [0.13, 0.17] + [0.31 / len(metrics)] * len(metrics) + [0.11, 0.04]
+    last = (f"mean time to {next(iter(s['targets']))} >= "
+            f"{next(iter(s['targets'].values()))}, capped at t_h (runs that reached it)"
+            if s["targets"] else "busy fraction [99% CI]")
+    header = ["setting", "algorithm (selected step)"] + [
+        f"{m} at t_h [99% CI]" for m in metrics] + [last, "finite"]
+    widths = [0.17, 0.19] + [0.38 / len(metrics)] * len(metrics) + [0.18, 0.05]
     crow = [[c["text"], _num(c["diff"]), f"[{_num(c['lo'])}, {_num(c['hi'])}]", c["status"]]
             for c in s["claims"]]
     cfill = [[None, None, None, STATUS_FILL[c["status"]]] for c in s["claims"]]
-    per = 13
+    blocks = [(["claim (a - b, or a - threshold)", "difference", "99% CI", "status"],
+               [0.55, 0.1, 0.22, 0.1], crow, cfill),
+              (header, widths, rows, [[None] * len(widths)] * len(rows))]
     pages = [fig]
-    for k in range(0, max(len(rows), len(crow)), per):
-        if k > 0:
-            fig = _page(s["title"] + " (continued)", f"Source: {s['source']}")
-            pages.append(fig)
-        top = 0.40 if k == 0 else 0.88
-        if rows[k:k + per]:
-            _table(fig, 0.01, top, widths, header, rows[k:k + per], size=6.5, row_h=0.024)
-        if crow[k:k + per]:
-            _table(fig, 0.77, top, [0.12, 0.03, 0.05, 0.025],
-                   ["claim", "diff", "99% CI", ""], crow[k:k + per], cfill[k:k + per],
-                   size=6, row_h=0.024)
+    y, row_h = 0.40, 0.022
+    for head, wid, body, fill in blocks:
+        k = 0
+        while k < len(body):
+            fit = int((y - 0.03) / row_h) - 1
+            if fit < 2:
+                fig = _page(s["title"] + " (continued)", f"Source: {s['source']}")
+                pages.append(fig)
+                y = 0.88
+                continue
+            part = slice(k, k + fit)
+            y = _table(fig, 0.02, y, wid, head, body[part], fill[part], size=6.5,
+                       row_h=row_h) - 0.015
+            k += fit
     return pages
 
 
