@@ -2,8 +2,9 @@
 
 Writes the per-step trace (``Trace.to_pandas``) with the recorded metrics joined on the
 step, and prints a one-line summary on stdout.  A tqdm progress bar goes to stderr
-(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only; ``--plot FILE`` draws the
-metrics against simulated time and the per-client timeline (:mod:`fedsim.plot`).
+(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only;
+``--plot FILE`` draws the metrics against simulated time and the per-client timeline
+(:mod:`fedsim.plot`).
 Bad input (a bad TOML file, an inconsistent scenario) is one line on stderr, exit code 2.
 """
 

@@ -19,8 +19,8 @@ the last).  Names: ``grad_sq`` = ||grad f(w)||^2, ``grad_maml_sq`` = ||grad F^(b
 ``pers_acc_maml`` / ``pers_loss_maml`` of the personal models ``w - alpha grad f_i(w)``
 (one step on the client's training rows, alpha = ``record.maml_alpha``);
 ``pers_acc_me`` / ``pers_loss_me`` of ``theta_hat_i(w, lam)`` (lam = ``record.me_lam``),
-each client's model on its own test rows.  For each metric m, ``avg_<m>`` at step t is the mean of m over
-the recorded steps before t (the theorems' ``(1/T) sum_{t<T}``; exact when
+each client's model on its own test rows.  For each metric m, ``avg_<m>`` at step t is
+the mean of m over the recorded steps before t (the theorems' ``(1/T) sum_{t<T}``; exact when
 ``record.every == 1``).  Quadratics use the problem's O(d^2) closed forms.
 
 A run whose model stops being finite, or whose norm passes 1e150, is marked

@@ -12,9 +12,11 @@ the client's ``noise`` stream, THEORY_SPEC 2.1):
 
 The Hessian-free difference follows Per-FedAvg (HF) (Fallah et al., eq. (119)), which
 divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quotient with
-``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.  The three batch sizes may differ (Per-FedAvg, Fallah et
-al. 2020, Algorithm 1 and Table 1: |D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner``
-|D'| and ``batch_hess`` |D''|; both default to ``batch``, which draws exactly as before.
+``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.
+
+The three batch sizes may differ (Per-FedAvg, Fallah et al. 2020, Algorithm 1 and Sec. 5:
+|D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner`` |D'| and ``batch_hess`` |D''|; both
+default to ``batch``, which draws exactly as before.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def test_sync_rounds_wait_for_the_slowest():
     for iv in tl:
         by.setdefault(iv.round, []).append(iv)
     rounds = sorted(by)
-    for r0, r1 in zip(rounds, rounds[1:]):
+    for r0, r1 in zip(rounds, rounds[1:], strict=False):
         assert min(iv.start for iv in by[r1]) == pytest.approx(max(iv.end for iv in by[r0]))
 
 

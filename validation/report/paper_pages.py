@@ -73,7 +73,7 @@ def summary_page(summaries: list[dict]) -> Figure:
 def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> None:
     grid = s["grid"]
     settings: dict[str, list] = {}
-    for key, c in s["curves"].items():
+    for c in s["curves"].values():
         settings.setdefault(c["setting"], []).append(c)
     names = list(settings)
     if len(names) > 4:
