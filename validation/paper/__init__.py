@@ -14,7 +14,8 @@ Experiments (``EXPERIMENTS``; ``small=True`` gives the end-to-end test forms):
 * ``area_table3``      -- [A] Table 3 analogue (digits, M = 1);
 * ``area_table4``      -- [A] Table 4 analogue (digits, M = 50);
 * ``perfedavg_table1`` -- Per-FedAvg Table 1 analogue (digits, n = 50, r = 0.2);
-* ``persafl_fig2a``    -- [P] Fig. 2(a), concurrency async vs sync, with a Gantt chart.
+* ``persafl_fig2a``    -- [P] Fig. 2(a), concurrency async vs sync, with a Gantt chart;
+* ``persafl_fig2b``    -- [P] Fig. 2(b) analogue (digits, personalised accuracy, six methods).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from validation.montecarlo import Task, atomic_write_json, run_tasks
 from validation.paper.area import bias_experiment, tables_experiment
 from validation.paper.common import Experiment
 from validation.paper.perfedavg import table1_experiment
-from validation.paper.persafl import fig2a_experiment
+from validation.paper.persafl import fig2a_experiment, fig2b_experiment
 from validation.paper.stats import summarise
 
 __all__ = ["EXPERIMENTS", "build_experiments", "paper_tasks", "run_paper_suite"]
@@ -57,6 +58,8 @@ EXPERIMENTS: dict[str, Callable[[bool], Experiment]] = {
     else table1_experiment(),
     "persafl_fig2a": lambda small: fig2a_experiment(replicates=2, n=6, horizon=30.0) if small
     else fig2a_experiment(),
+    "persafl_fig2b": lambda small: fig2b_experiment(replicates=2, n=6, horizon=12.0, Q=2)
+    if small else fig2b_experiment(),
 }
 
 
@@ -76,11 +79,13 @@ def paper_tasks(exps: list[Experiment]) -> list[Task]:
         for s in e.settings:
             for a in s.arms:
                 for r in range(e.replicates):
+                    payload = {"scenario": a.scenario, "replicate": r,
+                               "grid": e.grid.tolist(), "metrics": list(e.metrics),
+                               "targets": dict(e.targets)}
+                    if a.alias:
+                        payload["alias"] = dict(a.alias)
                     tasks.append(Task(f"paper/{e.name}/{a.key}/r{r}",
-                                      "validation.paper.worker:run_arm",
-                                      {"scenario": a.scenario, "replicate": r,
-                                       "grid": e.grid.tolist(), "metrics": list(e.metrics),
-                                       "targets": dict(e.targets)}))
+                                      "validation.paper.worker:run_arm", payload))
     return sorted(tasks, key=lambda t: hashlib.sha256(t.task_id.encode()).hexdigest())
 
 

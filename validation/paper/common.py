@@ -38,13 +38,16 @@ __all__ = ["Arm", "Claim", "Setting", "Experiment", "scenario_dict", "rate_overr
 @dataclass(frozen=True)
 class Arm:
     """One algorithm at one grid value: ``family`` names the algorithm (the unit the grid
-    rule picks over), ``grid`` the step-size multiple of 1/L (None: no grid)."""
+    rule picks over), ``grid`` the step-size multiple of 1/L (None: no grid); ``alias``
+    maps an experiment metric to the recorded metric this arm reports it with (e.g.
+    ``pers_acc -> pers_acc_me`` for a Moreau-envelope method)."""
 
     key: str
     family: str
     label: str
     scenario: dict
     grid: float | None = None
+    alias: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

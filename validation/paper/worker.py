@@ -39,13 +39,14 @@ def run_arm(payload: dict) -> dict[str, Any]:
     grid = np.asarray(payload["grid"], dtype=np.float64)
     mt = tr.time[tr.metric_steps]
     curves, final = {}, {}
+    alias = payload.get("alias", {})
     for m in payload["metrics"]:
-        v = np.asarray(tr.metrics[m], dtype=np.float64)
+        v = np.asarray(tr.metrics[alias.get(m, m)], dtype=np.float64)
         curves[m] = step_values(mt, v, grid).tolist()
         final[m] = float(v[-1]) if not tr.diverged else math.nan
     time_to = {}
     for m, target in payload.get("targets", {}).items():
-        v = np.asarray(tr.metrics[m], dtype=np.float64)
+        v = np.asarray(tr.metrics[alias.get(m, m)], dtype=np.float64)
         time_to[m] = time_to_accuracy(mt, v, float(target))
     busy = (step_values(tr.concurrency_time, tr.concurrency_busy, grid).tolist()
             if tr.concurrency_time.size else [math.nan] * grid.size)
