@@ -5,7 +5,8 @@
 :func:`validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
 says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed papers'
 own experiments instead (:func:`validation.paper.run_paper_suite`: claimed ordering
-against measured; ``runs/paper/paper_verdicts.csv``, ``reports/paper-experiments.pdf``).
+against measured; ``runs/paper/paper_verdicts.csv``,
+``reports/paper-experiments.pdf``).
 Re-running the same command after an interruption resumes from the run directory (see :mod:`validation.montecarlo`).
 
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
