@@ -7,7 +7,8 @@ says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed p
 own experiments instead (:func:`validation.paper.run_paper_suite`: claimed ordering
 against measured; ``runs/paper/paper_verdicts.csv``,
 ``reports/paper-experiments.pdf``).
-Re-running the same command after an interruption resumes from the run directory (see :mod:`validation.montecarlo`).
+Re-running the same command after an interruption resumes from the run directory
+(see :mod:`validation.montecarlo`).
 
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
 (:func:`validation.report.build_report`); the default is ``DIR/report.pdf``.
