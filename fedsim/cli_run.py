@@ -2,7 +2,9 @@
 
 Writes the per-step trace (``Trace.to_pandas``) with the recorded metrics joined on the
 step, and prints a one-line summary on stdout.  A tqdm progress bar goes to stderr
-(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only.  Both
+(``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only;
+``--plot FILE`` draws the metrics against simulated time and the per-client timeline
+(:mod:`fedsim.plot`).  Both
 CSVs carry a ``diverged`` column (1 on every row of a diverged run, else 0).
 
 Bad input (a bad TOML file, an inconsistent scenario, an output path that cannot be
@@ -89,6 +91,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
                    "default 4G or $FEDSIM_MEMORY_BUDGET)")
+    p.add_argument("--plot", type=Path, default=None, metavar="FILE",
+                   help="also draw the metrics against simulated time and the per-client "
+                        "timeline (download/compute/upload) to FILE (.png or .pdf)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
     return p
@@ -132,6 +137,10 @@ def main_run(args: argparse.Namespace) -> int:
         m = trace.metrics_frame()
         m["diverged"] = div
         m.to_csv(args.metrics_out, index=False)
+    if args.plot is not None:
+        from fedsim.plot import plot_run
+
+        plot_run(sc, trace, args.plot, args.replicate)
     last = {k: float(v[-1]) for k, v in trace.metrics.items() if not k.startswith("avg_")}
     shown = " ".join(f"{k}={v:.6g}" for k, v in last.items())
     status = f"diverged at step {trace.diverged_step}" if trace.diverged else "ok"

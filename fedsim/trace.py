@@ -13,8 +13,14 @@ Metrics are recorded at ``metric_steps`` (every ``record.every`` steps, always s
 the last).  Names: ``grad_sq`` = ||grad f(w)||^2, ``grad_maml_sq`` = ||grad F^(b)(w)||^2,
 ``grad_me_sq`` = ||grad F^(c)(w)||^2, ``dist_sq`` = ||w - x*||^2, ``f_gap`` = f(w) - f*,
 ``ergodic_f_gap`` = f(xbar_t) - f* with ``xbar_t = (1/t) sum_{k<t} w_k`` over *every* step
-([A] Theorem 8's quantity).  For each metric m, ``avg_<m>`` at step t is the mean of m over
-the recorded steps before t (the theorems' ``(1/T) sum_{t<T}``; exact when
+([A] Theorem 8's quantity).  Held-out metrics (a problem built with test rows, e.g.
+``[problem] kind = "softmax"`` with ``test_fraction > 0``; :mod:`fedsim.problems.evaluation`):
+``test_acc`` / ``test_loss`` of the global model on every client's test rows pooled;
+``pers_acc_maml`` / ``pers_loss_maml`` of the personal models ``w - alpha grad f_i(w)``
+(one step on the client's training rows, alpha = ``record.maml_alpha``);
+``pers_acc_me`` / ``pers_loss_me`` of ``theta_hat_i(w, lam)`` (lam = ``record.me_lam``),
+each client's model on its own test rows.  For each metric m, ``avg_<m>`` at step t is
+the mean of m over the recorded steps before t (the theorems' ``(1/T) sum_{t<T}``; exact when
 ``record.every == 1``).  Quadratics use the problem's O(d^2) closed forms.
 
 A run whose model stops being finite, or whose norm passes 1e150, is marked
@@ -24,6 +30,7 @@ A run whose model stops being finite, or whose norm passes 1e150, is marked
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +38,17 @@ import numpy as np
 
 from fedsim.errors import require
 
-__all__ = ["Trace", "Recorder", "KINDS", "METRICS", "metric_functions"]
+__all__ = ["Trace", "Recorder", "KINDS", "METRICS", "HELD_OUT", "metric_functions"]
 
 KINDS: tuple[str, ...] = ("init", "upload", "aggregate", "client", "server")
 METRICS: tuple[str, ...] = ("grad_sq", "grad_maml_sq", "grad_me_sq", "dist_sq", "f_gap",
-                            "ergodic_f_gap")
+                            "ergodic_f_gap", "test_acc", "test_loss", "pers_acc_maml",
+                            "pers_loss_maml", "pers_acc_me", "pers_loss_me")
+#: held-out metrics (:mod:`fedsim.problems.evaluation`): need a problem with test rows
+HELD_OUT: tuple[str, ...] = ("test_acc", "test_loss", "pers_acc_maml", "pers_loss_maml",
+                             "pers_acc_me", "pers_loss_me")
 DIVERGE_NORM = 1e150
+_HELD_OUT_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -121,7 +133,30 @@ def metric_functions(problem, names: list[str] | tuple[str, ...], maml_alpha: fl
     return out
 
 
+def _held_out_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
+    """A held-out metric of :mod:`fedsim.problems.evaluation` (test rows of the problem)."""
+    from fedsim.problems import evaluation
+
+    require(getattr(problem, "X_test", None) is not None, "record.metrics", name,
+            f"needs held-out rows, which this {type(problem).__name__} does not carry "
+            "(use [problem] kind = 'softmax' with test_fraction > 0)")
+    if name.endswith("_maml"):
+        require(maml_alpha is not None, "record.maml_alpha", maml_alpha,
+                f"is needed for {name} (the one-step adaptation size)")
+    if name.endswith("_me"):
+        require(me_lam is not None, "record.me_lam", me_lam,
+                f"is needed for {name} (the Moreau-envelope weight)")
+    a = maml_alpha if name.endswith("_maml") else None
+    lam = me_lam if name.endswith("_me") else None
+    per = _HELD_OUT_CACHE.setdefault(problem, {})
+    if (a, lam) not in per:  # acc and loss of one kind share one set of personal models
+        per[(a, lam)] = evaluation.metric_functions(problem, maml_alpha=a, me_lam=lam)
+    return per[(a, lam)][name]
+
+
 def _metric_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
+    if name in HELD_OUT:
+        return _held_out_fn(problem, name, maml_alpha, me_lam)
     if name == "grad_sq":
         if hasattr(problem, "Abar") and hasattr(problem, "m"):
             # ndarray.dot is np.dot without the __array_function__ dispatch (same result)

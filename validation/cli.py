@@ -4,8 +4,12 @@
 [--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]``
 runs a named suite through
 :func:`validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
-says where ``verdicts.csv`` and the PDF went.  Re-running the same command after an
-interruption resumes from the run directory (see :mod:`validation.montecarlo`).
+says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed papers'
+own experiments instead (:func:`validation.paper.run_paper_suite`: claimed ordering
+against measured; ``runs/paper/paper_verdicts.csv``,
+``reports/paper-experiments.pdf``).
+Re-running the same command after an interruption resumes from the run directory
+(see :mod:`validation.montecarlo`).
 
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
 (:func:`validation.report.build_report`); the default is ``DIR/report.pdf``.
@@ -30,7 +34,7 @@ from fedsim.errors import FedsimError
 
 __all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"]
 
-SUITES = ("quick", "full", "smoke")
+SUITES = ("quick", "full", "smoke", "paper")
 
 
 def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
@@ -175,11 +179,14 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
         raise FedsimError("validation suites are not installed (validation/suites.py "
                           "is missing)") from exc
     pdf = args.report if args.report is not None else (
-        Path("reports") / f"validation-{args.suite}.pdf")
+        Path("reports") / ("paper-experiments.pdf" if args.suite == "paper"
+                           else f"validation-{args.suite}.pdf"))
     from fedsim.cli_run import check_output_dir, check_output_path
 
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
     check_output_path("--report", pdf)
+    if args.suite == "paper":  # the papers' own experiments (validation.paper)
+        return _cmd_paper(args, out, pdf)
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
     security = dask_security(args)
@@ -208,6 +215,24 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
                          "the validation is not trustworthy (see the control column of "
                          f"{csv})\n")
         return 1
+    return 0
+
+
+def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
+    """``--suite paper``: :func:`validation.paper.run_paper_suite`; prints the verdicts."""
+    from validation.paper import run_paper_suite
+
+    try:
+        result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
+                                 progress=not args.no_progress, replicates=args.replicates)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
+                         "re-run the same command to resume\n")
+        return 130
+    print(f"verdicts: {result['verdicts']}")
+    for name, verdict in result["experiments"].items():
+        print(f"  {name}: {verdict}")
+    print(f"report:   {result['report']}")
     return 0
 
 

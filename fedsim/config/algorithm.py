@@ -45,6 +45,8 @@ class AlgorithmConfig:
     server_mix: float | None = None
     alpha: float | StepSchedule | None = None
     hf_delta: float | None = None
+    batch_inner: int | None = None
+    batch_hess: int | None = None
     lam: float | None = None
     nu: float | None = None
     inner_max_iter: int | None = None

@@ -24,6 +24,9 @@ def _builder(kind: str):
     if kind == "digits":
         from fedsim.problems.logistic import LogisticProblem
         return LogisticProblem.digits
+    if kind == "softmax":
+        from fedsim.problems.softmax import SoftmaxProblem
+        return SoftmaxProblem.digits
     from fedsim.problems.nonsmooth import NormProblem
     return NormProblem
 
@@ -77,7 +80,7 @@ class ProblemConfig:
     @property
     def n(self) -> int:
         """Number of clients."""
-        if self.kind in ("logistic", "digits"):
+        if self.kind in ("logistic", "digits", "softmax"):
             return int(self.params["n_clients"])
         if self.kind == "norm":
             return int(self.params.get("n", 2))

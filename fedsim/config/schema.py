@@ -49,7 +49,7 @@ CLIENT_RULES = _RegistryView("fedsim.local", "client_rules", "get_client_rule")
 MODELS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm", lambda a: a.models)
 _MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
-PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm")
+PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm", "softmax")
 def check_keys(section: str, d: Mapping[str, Any], allowed: tuple[str, ...] | set[str],
                 why: str = "") -> None:
     require(isinstance(d, Mapping), section, d, "must be a table")

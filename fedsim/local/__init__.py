@@ -41,9 +41,10 @@ __all__ = ["StepRule", "SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyP
            "unregister_client_rule", "get_client_rule", "client_rules"]
 
 register_client_rule("sgd", SGDRule, ("Q", "eta", "batch"))
-register_client_rule("maml", MAMLRule, ("Q", "eta", "batch", "alpha"))
-register_client_rule("fomaml", MAMLRule, ("Q", "eta", "batch", "alpha"))
-register_client_rule("hfmaml", MAMLRule, ("Q", "eta", "batch", "alpha", "hf_delta"))
+register_client_rule("maml", MAMLRule, ("Q", "eta", "batch", "alpha", "batch_inner", "batch_hess"))
+register_client_rule("fomaml", MAMLRule, ("Q", "eta", "batch", "alpha", "batch_inner"))
+register_client_rule("hfmaml", MAMLRule, ("Q", "eta", "batch", "alpha", "hf_delta",
+                                            "batch_inner", "batch_hess"))
 register_client_rule("moreau", MoreauRule, ("Q", "eta", "batch", "lam", "nu", "inner_max_iter",
                                             "inner_solver"))
 register_client_rule("area", AreaClients, ("batch",))

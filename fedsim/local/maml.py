@@ -13,6 +13,10 @@ the client's ``noise`` stream, THEORY_SPEC 2.1):
 The Hessian-free difference follows Per-FedAvg (HF) (Fallah et al., eq. (119)), which
 divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quotient with
 ``delta`` is twice the Hessian-vector product).  FO-MAML draws only D and D'.
+
+The three batch sizes may differ (Per-FedAvg, Fallah et al. 2020, Algorithm 1 and Sec. 5:
+|D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner`` |D'| and ``batch_hess`` |D''|; both
+default to ``batch``, which draws exactly as before.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from fedsim.errors import check_number, require
+from fedsim.errors import check_integer, check_number, require
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
@@ -44,16 +48,21 @@ class MAMLRule(ConfigRule, StepRule):
         check_number("algorithm.alpha", cfg.alpha, low=0.0)
         if cfg.hf_delta is not None:
             check_number("algorithm.hf_delta", cfg.hf_delta, low=0.0, strict=True)
+        for key in ("batch_inner", "batch_hess"):  # |D'| and |D''| (default: batch)
+            if getattr(cfg, key, None) is not None:
+                check_integer(f"algorithm.{key}", getattr(cfg, key), low=1)
 
     @classmethod
     def from_config(cls, name: str, cfg: Any, problem: Problem) -> MAMLRule:
         """The rule of ``client_rule = name`` (``"maml"``, ``"fomaml"``, ``"hfmaml"``)."""
         g = cfg.get
         return cls(problem, g("eta"), g("Q"), g("batch"), float(cfg.alpha), name,
-                   g("hf_delta"))
+                   g("hf_delta"), batch_inner=getattr(cfg, "batch_inner", None),
+                   batch_hess=getattr(cfg, "batch_hess", None))
 
     def __init__(self, problem: Problem, eta: float, Q: int, batch: int, alpha: float,
-                 variant: str = "maml", hf_delta: float = 1e-3) -> None:
+                 variant: str = "maml", hf_delta: float = 1e-3, *,
+                 batch_inner: int | None = None, batch_hess: int | None = None) -> None:
         require(variant in ("maml", "fomaml", "hfmaml"), "algorithm.client_rule", variant,
                 "must be 'maml', 'fomaml' or 'hfmaml'")
         require(math.isfinite(alpha) and alpha >= 0, "algorithm.alpha", alpha,
@@ -64,17 +73,21 @@ class MAMLRule(ConfigRule, StepRule):
         self.eta, self.Q, self.batch = float(eta), int(Q), int(batch)
         self.alpha, self.variant, self.hf_delta = float(alpha), variant, float(hf_delta)
         self.name = variant
+        self.batch_inner = self.batch if batch_inner is None else int(batch_inner)
+        self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
+        require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
+                (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""
         p, a, b = self.problem, self.alpha, self.batch
         D = p.sample_batch(i, b, rng)
-        D1 = p.sample_batch(i, b, rng)
+        D1 = p.sample_batch(i, self.batch_inner, rng)
         inner = w - a * p.batch_grad(i, w, D1)
         g = p.batch_grad(i, inner, D)
         if self.variant == "fomaml":
             return g
-        D2 = p.sample_batch(i, b, rng)
+        D2 = p.sample_batch(i, self.batch_hess, rng)
         if self.variant == "maml":
             return g - a * p.batch_hvp(i, w, g, D2)
         dl = self.hf_delta

@@ -72,7 +72,8 @@ def test_check_hook_is_the_algorithms_own():
 def test_client_rule_registry_names_class_and_keys():
     assert client_rules() == ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload",
                               "asypfl")
-    assert get_client_rule("hfmaml").keys[-1] == "hf_delta"
+    assert get_client_rule("hfmaml").keys == ("Q", "eta", "batch", "alpha", "hf_delta",
+                                              "batch_inner", "batch_hess")
     with pytest.raises(ConfigError, match=r"algorithm\.client_rule"):
         get_client_rule("nope")
 

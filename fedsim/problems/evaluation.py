@@ -1,0 +1,270 @@
+"""Held-out evaluation: test accuracy and loss, personalised accuracy, time to accuracy.
+
+Works for :class:`~fedsim.problems.softmax.SoftmaxProblem` (labels ``0..C-1``,
+prediction ``argmax_c (W^T x)_c``) and :class:`~fedsim.problems.logistic.LogisticProblem`
+(labels ``-1/+1``, prediction ``+1`` iff ``x^T w >= 0``).  The test rows are the
+problem's own ``X_test``/``y_test`` (one array per client; SoftmaxProblem built with
+``test_fraction > 0``) or are passed explicitly (``X_test=``, ``y_test=``), which is how
+a LogisticProblem (it carries no test rows) is evaluated.
+
+Quantities (all on the test rows; the loss is the data loss, WITHOUT the regulariser):
+
+* global model ``w``: :func:`global_metrics` -> ``test_acc``, ``test_loss`` pooled over
+  every client's test rows;
+* personalised models (:func:`personal_models`):
+  ``"maml"``: ``w_i = w - alpha grad f_i(w)``, one full gradient step on client i's own
+  training objective (Per-FedAvg's evaluation after one step of adaptation);
+  ``"me"``: ``w_i = theta_hat_i(w, lam) = argmin f_i(theta) + lam/2 ||theta - w||^2``
+  (the Moreau-envelope personal model of pFedMe / PersA-FL-ME);
+  :func:`personalised_metrics` evaluates client i's model on client i's test rows;
+* :func:`time_to_accuracy`: the first recorded time at which a (time, accuracy) curve
+  reaches a target.
+
+:func:`metric_functions` bundles these as ``name -> callable(w) -> float`` for a trace's
+metric set (``test_acc``, ``test_loss``, ``pers_acc_maml``, ``pers_loss_maml``,
+``pers_acc_me``, ``pers_loss_me``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from fedsim.errors import check_choice, check_number, check_positive, require
+from fedsim.problems.base import Problem
+
+__all__ = [
+    "PERSONAL_KINDS",
+    "data_loss",
+    "global_metrics",
+    "metric_functions",
+    "personal_models",
+    "personalised_metrics",
+    "predict",
+    "test_rows",
+    "time_to_accuracy",
+]
+
+PERSONAL_KINDS: tuple[str, ...] = ("maml", "me")
+
+
+def _kind(problem: Problem) -> str:
+    from fedsim.problems.logistic import LogisticProblem
+    from fedsim.problems.softmax import SoftmaxProblem
+
+    if isinstance(problem, SoftmaxProblem):
+        return "softmax"
+    if isinstance(problem, LogisticProblem):
+        return "logistic"
+    raise TypeError(f"evaluation supports SoftmaxProblem and LogisticProblem, "
+                    f"got {type(problem).__name__}")
+
+
+def _model(problem: Problem, w: Any) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    require(w.shape == (problem.dim,), "w.shape", w.shape, f"must be ({problem.dim},)")
+    return w
+
+
+def _scores(problem: Problem, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+    if _kind(problem) == "softmax":
+        return X @ w.reshape(problem.d, problem.n_classes)  # type: ignore[attr-defined]
+    return X @ w
+
+
+def predict(problem: Problem, w: Any, X: Any) -> np.ndarray:
+    """Predicted labels of the rows ``X`` under model ``w`` (argmax; sign for binary)."""
+    w = _model(problem, w)
+    X = np.asarray(X, dtype=np.float64)
+    s = _scores(problem, w, X)
+    if _kind(problem) == "softmax":
+        return np.argmax(s, axis=1).astype(np.int64)
+    return np.where(s >= 0.0, 1.0, -1.0)
+
+
+def _row_losses(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    s = _scores(problem, w, X)
+    if _kind(problem) == "softmax":
+        return logsumexp(s, axis=1) - s[np.arange(X.shape[0]), y]
+    return np.logaddexp(0.0, -y * s)
+
+
+def data_loss(problem: Problem, w: Any, X: Any, y: Any) -> float:
+    """Mean per-row data loss (cross-entropy / logistic; no regulariser); NaN if no rows."""
+    w = _model(problem, w)
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        return math.nan
+    return float(np.mean(_row_losses(problem, w, X, np.asarray(y))))
+
+
+def test_rows(problem: Problem, X_test: Sequence[np.ndarray] | None = None,
+              y_test: Sequence[np.ndarray] | None = None
+              ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-client test rows: the given ones (checked) or the problem's ``X_test``/``y_test``."""
+    kind = _kind(problem)
+    require((X_test is None) == (y_test is None), "X_test",
+            "<given>" if X_test is not None else None, "and y_test must be given together")
+    if X_test is None:
+        X_test = getattr(problem, "X_test", None)
+        y_test = getattr(problem, "y_test", None)
+        require(X_test is not None, "X_test", None,
+                f"must be given: this {type(problem).__name__} carries no test rows "
+                "(build it with test_fraction > 0 or pass X_test and y_test)")
+    require(isinstance(X_test, (list, tuple)) and len(X_test) == problem.n, "len(X_test)",
+            len(X_test) if isinstance(X_test, (list, tuple)) else type(X_test).__name__,
+            f"must be a list of n = {problem.n} arrays")
+    require(isinstance(y_test, (list, tuple)) and len(y_test) == problem.n, "len(y_test)",
+            len(y_test) if isinstance(y_test, (list, tuple)) else type(y_test).__name__,
+            f"must be a list of n = {problem.n} arrays")
+    d = problem.d if kind == "softmax" else problem.dim  # type: ignore[attr-defined]
+    Xs, ys = [], []
+    for i, (Xi, yi) in enumerate(zip(X_test, y_test, strict=True)):
+        Xi = np.asarray(Xi, dtype=np.float64)
+        yi = np.asarray(yi)
+        require(Xi.ndim == 2 and Xi.shape[1] == d, f"X_test[{i}].shape", Xi.shape,
+                f"must be (rows, {d})")
+        require(yi.shape == (Xi.shape[0],), f"y_test[{i}].shape", yi.shape,
+                f"must be ({Xi.shape[0]},)")
+        if kind == "softmax":
+            C = problem.n_classes  # type: ignore[attr-defined]
+            require(yi.size == 0 or (np.all(yi == np.round(yi)) and yi.min() >= 0
+                                     and yi.max() < C),
+                    f"y_test[{i}]", yi[:5], f"must hold integer labels in 0..{C - 1}")
+            yi = yi.astype(np.int64)
+        else:
+            require(bool(np.all((yi == 1) | (yi == -1))), f"y_test[{i}]", yi[:5],
+                    "must hold only -1/+1 labels")
+            yi = yi.astype(np.float64)
+        Xs.append(Xi)
+        ys.append(yi)
+    return Xs, ys
+
+
+def global_metrics(problem: Problem, w: Any, *, X_test: Sequence[np.ndarray] | None = None,
+                   y_test: Sequence[np.ndarray] | None = None) -> dict[str, float]:
+    """``{"test_acc", "test_loss"}`` of the global model over all clients' test rows pooled."""
+    w = _model(problem, w)
+    Xs, ys = test_rows(problem, X_test, y_test)
+    X = np.vstack(Xs)
+    y = np.concatenate(ys)
+    require(X.shape[0] >= 1, "X_test", "<0 rows>", "must hold at least one test row")
+    return {"test_acc": float(np.mean(predict(problem, w, X) == y)),
+            "test_loss": float(np.mean(_row_losses(problem, w, X, y)))}
+
+
+def personal_models(problem: Problem, w: Any, kind: str, *, alpha: float | None = None,
+                    lam: float | None = None) -> list[np.ndarray]:
+    """Client i's personal model from the global ``w``.
+
+    ``kind="maml"``: ``w - alpha grad f_i(w)`` (``alpha > 0``, full gradient of the
+    client's training objective); ``kind="me"``: ``theta_hat_i(w, lam)`` (``lam > 0``).
+    """
+    w = _model(problem, w)
+    kind = check_choice("kind", kind, PERSONAL_KINDS)
+    if kind == "maml":
+        a = check_positive("alpha", alpha)
+        return [w - a * problem.grad(i, w) for i in range(problem.n)]
+    lv = check_positive("lam", lam)
+    return [problem.theta_hat(i, w, lv) for i in range(problem.n)]
+
+
+def personalised_metrics(problem: Problem, w: Any, kind: str, *, alpha: float | None = None,
+                         lam: float | None = None, weighting: str = "rows",
+                         X_test: Sequence[np.ndarray] | None = None,
+                         y_test: Sequence[np.ndarray] | None = None) -> dict[str, Any]:
+    """Personalised test accuracy and loss: client i's model on client i's test rows.
+
+    ``weighting="rows"`` pools every test row (clients weighted by their test rows);
+    ``"clients"`` averages the per-client values over the clients that have test rows.
+    Returns ``{"acc", "loss", "client_acc", "client_loss"}`` (per-client arrays; NaN
+    for a client without test rows).
+    """
+    weighting = check_choice("weighting", weighting, ("rows", "clients"))
+    Xs, ys = test_rows(problem, X_test, y_test)
+    models = personal_models(problem, w, kind, alpha=alpha, lam=lam)
+    n_rows = np.array([X.shape[0] for X in Xs])
+    require(int(n_rows.sum()) >= 1, "X_test", "<0 rows>", "must hold at least one test row")
+    acc = np.full(problem.n, math.nan)
+    loss = np.full(problem.n, math.nan)
+    for i, (Xi, yi, wi) in enumerate(zip(Xs, ys, models, strict=True)):
+        if Xi.shape[0]:
+            acc[i] = float(np.mean(predict(problem, wi, Xi) == yi))
+            loss[i] = float(np.mean(_row_losses(problem, wi, Xi, yi)))
+    has = n_rows > 0
+    if weighting == "rows":
+        wts = n_rows[has] / n_rows.sum()
+        a, l_ = float(wts @ acc[has]), float(wts @ loss[has])
+    else:
+        a, l_ = float(np.mean(acc[has])), float(np.mean(loss[has]))
+    return {"acc": a, "loss": l_, "client_acc": acc, "client_loss": loss}
+
+
+def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
+                     me_lam: float | None = None, weighting: str = "rows",
+                     X_test: Sequence[np.ndarray] | None = None,
+                     y_test: Sequence[np.ndarray] | None = None
+                     ) -> dict[str, Callable[[np.ndarray], float]]:
+    """``name -> f(w)`` for a trace's metric set.
+
+    Always ``test_acc`` and ``test_loss``; with ``maml_alpha`` also ``pers_acc_maml`` and
+    ``pers_loss_maml``; with ``me_lam`` also ``pers_acc_me`` and ``pers_loss_me``.  The
+    test rows are checked once, here.
+    """
+    Xs, ys = test_rows(problem, X_test, y_test)
+    weighting = check_choice("weighting", weighting, ("rows", "clients"))
+    memo_g: list = [None, None]
+
+    def gm(w: np.ndarray) -> dict[str, float]:
+        # test_acc and test_loss of one w share one pass over the test rows
+        if memo_g[0] is None or not np.array_equal(memo_g[0], w):
+            memo_g[1] = global_metrics(problem, w, X_test=Xs, y_test=ys)
+            memo_g[0] = np.array(w, copy=True)
+        return memo_g[1]
+
+    out: dict[str, Callable[[np.ndarray], float]] = {
+        "test_acc": lambda w: gm(w)["test_acc"],
+        "test_loss": lambda w: gm(w)["test_loss"],
+    }
+    for kind, key, val in (("maml", "alpha", maml_alpha), ("me", "lam", me_lam)):
+        if val is None:
+            continue
+        v = check_positive("maml_alpha" if kind == "maml" else "me_lam", val)
+
+        def pm(w: np.ndarray, kind: str = kind, key: str = key, v: float = v,
+               memo: list = [None, None]) -> dict:  # noqa: B006 - per-closure memo
+            # the acc and loss of one w share their personal models (one solve per client)
+            if memo[0] is None or not np.array_equal(memo[0], w):
+                memo[1] = personalised_metrics(problem, w, kind, weighting=weighting,
+                                               X_test=Xs, y_test=ys, **{key: v})
+                memo[0] = np.array(w, copy=True)
+            return memo[1]
+
+        out[f"pers_acc_{kind}"] = lambda w, pm=pm: pm(w)["acc"]
+        out[f"pers_loss_{kind}"] = lambda w, pm=pm: pm(w)["loss"]
+    return out
+
+
+def time_to_accuracy(times: Any, accuracy: Any, target: float) -> float:
+    """The first recorded time at which ``accuracy >= target``; ``inf`` if never reached.
+
+    ``times`` must be finite and non-decreasing, ``accuracy`` the same length (NaN
+    entries never count as reached), ``target`` in [0, 1].  No interpolation: the
+    answer is one of the recorded times (the curve is only known there).
+    """
+    t = np.asarray(times, dtype=np.float64)
+    acc = np.asarray(accuracy, dtype=np.float64)
+    target = check_number("target", target, low=0.0, high=1.0)
+    require(t.ndim == 1 and t.size >= 1, "times", f"<shape {t.shape}>",
+            "must be a non-empty 1-D array")
+    require(acc.shape == t.shape, "accuracy", f"<shape {acc.shape}>",
+            f"must have the shape of times {t.shape}")
+    require(bool(np.all(np.isfinite(t))), "times", "<non-finite entry>", "must be finite")
+    require(bool(np.all(np.diff(t) >= 0.0)), "times", "<decreasing step>",
+            "must be non-decreasing")
+    hit = np.flatnonzero(np.nan_to_num(acc, nan=-np.inf) >= target)
+    return float(t[hit[0]]) if hit.size else math.inf

@@ -1,0 +1,164 @@
+"""What a paper experiment is: arms (one scenario each), claims, a step-size grid rule.
+
+An :class:`Experiment` reproduces one claim of a seed paper on data that ships with
+scikit-learn (``digits``) or on a quadratic whose minimiser is known.  It is a list of
+*settings* (e.g. ``n = 4, IID``), each with *arms* (one algorithm at one grid value of its
+step size: one :class:`fedsim.config.Scenario` as a dict), and a list of :class:`Claim`
+objects, the paper's ordering written as comparisons between arms' replicate samples.
+
+Hyper-parameter rule (the same for every algorithm of an experiment, :func:`select`):
+each algorithm is run at every value of the experiment's step-size grid (multiples of
+``1/L``, with ``L`` the problem's tagged smoothness bound); the value kept is the one with
+the lowest mean *training* objective gap ``f(w) - f*`` at the horizon over the replicates,
+among the values where no replicate diverged.  The test split is never used to choose.
+The selection and the measurement use the same replicates (the choice is made on the
+training rows, the comparison on the held-out rows).
+
+Verdicts (:mod:`validation.paper.stats`): every claim is a comparison of means with a 99%
+Student-t (Welch) interval over replicates; ``reproduced`` iff every claim holds with its
+interval on the claimed side, ``not reproduced`` iff some interval lies entirely on the
+wrong side, ``inconclusive`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.errors import check_choice, require
+
+__all__ = ["Arm", "Claim", "Setting", "Experiment", "scenario_dict", "rate_overrides",
+           "exp_delays", "L_of"]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One algorithm at one grid value: ``family`` names the algorithm (the unit the grid
+    rule picks over), ``grid`` the step-size multiple of 1/L (None: no grid); ``alias``
+    maps an experiment metric to the recorded metric this arm reports it with (e.g.
+    ``pers_acc -> pers_acc_me`` for a Moreau-envelope method)."""
+
+    key: str
+    family: str
+    label: str
+    scenario: dict
+    grid: float | None = None
+    alias: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """``a <rel> b`` on the mean of ``metric`` (``stat``: ``"final"`` value at the horizon or
+    ``"time_to"`` a target, capped at the horizon), or ``a <rel> threshold`` when ``b`` is
+    None.  ``a`` and ``b`` are families (their selected arm) in setting ``setting``."""
+
+    setting: str
+    metric: str
+    a: str
+    rel: str
+    b: str | None = None
+    threshold: float | None = None
+    stat: str = "final"
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice("rel", self.rel, ("<", ">"))
+        check_choice("stat", self.stat, ("final", "time_to", "mean"))
+        require((self.b is None) != (self.threshold is None), "claim", self.text,
+                "compares with exactly one of b and threshold")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of an experiment (a row block of the paper's table)."""
+
+    key: str
+    label: str
+    arms: tuple[Arm, ...]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One page of the paper report (module docstring)."""
+
+    name: str
+    title: str
+    source: str
+    claim: str
+    analogue: str
+    settings: tuple[Setting, ...]
+    claims: tuple[Claim, ...]
+    horizon: float
+    replicates: int
+    curve_metric: str
+    metrics: tuple[str, ...]
+    targets: dict[str, float] = field(default_factory=dict)
+    rule: str = ""
+    curve_log: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    timeline: Callable[..., Any] | None = None
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The simulated-time grid of the curves (41 points on [0, horizon])."""
+        return np.linspace(0.0, self.horizon, 41)
+
+
+def L_of(problem: dict) -> float:
+    """The tagged smoothness bound ``L`` (UPPER) of a ``[problem]`` table."""
+    from fedsim.config import ProblemConfig, build_problem
+
+    p = build_problem(ProblemConfig.from_dict(problem))
+    if hasattr(p, "L_i"):  # softmax: the table's L is max_i L_i; skip the table's Newton solves
+        return float(np.max(p.L_i))
+    return float(p.constants["L"].value)
+
+
+def exp_delays(rates: Sequence[float], *, download: float | None = None,
+               upload: float | None = None) -> dict:
+    """``[delays]``: compute ``~ Exp(rate_i)`` per client (``t_i ~ Exp(lambda_i)``, [A]
+    Example 3), optional exponential download/upload means, one override per client whose
+    rate differs from the first."""
+    r0 = float(rates[0])
+    d: dict[str, Any] = {"compute": {"kind": "exponential", "rate": r0}}
+    if download is not None:
+        d["download"] = {"kind": "exponential", "rate": 1.0 / download}
+    if upload is not None:
+        d["upload"] = {"kind": "exponential", "rate": 1.0 / upload}
+    ov = rate_overrides(rates)
+    if ov:
+        d["override"] = ov
+    return d
+
+
+def rate_overrides(rates: Sequence[float]) -> list[dict]:
+    """``[[delays.override]]`` tables giving client ``i`` compute ``~ Exp(rates[i])``
+    (clients with the same rate share a table; the first rate is the default)."""
+    r0 = float(rates[0])
+    groups: dict[float, list[int]] = {}
+    for i, r in enumerate(rates):
+        r = float(r)
+        require(math.isfinite(r) and r > 0, f"rates[{i}]", r, "must be finite and > 0")
+        if r != r0:
+            groups.setdefault(r, []).append(i)
+    return [{"clients": c, "compute": {"kind": "exponential", "rate": r}}
+            for r, c in groups.items()]
+
+
+def scenario_dict(name: str, problem: dict, algorithm: dict, delays: dict, *,
+                  horizon: float, metrics: Sequence[str], every: int, seed: int = 1,
+                  trigger: dict | None = None, record: dict | None = None,
+                  max_steps: int = 1_000_000) -> dict:
+    """A scenario table (``fedsim.config.Scenario.from_dict``) run to simulated ``horizon``."""
+    rec = {"every": int(every), "metrics": list(metrics)}
+    rec.update(record or {})
+    d = {"name": name, "seed": seed, "problem": dict(problem), "algorithm": dict(algorithm),
+         "delays": dict(delays), "horizon": {"time": float(horizon), "steps": int(max_steps)},
+         "record": rec}
+    if trigger is not None:
+        d["trigger"] = dict(trigger)
+    return d
