@@ -30,7 +30,8 @@ import numpy as np
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.servers.base import Upload
 
-__all__ = ["AreaServer", "AreaRule", "StepSizes", "theorem7_constants", "theorem7_step_sizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "theorem7_constants", "theorem7_schedule",
+           "theorem7_step_sizes"]
 
 
 class StepSizes:
@@ -107,11 +108,10 @@ class AreaRule:
 
 
 def theorem7_constants(L: float, mu: float, M: int, p_min: float) -> dict[str, Any]:
-    """gamma, D (with its four entries), c and d of [A] Theorem 7's step (H7.4).
+    """gamma, D (with its four entries), c and d of [A] Theorem 7's step (H7.4), validated.
 
-    The very arithmetic of ``theory.area`` (same operations, same order, so the same
-    floats): ``gamma = 2 mu L/(mu + L)``, ``D = min`` of the four entries, ``c = 48/(p_min M
-    gamma)``, ``d = c/D``.
+    The arithmetic is :func:`theorem7_schedule`, which ``theory.area`` uses too, so the
+    engine's steps and the bound's prescribed steps are the same floats by construction.
     """
     L = check_positive("L", L)
     mu = check_positive("mu", mu)
@@ -119,6 +119,12 @@ def theorem7_constants(L: float, mu: float, M: int, p_min: float) -> dict[str, A
     M = check_integer("M", M, low=1)
     p_min = check_positive("p_min", p_min)
     require(p_min <= 1.0, "p_min", p_min, "must be <= 1")
+    return theorem7_schedule(L, mu, M, p_min)
+
+
+def theorem7_schedule(L: float, mu: float, M: int, p_min: float) -> dict[str, Any]:
+    """The arithmetic of H7.4, unchecked: ``gamma = 2 mu L/(mu + L)``, ``D = min`` of the four
+    entries, ``c = 48/(p_min M gamma)``, ``d = c/D`` ([A] Theorem 7).  Callers validate."""
     gamma = 2.0 * mu * L / (mu + L)
     if M == 1:
         entries = np.array([2.0 / (M * (mu + L)), math.inf, math.inf, math.inf])
