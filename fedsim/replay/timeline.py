@@ -280,6 +280,15 @@ class FedAsyncTimeline:
         raise RuntimeError("tie resolution did not converge")  # pragma: no cover
 
     # -- public ---------------------------------------------------------------------
+    def oldest_read(self) -> int:
+        """A lower bound on ``omega`` of every upload not yet taken (a replay's ring
+        buffer must keep the server models from this step on)."""
+        lo = int(self.last_ucount.min())
+        for part in self._up:
+            if part[2].size:
+                lo = min(lo, int(part[2].min()))
+        return lo
+
     def take(self, k: int) -> TimelineChunk:
         """The next ``k`` server steps (fewer when the time horizon ends the run)."""
         while self._nbuf < k and not self.done:

@@ -1,0 +1,398 @@
+"""FedAsync (physical model, Option A, quadratic) replayed along R timelines at once.
+
+[P] Algorithm 1 line 4 / Algorithm 2 lines 5-7: at server step ``t`` the uploading client
+``i_t`` sends ``Delta = beta (w^{Omega} - w_{i,Q})``, ``w_{i,Q}`` being Q local SGD steps
+from the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - Delta``.
+
+For a batch of replicates ``r_1..r_R`` this module runs the steps in lockstep:
+
+1. the schedule of each replicate comes from :class:`fedsim.replay.timeline.FedAsyncTimeline`
+   (uploader, ``omega``, times), ``chunk`` steps at a time;
+2. the noise of every round comes from the replicate's own streams:
+   ``fedsim.rng.Streams(seed, r).client(i, "noise")``, ``Q d`` standard normals per round
+   (:class:`~fedsim.replay.quadratic.QuadBatchKernel`), round after round in the order of
+   the client's uploads -- the engine draws a round's noise at its read and a client's
+   rounds are sequential, so its k-th uploaded round takes numbers ``k Q d .. (k+1) Q d - 1``
+   of its stream whatever the other clients do;
+3. the read models come from a ring buffer ``(H, R, d)`` of the last ``H`` server models
+   (``H`` a power of two above the chunk's largest staleness, grown when needed).
+
+Divergence is per replicate, with the engine's rule (``not w.w <= DIVERGE_NORM^2``): the
+replicate is marked at that step, its metrics at that step are recorded, and its model is
+frozen; the other rows never see it (every operation is row-wise).  A row's numbers do not
+depend on the batch size nor on its position in the batch.
+
+Metrics (``grad_sq``, ``dist_sq``, ``f_gap``) are the quadratic's closed forms
+(``fedsim.problems.QuadraticProblem.grad_f_sq`` etc.), recorded at steps
+``0, every, 2 every, ...`` and at the last step, as the engine does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.config import Scenario, build_problem
+from fedsim.errors import require
+from fedsim.replay.quadratic import QuadBatchKernel, rowwise_matmul
+from fedsim.replay.timeline import FedAsyncTimeline
+from fedsim.rng import Streams
+from fedsim.trace import DIVERGE_NORM, KINDS, Trace
+
+__all__ = ["BatchResult", "replay_fedasync", "supports", "QUAD_METRICS"]
+
+QUAD_METRICS = ("grad_sq", "dist_sq", "f_gap")
+_DIV2 = DIVERGE_NORM * DIVERGE_NORM
+_K_UPLOAD = KINDS.index("upload")
+_PROBLEMS: dict[str, Any] = {}
+
+
+def _problem(scenario: Scenario):
+    key = repr(sorted(scenario.problem.to_dict().items()))
+    p = _PROBLEMS.get(key)
+    if p is None:
+        if len(_PROBLEMS) > 8:
+            _PROBLEMS.clear()
+        p = _PROBLEMS[key] = build_problem(scenario.problem)
+    return p
+
+
+def supports(scenario: Scenario) -> bool:
+    """Whether :func:`replay_fedasync` implements ``scenario`` exactly."""
+    a = scenario.algorithm
+    if not (a.name == "fedasync" and a.model == "physical" and a.client_rule == "sgd"):
+        return False
+    if scenario.problem.kind != "quadratic" or scenario.trigger.kind != "every_upload":
+        return False
+    return all(m in QUAD_METRICS for m in scenario.record.metrics)
+
+
+def _initial_model(scenario: Scenario, d: int) -> np.ndarray:
+    w0 = scenario.algorithm.w0
+    if w0 is None:
+        return np.zeros(d)
+    if isinstance(w0, tuple):
+        return np.array(w0, dtype=np.float64)
+    return np.full(d, float(w0))
+
+
+class _Metrics:
+    """Batched closed forms of the quadratic metrics, row-wise."""
+
+    def __init__(self, problem, names: Sequence[str]) -> None:
+        self.names = list(names)
+        self.AbarT = np.ascontiguousarray(np.asarray(problem.Abar).T)
+        self.m = np.asarray(problem.m)
+        self.xs = np.asarray(problem.x_star)
+
+    def __call__(self, W: np.ndarray) -> np.ndarray:
+        out = np.empty((len(self.names), W.shape[0]))
+        r = None
+        for k, name in enumerate(self.names):
+            if name == "grad_sq":
+                g = rowwise_matmul(W, self.AbarT) - self.m
+                out[k] = np.einsum("ij,ij->i", g, g)
+            else:
+                if r is None:
+                    r = W - self.xs
+                if name == "dist_sq":
+                    out[k] = np.einsum("ij,ij->i", r, r)
+                else:
+                    out[k] = 0.5 * np.einsum("ij,ij->i", r, rowwise_matmul(r, self.AbarT))
+        return out
+
+
+@dataclass
+class BatchResult:
+    """Per-replicate results of one batch (row ``k`` is replicate ``replicates[k]``).
+
+    ``grid_steps`` are the recorded steps ``0, every, ...`` up to the largest step any
+    replicate reached; ``grid[name]`` is ``(R, len(grid_steps))`` (NaN past a replicate's
+    end); ``last_step``/``last[name]`` its final off-grid record (-1 when on the grid).
+    ``timeline`` (``keep_timeline=True``) holds each replicate's step columns and busy
+    events; :meth:`trace` then rebuilds the engine's :class:`fedsim.trace.Trace`.
+    """
+
+    replicates: list[int]
+    metric_names: list[str]
+    grid_steps: np.ndarray
+    grid: dict[str, np.ndarray]
+    last_step: np.ndarray
+    last: dict[str, np.ndarray]
+    steps_done: np.ndarray
+    diverged_step: np.ndarray  # -1: did not diverge
+    final_w: np.ndarray
+    sim_time: np.ndarray
+    client_updates: np.ndarray
+    max_staleness: np.ndarray
+    n: int
+    stop_by_time: np.ndarray
+    timeline: list[dict[str, Any]] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def diverged(self) -> np.ndarray:
+        return self.diverged_step >= 0
+
+    def metric_series(self, k: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(metric_steps, {name: values})`` of row ``k``, as the engine records them."""
+        T = int(self.steps_done[k])
+        keep = self.grid_steps <= T
+        if self.diverged_step[k] >= 0:
+            keep &= self.grid_steps < T  # the engine's diverged step is recorded last
+        steps = self.grid_steps[keep]
+        vals = {m: self.grid[m][k, keep] for m in self.metric_names}
+        if self.last_step[k] >= 0:
+            steps = np.append(steps, self.last_step[k])
+            vals = {m: np.append(v, self.last[m][k]) for m, v in vals.items()}
+        return steps, vals
+
+    def trace(self, k: int, staleness_bound: float = math.nan) -> Trace:
+        """Row ``k`` as the engine's Trace (needs ``keep_timeline=True``)."""
+        require(self.timeline is not None, "keep_timeline", False,
+                "must be True to rebuild traces")
+        tl = self.timeline[k]
+        T = int(self.steps_done[k])
+        time = np.concatenate(([0.0], tl["time"][:T]))
+        client = np.concatenate(([-1], tl["client"][:T])).astype(np.int64)
+        om = tl["omega"][:T]
+        sst = np.concatenate(([0], (np.arange(1, T + 1) - 1 - om).clip(0))).astype(np.int64)
+        stt = np.concatenate(([0.0], tl["time"][:T] - tl["t_read"][:T]))
+        kind = np.full(T + 1, _K_UPLOAD, dtype=np.int8)
+        kind[0] = 0
+        fill = np.ones(T + 1, dtype=np.int64)
+        fill[0] = 0
+        steps, vals = self.metric_series(k)
+        metrics: dict[str, np.ndarray] = {}
+        for name in self.metric_names:
+            metrics[name] = np.asarray(vals[name], dtype=np.float64)
+        for name in self.metric_names:  # fedsim.trace.Recorder.finish
+            v = metrics[name]
+            csum = np.concatenate(([0.0], np.cumsum(v)[:-1]))
+            cnt = np.arange(v.size, dtype=np.float64)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                metrics[f"avg_{name}"] = np.where(cnt > 0, csum / np.maximum(cnt, 1), np.nan)
+        ct, cb = self._concurrency(k)
+        sim_time = float(self.sim_time[k])
+        if ct.size and sim_time > ct[0]:
+            dur = np.diff(np.append(ct, sim_time))
+            conc_mean = float(np.sum(dur * cb) / (sim_time - ct[0]))
+        else:
+            conc_mean = float(cb[-1]) if cb.size else math.nan
+        ds = int(self.diverged_step[k])
+        return Trace(time=time, kind_code=kind, client=client, staleness_steps=sst,
+                     staleness_time=stt, buffer_fill=fill, metric_steps=steps.astype(np.int64),
+                     metrics=metrics, client_updates=self.client_updates[k].copy(),
+                     concurrency_time=ct, concurrency_busy=cb, concurrency_mean=conc_mean,
+                     diverged=ds >= 0, diverged_step=ds if ds >= 0 else None,
+                     final_w=self.final_w[k].copy(), steps_done=T, sim_time=sim_time,
+                     staleness_bound=float(staleness_bound), info={})
+
+    def _concurrency(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The busy-fraction step curve (``Recorder.busy``'s rule: a change at the time of
+        the previous one replaces it)."""
+        tl = self.timeline[k]
+        bt, bd, bg, bb = tl["b_time"], tl["b_delta"], tl["b_gate"], tl["b_before"]
+        T = int(self.steps_done[k])
+        if self.stop_by_time[k]:
+            ok = bg <= T
+        else:
+            t_stop = float(self.sim_time[k])
+            ok = (bg < T) & ((bd > 0) | (bb < T) | (bt == t_stop))
+        bt, bd = bt[ok], bd[ok]
+        idle = np.cumsum(bd)
+        busy = (self.n - idle) / self.n
+        t = np.concatenate(([0.0], bt))
+        b = np.concatenate(([1.0], busy))
+        last = np.append(t[1:] != t[:-1], True)
+        return t[last], b[last]
+
+
+def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int | None = None,
+                    keep_timeline: bool = False, mem_mb: float = 96.0,
+                    w0: np.ndarray | None = None) -> BatchResult:
+    """Replay ``scenario`` for ``replicates`` in lockstep (module docstring).
+
+    ``chunk``: server steps per chunk (default: as many as keep the noise block of the
+    chunk under ``mem_mb`` megabytes, between 16 and 1024).  Every replicate's numbers are
+    those of ``fedsim.engine.run(scenario, r)`` up to rounding (~1e-16 relative per step);
+    its timeline is the engine's bit for bit.  ``w0`` (R, d) overrides the initial model
+    row by row (a test hook: e.g. a non-finite row to make one replicate diverge).
+    """
+    require(supports(scenario), "scenario", scenario.name,
+            "is not a FedAsync physical Option A run on a quadratic (use fedsim.engine.run)")
+    reps = [int(r) for r in replicates]
+    require(len(reps) >= 1, "replicates", reps, "must hold at least one replicate")
+    problem = _problem(scenario)
+    a = scenario.algorithm
+    n, d = problem.n, problem.dim
+    kern = QuadBatchKernel(problem, a.get("eta"), a.get("Q"), a.get("batch"))
+    qd = kern.draws_per_round
+    beta = float(a.get("beta"))
+    R = len(reps)
+    T = scenario.horizon.steps
+    T = int(T) if T is not None else None
+    every = int(scenario.record.every)
+    names = list(scenario.record.metrics)
+    met = _Metrics(problem, names)
+    if chunk is None:
+        per_step = R * max(qd, 1) * 8 * 2
+        chunk = int(min(1024, max(16, mem_mb * 1e6 // per_step)))
+    timelines = [FedAsyncTimeline(scenario, r) for r in reps]
+    gens: list[dict[int, np.random.Generator]] = [{} for _ in reps]
+    streams = [Streams(scenario.seed, r) for r in reps]
+
+    if w0 is None:
+        W = np.tile(_initial_model(scenario, d), (R, 1))
+    else:
+        W = np.array(w0, dtype=np.float64).reshape(R, d)
+    H = 64
+    hist = np.empty((H, R, d))
+    hist[0] = W
+    ar = np.arange(R)
+    active = np.ones(R, dtype=bool)
+    diverged_step = np.full(R, -1, dtype=np.int64)
+    final_w = W.copy()
+    sim_time = np.zeros(R)
+    steps_done = np.zeros(R, dtype=np.int64)
+    stop_by_time = np.zeros(R, dtype=bool)
+    counts = np.zeros((R, n), dtype=np.int64)
+    max_st = np.zeros(R, dtype=np.int64)
+    grid_vals: list[np.ndarray] = [met(W)]
+    grid_steps = [0]
+    last_step = np.full(R, -1, dtype=np.int64)
+    last_vals = np.full((len(names), R), np.nan)
+    keep: list[dict[str, list]] | None = (
+        [{k: [] for k in ("time", "client", "omega", "t_read", "b_time", "b_delta", "b_gate",
+                          "b_before")} for _ in reps] if keep_timeline else None)
+
+    Hh = float(scenario.horizon.time)
+    end_step = np.full(R, -1, dtype=np.int64)  # last step of a timeline cut by the horizon
+
+    def finalize(idx: np.ndarray, step: int, times: np.ndarray | None) -> None:
+        active[idx] = False
+        final_w[idx] = W[idx]
+        steps_done[idx] = step
+        by_time = end_step[idx] == step
+        stop_by_time[idx] = by_time
+        sim_time[idx] = Hh if times is None else np.where(by_time, Hh, times)
+        if step % every != 0 and step > 0:
+            last_step[idx] = step
+            last_vals[:, idx] = met(W[idx])
+
+    t = 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        while active.any() and (T is None or t < T):
+            S = chunk if T is None else min(chunk, T - t)
+            t0 = t
+            CL = np.zeros((R, S), dtype=np.int64)
+            OM = np.zeros((R, S), dtype=np.int64)
+            TM = np.zeros((R, S))
+            lens = np.zeros(R, dtype=np.int64)
+            for k, tl in enumerate(timelines):
+                if not active[k]:
+                    continue
+                c = tl.take(S)
+                m = c.time.size
+                lens[k] = m
+                CL[k, :m], OM[k, :m], TM[k, :m] = c.client, c.omega, c.time
+                if m < S:
+                    end_step[k] = t0 + m
+                if keep is not None:
+                    for name in keep[k]:
+                        keep[k][name].append(getattr(c, name))
+            empty = np.flatnonzero(active & (lens == 0))
+            if empty.size:
+                finalize(empty, t0, None)
+            # noise of the chunk: each (replicate, client) stream drawn once, in round order
+            Z = np.empty((R, S, max(qd, 1)))
+            if qd:
+                for k in range(R):
+                    m = int(lens[k])
+                    if m == 0:
+                        continue
+                    cl = CL[k, :m]
+                    order = np.argsort(cl, kind="stable")
+                    cnt = np.bincount(cl, minlength=n)
+                    buf = np.empty((m, qd))
+                    off = 0
+                    g = gens[k]
+                    for i in np.flatnonzero(cnt).tolist():
+                        gi = g.get(i)
+                        if gi is None:
+                            gi = g[i] = streams[k].client(i, "noise")
+                        e = off + int(cnt[i])
+                        gi.standard_normal(out=buf[off:e])
+                        off = e
+                    Z[k, order] = buf
+            V = kern.step_rows(Z, CL)
+            inside = np.arange(S)[None, :] < lens[:, None]
+            st = np.where(inside, (t0 + np.arange(S))[None, :] - OM, 0)
+            max_st = np.maximum(max_st, st.max(axis=1))
+            # the ring must keep every model a round still in flight (or in this chunk) read
+            need = min([int(OM[k, :lens[k]].min()) for k in range(R) if lens[k]] +
+                       [tl.oldest_read() for k, tl in enumerate(timelines) if active[k]] +
+                       [t0])
+            if t0 + S - need + 2 > H:
+                H2 = 1 << int(t0 + S - need + 2).bit_length()
+                new = np.empty((H2, R, d))
+                for s in range(max(0, t0 - H + 1), t0 + 1):
+                    new[s % H2] = hist[s % H]
+                hist, H = new, H2
+            for j in range(S):
+                step = t0 + j + 1
+                live = active & (j < lens)
+                if not live.any():
+                    break
+                cl = CL[:, j]
+                X = hist[OM[:, j] % H, ar]
+                Wq = kern.round(X.copy(), V[:, j], cl)
+                D = np.subtract(X, Wq, out=Wq)
+                if beta != 1.0:
+                    np.multiply(D, beta, out=D)
+                Wn = W - D
+                nrm = np.einsum("ij,ij->i", Wn, Wn)
+                np.copyto(W, Wn, where=live[:, None])
+                hist[step % H] = W
+                bad = live & ~(nrm <= _DIV2)
+                if bad.any():
+                    idx = np.flatnonzero(bad)
+                    diverged_step[idx] = step
+                    last_step[idx] = step
+                    last_vals[:, idx] = met(W[idx])
+                    active[idx] = False
+                    final_w[idx] = W[idx]
+                    steps_done[idx] = step
+                    sim_time[idx] = TM[idx, j]
+                    live &= ~bad
+                if step % every == 0:
+                    grid_steps.append(step)
+                    vals = met(W)
+                    vals[:, ~live] = np.nan
+                    grid_vals.append(vals)
+                fin = live & ((end_step == step) | (T is not None and step == T))
+                if fin.any():
+                    idx = np.flatnonzero(fin)
+                    finalize(idx, step, TM[idx, j])
+                t = step
+            done_here = np.where(steps_done > t0, steps_done - t0, lens)
+            done_here = np.minimum(done_here, lens)
+            for k in range(R):  # uploads processed in this chunk, per client
+                if done_here[k] > 0:
+                    counts[k] += np.bincount(CL[k, :done_here[k]], minlength=n)
+    gs = np.asarray(grid_steps, dtype=np.int64)
+    gv = np.stack(grid_vals, axis=2)  # (metrics, R, steps)
+    res = BatchResult(
+        replicates=reps, metric_names=names, grid_steps=gs,
+        grid={m: gv[i] for i, m in enumerate(names)}, last_step=last_step,
+        last={m: last_vals[i] for i, m in enumerate(names)}, steps_done=steps_done,
+        diverged_step=diverged_step, final_w=final_w, sim_time=sim_time,
+        client_updates=counts, max_staleness=max_st, n=n, stop_by_time=stop_by_time)
+    if keep is not None:
+        res.timeline = [{k: np.concatenate(v) if v else np.empty(0) for k, v in kk.items()}
+                        for kk in keep]
+    return res
