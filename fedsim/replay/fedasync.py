@@ -242,7 +242,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     if chunk is None:
         per_step = R * max(qd, 1) * 8 * 2
         chunk = int(min(1024, max(16, mem_mb * 1e6 // per_step)))
-    timelines = [FedAsyncTimeline(scenario, r) for r in reps]
+    timelines = [FedAsyncTimeline(scenario, r, blocks=4) for r in reps]
     gens: list[dict[int, np.random.Generator]] = [{} for _ in reps]
     streams = [Streams(scenario.seed, r) for r in reps]
 
