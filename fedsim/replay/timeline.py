@@ -51,7 +51,7 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.delays import Constant, Exponential, LogNormal, Normal, Uniform
-from fedsim.rng import Streams
+from fedsim.replay.seeding import client_bitgens
 
 __all__ = ["ClientDelayStream", "FedAsyncTimeline", "TimelineChunk", "ENGINE_BLOCK",
            "timeline_arrays"]
@@ -75,11 +75,12 @@ class ClientDelayStream:
         rnd = [m for m in self.models if not isinstance(m, Constant)]
         self.fast = len(rnd) == 0 or (len(rnd) == 1 and isinstance(rnd[0], _CONCAT_SAFE))
 
-    def draw(self, blocks: int) -> np.ndarray:
+    def draw(self, blocks: int, out: np.ndarray | None = None) -> np.ndarray:
         """``blocks`` blocks as an array ``(blocks * B, q + 3)``: dl, c_1..c_q, ul, th."""
         B, q = self.B, self.q
         rounds = blocks * B
-        out = np.empty((rounds, q + 3))
+        if out is None:
+            out = np.empty((rounds, q + 3))
         counts = (1, q, 1, 1)
         cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
         if self.fast:
@@ -126,27 +127,44 @@ class FedAsyncTimeline:
     """The event timeline of one replicate of a FedAsync physical scenario, in chunks.
 
     ``take(k)`` returns the next ``k`` server steps (fewer at the end of the time horizon)
-    as a :class:`TimelineChunk`.  Memory: the pending events of each client (a few delay
-    blocks) plus the current chunk.
+    as a :class:`TimelineChunk`.  All clients are handled at once: their pending events sit
+    in padded ``(n, cap)`` arrays, a generation draws ``blocks`` delay blocks for a set of
+    clients (one ``np.cumsum`` over their ``(m, rounds (q + 3))`` sequences: the additions
+    of the per-client cumsum, row by row) and a batch emits every pending event before the
+    front ``min_i t_gen[i]`` (no client can still produce an earlier one).  The front moves
+    by about half a generation per batch, so a batch merges ~``n * rounds / 2`` events.
+    Memory: a couple of generations per client plus the current chunk.
+
+    ``bitgens``: the clients' ``delays`` bit generators (default: built here, bitwise
+    ``fedsim.rng.Streams(seed, replicate).client(i, "delays")``).
     """
 
-    def __init__(self, scenario: Scenario, replicate: int, *, blocks: int = 1) -> None:
+    def __init__(self, scenario: Scenario, replicate: int, *, blocks: int = 4,
+                 bitgens: list | None = None) -> None:
         a, dc = scenario.algorithm, scenario.delays
         self.n = n = scenario.problem.n
         q = int(a.get("Q")) if dc.compute_per == "step" else 1
         self.q = q
-        st = Streams(scenario.seed, replicate)
-        self.streams = [ClientDelayStream(dc.for_client(i), st.client(i, "delays"), q)
+        if bitgens is None:
+            bitgens = client_bitgens(scenario.seed, [replicate], n, "delays")[0]
+        gen = np.random.Generator
+        self.streams = [ClientDelayStream(dc.for_client(i), gen(bitgens[i]), q)
                         for i in range(n)]
         self.blocks = int(blocks)
+        self.rounds = self.blocks * self.streams[0].B
         self.arrival = dc.read_at == "arrival"
         self.H = float(scenario.horizon.time)
+        self.e = 3 if self.arrival else 2
         # per client: the time of its last generated event (where the next round begins)
         self.t_gen = np.zeros(n)
-        # pending (generated, not yet emitted) events per client: time, kind, think-flag
-        self.p_time = [np.empty(0) for _ in range(n)]
-        self.p_kind = [np.empty(0, dtype=np.int8) for _ in range(n)]
-        self.p_flag = [np.empty(0, dtype=bool) for _ in range(n)]
+        # pending (generated, not yet emitted) events: row i holds client i's first cnt[i]
+        self.cap = 0
+        self.P_time = np.empty((n, 0))
+        self.P_kind = np.empty((n, 0), dtype=np.int8)
+        self.P_flag = np.empty((n, 0), dtype=bool)
+        self.cnt = np.zeros(n, dtype=np.int64)
+        self.front = 0.0
+        self.delta = -1.0
         # per client: the last emitted event's global rank, uploads count, time
         self.last_rank = np.arange(n, dtype=np.int64) - n  # roots: -n..-1, client order
         self.last_ucount = np.zeros(n, dtype=np.int64)
@@ -157,83 +175,101 @@ class FedAsyncTimeline:
         self._up: list[tuple[np.ndarray, ...]] = []
         self._busy: list[tuple[np.ndarray, ...]] = []
         self._nbuf = 0
+        kinds = [EV_READ, EV_UPLOAD, EV_THINK] if self.arrival else [EV_UPLOAD, EV_THINK]
+        self._kinds = np.array(kinds, dtype=np.int8)
 
     # -- generation -----------------------------------------------------------------
-    def _generate(self, i: int) -> None:
-        """Append ``blocks`` delay blocks of client ``i`` to its pending events."""
-        seq = self.streams[i].draw(self.blocks)  # (rounds, q + 3)
-        rounds, w = seq.shape
-        seq = seq.reshape(-1)
-        seq[0] = self.t_gen[i] + seq[0]
-        cum = np.cumsum(seq).reshape(rounds, w)
-        self.t_gen[i] = cum[-1, -1]
-        th = seq.reshape(rounds, w)[:, -1]
+    def _generate(self, idx: np.ndarray) -> None:
+        """Append ``blocks`` delay blocks of the clients ``idx`` to their pending events."""
+        m, rounds, w, e = idx.size, self.rounds, self.q + 3, self.e
+        seq = np.empty((m, rounds, w))
+        for r, i in enumerate(idx.tolist()):
+            self.streams[i].draw(self.blocks, out=seq[r])
+        flat = seq.reshape(m, rounds * w)
+        th = seq[:, :, w - 1].copy()
+        flat[:, 0] = self.t_gen[idx] + flat[:, 0]
+        cum = np.cumsum(flat, axis=1).reshape(m, rounds, w)
+        self.t_gen[idx] = cum[:, -1, -1]
         thinks = th != 0.0
+        ev_t = np.empty((m, rounds, e))
+        flag = np.zeros((m, rounds, e), dtype=bool)
         if self.arrival:
-            ev_t = np.stack([cum[:, 0], cum[:, w - 2], cum[:, w - 1]], axis=1)
-            ev_k = np.broadcast_to(np.array([EV_READ, EV_UPLOAD, EV_THINK], np.int8),
-                                   (rounds, 3))
-            valid = np.ones((rounds, 3), dtype=bool)
-            valid[:, 2] = thinks
-            flag = np.zeros((rounds, 3), dtype=bool)
-            flag[:, 1] = thinks
+            ev_t[:, :, 0] = cum[:, :, 0]
+        ev_t[:, :, e - 2] = cum[:, :, w - 2]
+        ev_t[:, :, e - 1] = cum[:, :, w - 1]
+        flag[:, :, e - 2] = thinks
+        valid = np.ones((m, rounds, e), dtype=bool)
+        valid[:, :, e - 1] = thinks
+        ev_t = ev_t.reshape(m, rounds * e)
+        flag = flag.reshape(m, rounds * e)
+        valid = valid.reshape(m, rounds * e)
+        ev_k = np.broadcast_to(np.tile(self._kinds, rounds), ev_t.shape)
+        nv = valid.sum(axis=1)
+        c0 = self.cnt[idx]
+        need = int((c0 + nv).max())
+        if need > self.cap:
+            cap = max(need, 2 * self.cap)
+            self.P_time = _grow(self.P_time, cap)
+            self.P_kind = _grow(self.P_kind, cap)
+            self.P_flag = _grow(self.P_flag, cap)
+            self.cap = cap
+        pos = c0[:, None] + np.cumsum(valid, axis=1) - 1
+        rows = np.broadcast_to(idx[:, None], pos.shape)
+        if bool(valid.all()):
+            self.P_time[rows, pos] = ev_t
+            self.P_kind[rows, pos] = ev_k
+            self.P_flag[rows, pos] = flag
         else:
-            ev_t = cum[:, w - 2:w]
-            ev_k = np.broadcast_to(np.array([EV_UPLOAD, EV_THINK], np.int8), (rounds, 2))
-            valid = np.ones((rounds, 2), dtype=bool)
-            valid[:, 1] = thinks
-            flag = np.zeros((rounds, 2), dtype=bool)
-            flag[:, 0] = thinks
-        self.p_time[i] = np.concatenate((self.p_time[i], ev_t[valid]))
-        self.p_kind[i] = np.concatenate((self.p_kind[i], ev_k[valid]))
-        self.p_flag[i] = np.concatenate((self.p_flag[i], flag[valid]))
+            rv, pv = rows[valid], pos[valid]
+            self.P_time[rv, pv] = ev_t[valid]
+            self.P_kind[rv, pv] = ev_k[valid]
+            self.P_flag[rv, pv] = flag[valid]
+        self.cnt[idx] = c0 + nv
 
     # -- one batch of merged events ---------------------------------------------------
     def _batch(self) -> None:
         n = self.n
-        low = [i for i in range(n) if self.p_time[i].size < 4]
-        for i in low:
-            self._generate(i)
-        last = np.array([p[-1] for p in self.p_time])
-        front = float(last.min())
-        self._generate(int(np.argmin(last)))  # progress even with ties at the front
-        front = min(front, self.H) if math.isfinite(self.H) else front
-        times, clients, kinds, flags, prev = [], [], [], [], []
-        offset = 0
-        for i in range(n):
-            pt = self.p_time[i]
-            k = int(np.searchsorted(pt, front, side="left"))
-            if self.H <= front:  # final batch: everything before the horizon
-                k = int(np.searchsorted(pt, self.H, side="left"))
-            if k == 0:
-                continue
-            times.append(pt[:k])
-            clients.append(np.full(k, i, dtype=np.int64))
-            kinds.append(self.p_kind[i][:k])
-            flags.append(self.p_flag[i][:k])
-            pv = np.arange(offset - 1, offset + k - 1, dtype=np.int64)
-            pv[0] = -1  # parent emitted earlier: the client's carried rank
-            prev.append(pv)
-            offset += k
-            self.p_time[i] = pt[k:]
-            self.p_kind[i] = self.p_kind[i][k:]
-            self.p_flag[i] = self.p_flag[i][k:]
-        if self.H <= front:
+        if self.delta < 0.0:
+            self._generate(np.arange(n))
+            mean = float(self.t_gen.mean())
+            self.delta = 0.5 * mean if mean > 0.0 and math.isfinite(mean) else 1.0
+        target = self.front + self.delta
+        while True:
+            low = np.flatnonzero(self.t_gen < target)
+            if not low.size:
+                break
+            self._generate(low)
+        front = float(self.t_gen.min())
+        final = math.isfinite(self.H) and self.H <= front
+        lim = self.H if final else front
+        self.front = front
+        cols = np.arange(self.cap)
+        mask = (self.P_time < lim) & (cols[None, :] < self.cnt[:, None])
+        kcount = mask.sum(axis=1)
+        if final:
             self.done = True
-        if not times:
+        m = int(kcount.sum())
+        if m == 0:
             return
-        t = np.concatenate(times)
-        cl = np.concatenate(clients)
-        kd = np.concatenate(kinds)
-        fl = np.concatenate(flags)
-        pv = np.concatenate(prev)
+        cl, _ = np.nonzero(mask)
+        t = self.P_time[mask]
+        kd = self.P_kind[mask]
+        fl = self.P_flag[mask]
+        offs = np.cumsum(kcount) - kcount
+        pv = np.arange(-1, m - 1, dtype=np.int64)
+        pv[offs[kcount > 0]] = -1  # parent emitted earlier: the client's carried rank
+        # drop the emitted prefix of every row
+        sh = np.minimum(cols[None, :] + kcount[:, None], self.cap - 1)
+        self.P_time = np.take_along_axis(self.P_time, sh, axis=1)
+        self.P_kind = np.take_along_axis(self.P_kind, sh, axis=1)
+        self.P_flag = np.take_along_axis(self.P_flag, sh, axis=1)
+        self.cnt -= kcount
         base = self.rank_base
         carried = self.last_rank[cl]
         order = np.argsort(t, kind="stable")
         ts = t[order]
         if ts.size > 1 and bool(np.any(ts[1:] == ts[:-1])):
             order = self._resolve_ties(t, pv, carried, base, order)
-        m = t.size
         pos = np.empty(m, dtype=np.int64)
         pos[order] = np.arange(m)
         # in processing order
@@ -252,7 +288,7 @@ class FedAsyncTimeline:
         self.last_ucount[sel] = ucount[lastpos[sel]]
         self.last_time[sel] = t[lastpos[sel]]
         self.rank_base = base + m
-        self.steps = int(ucount[-1]) if m else self.steps
+        self.steps = int(ucount[-1])
         self._up.append((t[up], cl[up], p_ucount[up], p_time[up]))
         self._nbuf += int(up.sum())
         th_end = kd == EV_THINK
@@ -313,6 +349,12 @@ class FedAsyncTimeline:
 _UP_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
 _BUSY_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64),
                np.empty(0, np.int64))
+
+
+def _grow(a: np.ndarray, cap: int) -> np.ndarray:
+    out = np.zeros((a.shape[0], cap), dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
 
 
 def _cat(parts: list[tuple[np.ndarray, ...]],
