@@ -40,7 +40,7 @@ from fedsim.config import Scenario, build_problem
 from fedsim.errors import require
 from fedsim.replay.quadratic import QuadBatchKernel, rowwise_matmul
 from fedsim.replay.timeline import FedAsyncTimeline
-from fedsim.rng import Streams
+from fedsim.replay.seeding import client_bitgens
 from fedsim.trace import DIVERGE_NORM, KINDS, Trace
 
 __all__ = ["BatchResult", "replay_fedasync", "supports", "QUAD_METRICS"]
@@ -213,25 +213,79 @@ class BatchResult:
 
 
 def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int | None = None,
-                    keep_timeline: bool = False, mem_mb: float = 96.0,
-                    w0: np.ndarray | None = None) -> BatchResult:
+                    keep_timeline: bool = False, mem_mb: float = 128.0,
+                    group: int | None = None, w0: np.ndarray | None = None) -> BatchResult:
     """Replay ``scenario`` for ``replicates`` in lockstep (module docstring).
 
-    ``chunk``: server steps per chunk (default: as many as keep the noise block of the
-    chunk under ``mem_mb`` megabytes, between 16 and 1024).  Every replicate's numbers are
-    those of ``fedsim.engine.run(scenario, r)`` up to rounding (~1e-16 relative per step);
-    its timeline is the engine's bit for bit.  ``w0`` (R, d) overrides the initial model
-    row by row (a test hook: e.g. a non-finite row to make one replicate diverge).
+    The replicates run in groups of ``group`` rows (default: about ``sqrt`` of the rows
+    whose noise of a whole chunk fits in ``mem_mb`` megabytes, balancing per-step NumPy
+    calls against per-stream noise draws); ``chunk``: server steps per chunk (default: as
+    many as keep the noise of a group's chunk under ``mem_mb``, between 64 and 8192).
+    Every replicate's numbers are those of ``fedsim.engine.run(scenario, r)`` up to
+    rounding (~1e-16 relative per step); its timeline is the engine's bit for bit; neither
+    depends on ``group``, ``chunk`` nor the other replicates.  ``w0`` (R, d) overrides the
+    initial model row by row (a test hook: e.g. a non-finite row to make one replicate
+    diverge).
     """
     require(supports(scenario), "scenario", scenario.name,
             "is not a FedAsync physical Option A run on a quadratic (use fedsim.engine.run)")
     reps = [int(r) for r in replicates]
     require(len(reps) >= 1, "replicates", reps, "must hold at least one replicate")
     problem = _problem(scenario)
+    d = problem.dim
+    qd = max(int(scenario.algorithm.get("Q")) * d, 1)
+    budget = max(mem_mb, 1.0) * 1e6 / (8.0 * qd)  # group * chunk rounds of noise
+    if group is None:
+        group = int(max(16, min(1024, math.sqrt(budget / 2.0))))
+    if chunk is None:
+        chunk = int(min(8192, max(64, budget // min(group, len(reps)))))
+    if w0 is not None:
+        w0 = np.array(w0, dtype=np.float64).reshape(len(reps), d)
+    parts = []
+    for g in range(0, len(reps), group):
+        sub = None if w0 is None else w0[g:g + group]
+        parts.append(_replay_group(scenario, problem, reps[g:g + group], chunk, keep_timeline,
+                                   sub))
+    return parts[0] if len(parts) == 1 else _merge(parts)
+
+
+def _merge(parts: list[BatchResult]) -> BatchResult:
+    """One BatchResult from groups (the grid padded with NaN to the longest)."""
+    p0 = max(parts, key=lambda p: p.grid_steps.size)
+    G = p0.grid_steps.size
+    grid = {}
+    for m in p0.metric_names:
+        cols = []
+        for p in parts:
+            g = p.grid[m]
+            if g.shape[1] < G:
+                g = np.concatenate((g, np.full((g.shape[0], G - g.shape[1]), np.nan)), axis=1)
+            cols.append(g)
+        grid[m] = np.concatenate(cols)
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in parts])
+
+    tl = None
+    if parts[0].timeline is not None:
+        tl = [t for p in parts for t in p.timeline]
+    return BatchResult(
+        replicates=[r for p in parts for r in p.replicates], metric_names=p0.metric_names,
+        grid_steps=p0.grid_steps, grid=grid, last_step=cat("last_step"),
+        last={m: np.concatenate([p.last[m] for p in parts]) for m in p0.metric_names},
+        steps_done=cat("steps_done"), diverged_step=cat("diverged_step"),
+        final_w=cat("final_w"), sim_time=cat("sim_time"), client_updates=cat("client_updates"),
+        max_staleness=cat("max_staleness"), n=p0.n, stop_by_time=cat("stop_by_time"),
+        timeline=tl)
+
+
+def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
+                  keep_timeline: bool, w0: np.ndarray | None) -> BatchResult:
     a = scenario.algorithm
     n, d = problem.n, problem.dim
     kern = QuadBatchKernel(problem, a.get("eta"), a.get("Q"), a.get("batch"))
     qd = kern.draws_per_round
+    Q = kern.Q
     beta = float(a.get("beta"))
     R = len(reps)
     T = scenario.horizon.steps
@@ -239,50 +293,45 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     every = int(scenario.record.every)
     names = list(scenario.record.metrics)
     met = _Metrics(problem, names)
-    if chunk is None:
-        per_step = R * max(qd, 1) * 8 * 2
-        chunk = int(min(1024, max(16, mem_mb * 1e6 // per_step)))
-    timelines = [FedAsyncTimeline(scenario, r, blocks=4) for r in reps]
-    gens: list[dict[int, np.random.Generator]] = [{} for _ in reps]
-    streams = [Streams(scenario.seed, r) for r in reps]
+    dbg = client_bitgens(scenario.seed, reps, n, "delays")
+    timelines = [FedAsyncTimeline(scenario, r, blocks=16, bitgens=dbg[k])
+                 for k, r in enumerate(reps)]
+    del dbg
+    draw = None
+    if qd:
+        gen = np.random.Generator
+        draw = [gen(bg).standard_normal
+                for row in client_bitgens(scenario.seed, reps, n, "noise") for bg in row]
 
     if w0 is None:
-        W = np.tile(_initial_model(scenario, d), (R, 1))
+        W0 = np.tile(_initial_model(scenario, d), (R, 1))
     else:
-        W = np.array(w0, dtype=np.float64).reshape(R, d)
+        W0 = np.array(w0, dtype=np.float64).reshape(R, d)
     H = 64
     hist = np.empty((H, R, d))
-    hist[0] = W
+    hist[0] = W0
     ar = np.arange(R)
     active = np.ones(R, dtype=bool)
     diverged_step = np.full(R, -1, dtype=np.int64)
-    final_w = W.copy()
+    final_w = W0.copy()
     sim_time = np.zeros(R)
     steps_done = np.zeros(R, dtype=np.int64)
     stop_by_time = np.zeros(R, dtype=bool)
-    counts = np.zeros((R, n), dtype=np.int64)
+    counts = np.zeros(R * n, dtype=np.int64)
     max_st = np.zeros(R, dtype=np.int64)
-    grid_vals: list[np.ndarray] = [met(W)]
+    grid_vals: list[np.ndarray] = [met(W0)]
     grid_steps = [0]
     last_step = np.full(R, -1, dtype=np.int64)
     last_vals = np.full((len(names), R), np.nan)
     keep: list[dict[str, list]] | None = (
         [{k: [] for k in ("time", "client", "omega", "t_read", "b_time", "b_delta", "b_gate",
                           "b_before")} for _ in reps] if keep_timeline else None)
-
     Hh = float(scenario.horizon.time)
-    end_step = np.full(R, -1, dtype=np.int64)  # last step of a timeline cut by the horizon
-
-    def finalize(idx: np.ndarray, step: int, times: np.ndarray | None) -> None:
-        active[idx] = False
-        final_w[idx] = W[idx]
-        steps_done[idx] = step
-        by_time = end_step[idx] == step
-        stop_by_time[idx] = by_time
-        sim_time[idx] = Hh if times is None else np.where(by_time, Hh, times)
-        if step % every != 0 and step > 0:
-            last_step[idx] = step
-            last_vals[:, idx] = met(W[idx])
+    RT = kern.RT0 if kern.shared else None
+    pad = R == 1  # a one-row product goes to GEMV (another summation order): use two rows
+    Ab = np.empty((2 if pad else R, d))
+    bufs = (Ab, np.empty_like(Ab))
+    D = np.empty((R, d))
 
     t = 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -290,7 +339,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
             S = chunk if T is None else min(chunk, T - t)
             t0 = t
             CL = np.zeros((R, S), dtype=np.int64)
-            OM = np.zeros((R, S), dtype=np.int64)
+            OM = np.full((R, S), t0, dtype=np.int64)
             TM = np.zeros((R, S))
             lens = np.zeros(R, dtype=np.int64)
             for k, tl in enumerate(timelines):
@@ -300,39 +349,40 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
                 m = c.time.size
                 lens[k] = m
                 CL[k, :m], OM[k, :m], TM[k, :m] = c.client, c.omega, c.time
-                if m < S:
-                    end_step[k] = t0 + m
                 if keep is not None:
                     for name in keep[k]:
                         keep[k][name].append(getattr(c, name))
+            valid = np.arange(S)[None, :] < lens[:, None]  # (R, S)
             empty = np.flatnonzero(active & (lens == 0))
-            if empty.size:
-                finalize(empty, t0, None)
-            # noise of the chunk: each (replicate, client) stream drawn once, in round order
-            Z = np.empty((R, S, max(qd, 1)))
+            for k in empty.tolist():  # a time horizon before any upload
+                active[k] = False
+                final_w[k] = hist[t0 % H, k]
+                steps_done[k] = t0
+                stop_by_time[k] = True
+                sim_time[k] = Hh
+                if t0 % every != 0 and t0 > 0:
+                    last_step[k] = t0
+                    last_vals[:, k] = met(final_w[k:k + 1])[:, 0]
+            if not active.any():
+                break
+            # rounds of the chunk grouped by (replicate, client), each in step order
+            key = np.where(valid, ar[:, None] * n + CL, R * n).ravel()
+            order = np.argsort(key, kind="stable")
+            cnt = np.bincount(key, minlength=R * n + 1)[:R * n]
+            total = int(cnt.sum())
+            inv = np.empty(R * S, dtype=np.int64)
+            inv[order] = np.arange(R * S)
+            inv = inv.reshape(R, S)
             if qd:
-                for k in range(R):
-                    m = int(lens[k])
-                    if m == 0:
-                        continue
-                    cl = CL[k, :m]
-                    order = np.argsort(cl, kind="stable")
-                    cnt = np.bincount(cl, minlength=n)
-                    buf = np.empty((m, qd))
-                    off = 0
-                    g = gens[k]
-                    for i in np.flatnonzero(cnt).tolist():
-                        gi = g.get(i)
-                        if gi is None:
-                            gi = g[i] = streams[k].client(i, "noise")
-                        e = off + int(cnt[i])
-                        gi.standard_normal(out=buf[off:e])
-                        off = e
-                    Z[k, order] = buf
-            V = kern.step_rows(Z, CL)
-            inside = np.arange(S)[None, :] < lens[:, None]
-            st = np.where(inside, (t0 + np.arange(S))[None, :] - OM, 0)
-            max_st = np.maximum(max_st, st.max(axis=1))
+                buf = np.empty((R * S, qd))
+                buf[total:] = 0.0
+                nz = np.flatnonzero(cnt)
+                ends = np.cumsum(cnt)[nz].tolist()
+                for kk, e, c in zip(nz.tolist(), ends, cnt[nz].tolist(), strict=True):
+                    draw[kk](out=buf[e - c:e])
+                V = kern.step_rows(buf, key[order] % n).reshape(R * S, Q, d)
+            else:
+                V = kern.step_rows(None, key[order] % n)
             # the ring must keep every model a round still in flight (or in this chunk) read
             need = min([int(OM[k, :lens[k]].min()) for k in range(R) if lens[k]] +
                        [tl.oldest_read() for k, tl in enumerate(timelines) if active[k]] +
@@ -340,50 +390,81 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
             if t0 + S - need + 2 > H:
                 H2 = 1 << int(t0 + S - need + 2).bit_length()
                 new = np.empty((H2, R, d))
-                for s in range(max(0, t0 - H + 1), t0 + 1):
-                    new[s % H2] = hist[s % H]
+                for s_ in range(max(0, t0 - H + 1), t0 + 1):
+                    new[s_ % H2] = hist[s_ % H]
                 hist, H = new, H2
+            hflat = hist.reshape(H * R, d)
+            GI = (OM % H) * R + ar[:, None]  # rows of the read models in the flat ring
+            W = hist[t0 % H]
             for j in range(S):
                 step = t0 + j + 1
-                live = active & (j < lens)
-                if not live.any():
-                    break
-                cl = CL[:, j]
-                X = hist[OM[:, j] % H, ar]
-                Wq = kern.round(X.copy(), V[:, j], cl)
-                D = np.subtract(X, Wq, out=Wq)
+                X0 = hflat[GI[:, j]]
+                Vj = V[inv[:, j]]
+                if RT is not None:
+                    if pad:
+                        Ab[0] = X0[0]
+                        Ab[1] = X0[0]
+                        src = Ab
+                    else:
+                        src = X0
+                    for q in range(Q):
+                        dst = bufs[(q + pad) & 1]
+                        np.matmul(src, RT, out=dst)
+                        np.add(dst, Vj[:, q], out=dst)
+                        src = dst
+                    Xq = src[:R]
+                else:
+                    Xq = kern.round(X0.copy(), Vj, CL[:, j])
+                np.subtract(X0, Xq, out=D)
                 if beta != 1.0:
                     np.multiply(D, beta, out=D)
-                Wn = W - D
-                nrm = np.einsum("ij,ij->i", Wn, Wn)
-                np.copyto(W, Wn, where=live[:, None])
-                hist[step % H] = W
-                bad = live & ~(nrm <= _DIV2)
-                if bad.any():
-                    idx = np.flatnonzero(bad)
-                    diverged_step[idx] = step
-                    last_step[idx] = step
-                    last_vals[:, idx] = met(W[idx])
-                    active[idx] = False
-                    final_w[idx] = W[idx]
-                    steps_done[idx] = step
-                    sim_time[idx] = TM[idx, j]
-                    live &= ~bad
-                if step % every == 0:
-                    grid_steps.append(step)
-                    vals = met(W)
-                    vals[:, ~live] = np.nan
-                    grid_vals.append(vals)
-                fin = live & ((end_step == step) | (T is not None and step == T))
-                if fin.any():
-                    idx = np.flatnonzero(fin)
-                    finalize(idx, step, TM[idx, j])
-                t = step
-            done_here = np.where(steps_done > t0, steps_done - t0, lens)
-            done_here = np.minimum(done_here, lens)
-            for k in range(R):  # uploads processed in this chunk, per client
-                if done_here[k] > 0:
-                    counts[k] += np.bincount(CL[k, :done_here[k]], minlength=n)
+                Wn = hist[step % H]
+                np.subtract(W, D, out=Wn)
+                W = Wn
+            # chunk bookkeeping, vectorised: divergence, ends, metrics, counts
+            steps_c = t0 + 1 + np.arange(S)
+            Wc = hist[steps_c % H]  # (S, R, d)
+            nrm = np.einsum("srd,srd->sr", Wc, Wc)
+            live0 = valid.T & active[None, :]  # (S, R)
+            bad = live0 & ~(nrm <= _DIV2)
+            anyb = bad.any(axis=0)
+            jb = np.where(anyb, bad.argmax(axis=0), S)
+            live = live0 & (np.arange(S)[:, None] < jb[None, :])
+            gsel = np.flatnonzero(steps_c % every == 0)
+            if gsel.size:
+                G = gsel.size
+                vals = met(Wc[gsel].reshape(G * R, d)).reshape(len(names), G, R)
+                vals[:, ~live[gsel]] = np.nan
+                grid_steps.extend(steps_c[gsel].tolist())
+                grid_vals.extend(vals[:, g] for g in range(G))
+            used = live | (np.arange(S)[:, None] == jb[None, :])  # (S, R), to the stop
+            st = np.where(used.T, steps_c[None, :] - 1 - OM, 0)
+            max_st = np.maximum(max_st, st.max(axis=1))
+            counts += np.bincount(key[used.T.ravel()], minlength=R * n)[:R * n]
+            for k in np.flatnonzero(anyb).tolist():
+                j = int(jb[k])
+                s_ = t0 + 1 + j
+                diverged_step[k] = s_
+                last_step[k] = s_
+                final_w[k] = Wc[j, k]
+                last_vals[:, k] = met(Wc[j, k:k + 1])[:, 0]
+                active[k] = False
+                steps_done[k] = s_
+                sim_time[k] = TM[k, j]
+            ended = active & ((lens < S) | (T is not None and t0 + S == T))
+            for k in np.flatnonzero(ended).tolist():
+                j = int(lens[k]) - 1
+                s_ = t0 + 1 + j
+                by_time = bool(lens[k] < S)
+                active[k] = False
+                final_w[k] = Wc[j, k]
+                steps_done[k] = s_
+                stop_by_time[k] = by_time
+                sim_time[k] = Hh if by_time else TM[k, j]
+                if s_ % every != 0:
+                    last_step[k] = s_
+                    last_vals[:, k] = met(Wc[j, k:k + 1])[:, 0]
+            t = t0 + S
     gs = np.asarray(grid_steps, dtype=np.int64)
     gv = np.stack(grid_vals, axis=2)  # (metrics, R, steps)
     res = BatchResult(
@@ -391,7 +472,8 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
         grid={m: gv[i] for i, m in enumerate(names)}, last_step=last_step,
         last={m: last_vals[i] for i, m in enumerate(names)}, steps_done=steps_done,
         diverged_step=diverged_step, final_w=final_w, sim_time=sim_time,
-        client_updates=counts, max_staleness=max_st, n=n, stop_by_time=stop_by_time)
+        client_updates=counts.reshape(R, n), max_staleness=max_st, n=n,
+        stop_by_time=stop_by_time)
     if keep is not None:
         res.timeline = [{k: np.concatenate(v) if v else np.empty(0) for k, v in kk.items()}
                         for kk in keep]
