@@ -65,7 +65,7 @@ EV_READ, EV_UPLOAD, EV_THINK = 0, 1, 2
 class ClientDelayStream:
     """One client's delays in the engine's block order (module docstring, *Streams*)."""
 
-    __slots__ = ("rng", "models", "q", "B", "fast")
+    __slots__ = ("rng", "models", "q", "B", "fast", "expo")
 
     def __init__(self, models: dict, rng: np.random.Generator, q: int) -> None:
         self.rng = rng
@@ -74,6 +74,11 @@ class ClientDelayStream:
         self.B = max(4, ENGINE_BLOCK // self.q)
         rnd = [m for m in self.models if not isinstance(m, Constant)]
         self.fast = len(rnd) == 0 or (len(rnd) == 1 and isinstance(rnd[0], _CONCAT_SAFE))
+        # several exponentials: NumPy draws ``exponential(scale)`` as ``scale *
+        # standard_exponential()`` (distributions.c ``random_exponential``), one number at a
+        # time, so one ``standard_exponential`` call of the whole span, scaled column by
+        # column, gives the interleaved block draws' very numbers
+        self.expo = (not self.fast) and all(isinstance(m, Exponential) for m in rnd)
 
     def draw(self, blocks: int, out: np.ndarray | None = None) -> np.ndarray:
         """``blocks`` blocks as an array ``(blocks * B, q + 3)``: dl, c_1..c_q, ul, th."""
@@ -89,6 +94,21 @@ class ClientDelayStream:
                     out[:, a:b] = float(m.value)
                 else:
                     out[:, a:b] = m.sample(self.rng, size=rounds * c).reshape(rounds, c)
+            return out
+        if self.expo:
+            per = [0 if isinstance(m, Constant) else B * c
+                   for m, c in zip(self.models, counts, strict=True)]
+            z = self.rng.standard_exponential(blocks * sum(per))
+            z = z.reshape(blocks, sum(per))
+            o = out.reshape(blocks, B, q + 3)
+            off = 0
+            for m, (a, b), c, p in zip(self.models, cols, counts, per, strict=True):
+                if isinstance(m, Constant):
+                    o[:, :, a:b] = float(m.value)
+                else:
+                    np.multiply(z[:, off:off + p].reshape(blocks, B, c), 1.0 / m.rate,
+                                out=o[:, :, a:b])
+                    off += p
             return out
         for k in range(blocks):
             blk = out[k * B:(k + 1) * B]
