@@ -30,6 +30,7 @@ Metrics (``grad_sq``, ``dist_sq``, ``f_gap``) are the quadratic's closed forms
 from __future__ import annotations
 
 import math
+from time import perf_counter as _clock
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,9 +235,16 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     problem = _problem(scenario)
     d = problem.dim
     qd = max(int(scenario.algorithm.get("Q")) * d, 1)
-    budget = max(mem_mb, 1.0) * 1e6 / (8.0 * qd)  # group * chunk rounds of noise
-    if group is None:
-        group = int(max(16, min(1024, math.sqrt(budget / 2.0))))
+    kern = QuadBatchKernel(problem, scenario.algorithm.get("eta"), scenario.algorithm.get("Q"),
+                           scenario.algorithm.get("batch"))
+    if kern.composable:  # per round: d folded numbers (twice), per step: R d ring + copy
+        budget = max(mem_mb, 1.0) * 1e6 / (8.0 * d * 4)
+        if group is None:
+            group = 1024
+    else:  # per round: Q d normals
+        budget = max(mem_mb, 1.0) * 1e6 / (8.0 * qd)
+        if group is None:
+            group = int(max(16, min(1024, math.sqrt(budget / 2.0))))
     if chunk is None:
         chunk = int(min(8192, max(64, budget // min(group, len(reps)))))
     if w0 is not None:
@@ -247,6 +255,39 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
         parts.append(_replay_group(scenario, problem, reps[g:g + group], chunk, keep_timeline,
                                    sub))
     return parts[0] if len(parts) == 1 else _merge(parts)
+
+
+def _composed_noise(draw: list, cnt: np.ndarray, clsorted: np.ndarray, total: int,
+                    rows: int, qd: int, Q: int, d: int, kern: QuadBatchKernel, M: np.ndarray,
+                    cbar: np.ndarray, piece_mb: float = 24.0) -> np.ndarray:
+    """The rounds' folded noise ``u = s0_i (z @ M) + cbar_i`` (:meth:`QuadBatchKernel.composed`)
+    in the sorted order of ``cnt``'s keys (replicate, client), rows ``total..`` zero.  The
+    normals are drawn key by key, each key's rounds with one call, into pieces of at most
+    ``piece_mb`` megabytes that are folded at once (one GEMM per piece)."""
+    U = np.zeros((rows, d))
+    if not qd:
+        U[:total] = cbar[clsorted[:total]]
+        return U
+    nz = np.flatnonzero(cnt)
+    cs = cnt[nz]
+    ends = np.cumsum(cs)
+    P = max(1, int(piece_mb * 1e6 // (8 * qd)))
+    zbuf = np.empty((min(P, total), qd))
+    s0 = kern.s0
+    i0, row0 = 0, 0
+    while i0 < nz.size:
+        i1 = max(int(np.searchsorted(ends, row0 + P, side="right")), i0 + 1)
+        row1 = int(ends[i1 - 1])
+        zb = zbuf[:row1 - row0] if row1 - row0 <= zbuf.shape[0] else np.empty((row1 - row0, qd))
+        for kk, e, c in zip(nz[i0:i1].tolist(), (ends[i0:i1] - row0).tolist(),
+                            cs[i0:i1].tolist(), strict=True):
+            draw[kk](out=zb[e - c:e])
+        cl = clsorted[row0:row1]
+        y = zb if Q == 1 else zb @ M
+        np.multiply(y, s0[cl][:, None], out=y)
+        np.add(y, cbar[cl], out=U[row0:row1])
+        i0, row0 = i1, row1
+    return U
 
 
 def _merge(parts: list[BatchResult]) -> BatchResult:
@@ -276,11 +317,14 @@ def _merge(parts: list[BatchResult]) -> BatchResult:
         steps_done=cat("steps_done"), diverged_step=cat("diverged_step"),
         final_w=cat("final_w"), sim_time=cat("sim_time"), client_updates=cat("client_updates"),
         max_staleness=cat("max_staleness"), n=p0.n, stop_by_time=cat("stop_by_time"),
-        timeline=tl)
+        timeline=tl, info={"seconds": {k: sum(p.info["seconds"][k] for p in parts)
+                                        for k in parts[0].info["seconds"]},
+                           "chunk": parts[0].info["chunk"], "group": parts[0].info["group"]})
 
 
 def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                   keep_timeline: bool, w0: np.ndarray | None) -> BatchResult:
+    c_setup = _clock()
     a = scenario.algorithm
     n, d = problem.n, problem.dim
     kern = QuadBatchKernel(problem, a.get("eta"), a.get("Q"), a.get("batch"))
@@ -294,7 +338,10 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     names = list(scenario.record.metrics)
     met = _Metrics(problem, names)
     dbg = client_bitgens(scenario.seed, reps, n, "delays")
-    timelines = [FedAsyncTimeline(scenario, r, blocks=16, bitgens=dbg[k])
+    # delay blocks per generation: ~1.5x a client's share of the step horizon, at most 16
+    B = max(4, 16 // (int(a.get("Q")) if scenario.delays.compute_per == "step" else 1))
+    blocks = 16 if T is None else int(min(16, max(1, math.ceil(1.5 * T / (n * B)))))
+    timelines = [FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k])
                  for k, r in enumerate(reps)]
     del dbg
     draw = None
@@ -330,9 +377,15 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     RT = kern.RT0 if kern.shared else None
     pad = R == 1  # a one-row product goes to GEMV (another summation order): use two rows
     Ab = np.empty((2 if pad else R, d))
-    bufs = (Ab, np.empty_like(Ab))
+    Bb = np.empty_like(Ab)
+    bufs = (Ab, Bb)
+    comp = kern.composable
+    if comp:
+        RQT, Mq, cbar = kern.composed()
     D = np.empty((R, d))
 
+    sec = {"setup": _clock() - c_setup, "timeline": 0.0, "noise": 0.0, "steps": 0.0,
+           "bookkeeping": 0.0}
     t = 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         while active.any() and (T is None or t < T):
@@ -342,6 +395,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             OM = np.full((R, S), t0, dtype=np.int64)
             TM = np.zeros((R, S))
             lens = np.zeros(R, dtype=np.int64)
+            c0 = _clock()
             for k, tl in enumerate(timelines):
                 if not active[k]:
                     continue
@@ -353,6 +407,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                     for name in keep[k]:
                         keep[k][name].append(getattr(c, name))
             valid = np.arange(S)[None, :] < lens[:, None]  # (R, S)
+            c1 = _clock()
+            sec["timeline"] += c1 - c0
             empty = np.flatnonzero(active & (lens == 0))
             for k in empty.tolist():  # a time horizon before any upload
                 active[k] = False
@@ -373,16 +429,24 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             inv = np.empty(R * S, dtype=np.int64)
             inv[order] = np.arange(R * S)
             inv = inv.reshape(R, S)
-            if qd:
+            clsorted = key[order] % n
+            if comp:
+                U = _composed_noise(draw, cnt, clsorted, total, R * S, qd, Q, d, kern, Mq,
+                                    cbar)
+                Us = U[inv.T]  # (S, R, d): step j's rows, contiguous
+                del U
+            elif qd:
                 buf = np.empty((R * S, qd))
                 buf[total:] = 0.0
                 nz = np.flatnonzero(cnt)
                 ends = np.cumsum(cnt)[nz].tolist()
                 for kk, e, c in zip(nz.tolist(), ends, cnt[nz].tolist(), strict=True):
                     draw[kk](out=buf[e - c:e])
-                V = kern.step_rows(buf, key[order] % n).reshape(R * S, Q, d)
+                V = kern.step_rows(buf, clsorted).reshape(R * S, Q, d)
             else:
-                V = kern.step_rows(None, key[order] % n)
+                V = kern.step_rows(None, clsorted)
+            c2 = _clock()
+            sec["noise"] += c2 - c1
             # the ring must keep every model a round still in flight (or in this chunk) read
             need = min([int(OM[k, :lens[k]].min()) for k in range(R) if lens[k]] +
                        [tl.oldest_read() for k, tl in enumerate(timelines) if active[k]] +
@@ -396,7 +460,27 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             hflat = hist.reshape(H * R, d)
             GI = (OM % H) * R + ar[:, None]  # rows of the read models in the flat ring
             W = hist[t0 % H]
-            for j in range(S):
+            if comp:
+                GIt = np.ascontiguousarray(GI.T)
+                for j in range(S):
+                    X0 = hflat[GIt[j]]
+                    if pad:
+                        Ab[0] = X0[0]
+                        Ab[1] = X0[0]
+                        np.matmul(Ab, RQT, out=Bb)
+                        Xq = Bb[:1]
+                    else:
+                        np.matmul(X0, RQT, out=Ab)
+                        Xq = Ab
+                    np.add(Xq, Us[j], out=Xq)
+                    np.subtract(X0, Xq, out=D)
+                    if beta != 1.0:
+                        np.multiply(D, beta, out=D)
+                    Wn = hist[(t0 + j + 1) % H]
+                    np.subtract(W, D, out=Wn)
+                    W = Wn
+                del Us
+            for j in range(S if not comp else 0):
                 step = t0 + j + 1
                 X0 = hflat[GI[:, j]]
                 Vj = V[inv[:, j]]
@@ -421,6 +505,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                 Wn = hist[step % H]
                 np.subtract(W, D, out=Wn)
                 W = Wn
+            c3 = _clock()
+            sec["steps"] += c3 - c2
             # chunk bookkeeping, vectorised: divergence, ends, metrics, counts
             steps_c = t0 + 1 + np.arange(S)
             Wc = hist[steps_c % H]  # (S, R, d)
@@ -465,6 +551,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                     last_step[k] = s_
                     last_vals[:, k] = met(Wc[j, k:k + 1])[:, 0]
             t = t0 + S
+            sec["bookkeeping"] += _clock() - c3
     gs = np.asarray(grid_steps, dtype=np.int64)
     gv = np.stack(grid_vals, axis=2)  # (metrics, R, steps)
     res = BatchResult(
@@ -473,7 +560,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
         last={m: last_vals[i] for i, m in enumerate(names)}, steps_done=steps_done,
         diverged_step=diverged_step, final_w=final_w, sim_time=sim_time,
         client_updates=counts.reshape(R, n), max_staleness=max_st, n=n,
-        stop_by_time=stop_by_time)
+        stop_by_time=stop_by_time, info={"seconds": sec, "chunk": chunk, "group": R})
     if keep is not None:
         res.timeline = [{k: np.concatenate(v) if v else np.empty(0) for k, v in kk.items()}
                         for kk in keep]

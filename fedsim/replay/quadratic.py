@@ -72,6 +72,29 @@ class QuadBatchKernel:
         """Standard normals a round takes from the client's ``noise`` stream."""
         return 0 if self.zero_noise else self.Q * self.d
 
+    @property
+    def composable(self) -> bool:
+        """Whether a round's Q steps fold into one product (shared Hessian, isotropic or
+        zero noise): see :meth:`composed`."""
+        return self.shared and (self.isotropic or self.zero_noise)
+
+    def composed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(RQT, M, cbar)`` with ``w_Q = w_0 @ RQT + s0_i (z @ M) + cbar_i`` for a round of
+        client ``i`` with normals ``z`` (``Q d``, step-major), rows as row vectors:
+        ``w_Q = R^Q w_0 + sum_q R^(Q-1-q) v_q``, ``v_q = s0_i z_q + c_i``.  Equal to the Q
+        sequential steps up to rounding (the powers of ``R`` are formed once)."""
+        Q, d = self.Q, self.d
+        R0 = self.R[0]
+        P = [np.eye(d)]
+        for _ in range(Q - 1):
+            P.append(R0 @ P[-1])  # P[k] = R^k
+        RQ = R0 @ P[-1]
+        M = np.ascontiguousarray(np.concatenate([P[Q - 1 - q].T for q in range(Q)], axis=0))
+        cbar = self.c @ P[Q - 1].T
+        for q in range(1, Q):
+            cbar = cbar + self.c @ P[Q - 1 - q].T
+        return np.ascontiguousarray(RQ.T), M, cbar
+
     def step_rows(self, Z: np.ndarray, cl: np.ndarray) -> np.ndarray:
         """The rows ``v_q`` of many rounds: ``Z`` (..., Q d) normals, ``cl`` (...) clients;
         returns (..., Q, d) (``Z`` is overwritten when possible)."""
