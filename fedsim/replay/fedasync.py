@@ -40,7 +40,7 @@ import numpy as np
 from fedsim.config import Scenario, build_problem
 from fedsim.errors import require
 from fedsim.replay.quadratic import QuadBatchKernel, rowwise_matmul
-from fedsim.replay.timeline import FedAsyncTimeline
+from fedsim.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.replay.seeding import client_bitgens
 from fedsim.trace import DIVERGE_NORM, KINDS, Trace
 
@@ -341,7 +341,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     # delay blocks per generation: ~1.5x a client's share of the step horizon, at most 16
     B = max(4, 16 // (int(a.get("Q")) if scenario.delays.compute_per == "step" else 1))
     blocks = 16 if T is None else int(min(16, max(1, math.ceil(1.5 * T / (n * B)))))
-    timelines = [FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k])
+    plan = DelayPlan(scenario)
+    timelines = [FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
                  for k, r in enumerate(reps)]
     del dbg
     draw = None

@@ -120,6 +120,58 @@ class ClientDelayStream:
         return out
 
 
+class DelayPlan:
+    """The delay models of a scenario's clients, shared by all its replicates' timelines.
+
+    When every delay kind is, across all clients, either always ``Constant`` (values may
+    differ) or always ``Exponential`` (rates may differ), a generation of ``m`` clients is
+    drawn with one ``standard_exponential`` call per client and scaled and laid out for
+    all ``m`` at once (``vector``; the numbers of :class:`ClientDelayStream`, see its
+    ``expo`` note); otherwise each client's :class:`ClientDelayStream` draws its own.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        a, dc = scenario.algorithm, scenario.delays
+        self.n = n = scenario.problem.n
+        self.q = q = int(a.get("Q")) if dc.compute_per == "step" else 1
+        self.B = B = max(4, ENGINE_BLOCK // q)
+        self.models = [[dc.for_client(i)[k] for k in _KINDS] for i in range(n)]
+        counts = (1, q, 1, 1)
+        cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
+        self.rand: list[tuple[int, int, int, int, np.ndarray]] = []  # a, b, c, offset, scale
+        self.const: list[tuple[int, int, np.ndarray]] = []
+        self.vector = True
+        off = 0
+        for k in range(4):
+            col = [self.models[i][k] for i in range(n)]
+            a_, b_ = cols[k]
+            if all(isinstance(m, Constant) for m in col):
+                self.const.append((a_, b_, np.array([float(m.value) for m in col])))
+            elif all(isinstance(m, Exponential) for m in col):
+                self.rand.append((a_, b_, counts[k], off,
+                                  np.array([1.0 / m.rate for m in col])))
+                off += B * counts[k]
+            else:
+                self.vector = False
+        self.per_block = off
+
+    def draw(self, gens: list, idx: np.ndarray, blocks: int) -> np.ndarray:
+        """``(m, blocks * B, q + 3)`` delays of clients ``idx`` (``vector`` plans)."""
+        m, B, w = idx.size, self.B, self.q + 3
+        out = np.empty((m, blocks, B, w))
+        if self.per_block:
+            z = np.empty((m, blocks * self.per_block))
+            for r, i in enumerate(idx.tolist()):
+                gens[i].standard_exponential(out=z[r])
+            z = z.reshape(m, blocks, self.per_block)
+            for a_, b_, c, off, scale in self.rand:
+                np.multiply(z[:, :, off:off + B * c].reshape(m, blocks, B, c),
+                            scale[idx][:, None, None, None], out=out[:, :, :, a_:b_])
+        for a_, b_, val in self.const:
+            out[:, :, :, a_:b_] = val[idx][:, None, None, None]
+        return out.reshape(m, blocks * B, w)
+
+
 @dataclass
 class TimelineChunk:
     """Consecutive server steps ``step0 + 1 .. step0 + len(time)`` (uploads) and the
@@ -160,18 +212,20 @@ class FedAsyncTimeline:
     """
 
     def __init__(self, scenario: Scenario, replicate: int, *, blocks: int = 4,
-                 bitgens: list | None = None) -> None:
-        a, dc = scenario.algorithm, scenario.delays
+                 bitgens: list | None = None, plan: DelayPlan | None = None) -> None:
+        dc = scenario.delays
         self.n = n = scenario.problem.n
-        q = int(a.get("Q")) if dc.compute_per == "step" else 1
-        self.q = q
+        self.plan = plan = DelayPlan(scenario) if plan is None else plan
+        self.q = q = plan.q
         if bitgens is None:
             bitgens = client_bitgens(scenario.seed, [replicate], n, "delays")[0]
         gen = np.random.Generator
-        self.streams = [ClientDelayStream(dc.for_client(i), gen(bitgens[i]), q)
-                        for i in range(n)]
+        self.gens = [gen(bg) for bg in bitgens]
+        self.streams = None if plan.vector else [
+            ClientDelayStream(dict(zip(_KINDS, plan.models[i], strict=True)), self.gens[i], q)
+            for i in range(n)]
         self.blocks = int(blocks)
-        self.rounds = self.blocks * self.streams[0].B
+        self.rounds = self.blocks * plan.B
         self.arrival = dc.read_at == "arrival"
         self.H = float(scenario.horizon.time)
         self.e = 3 if self.arrival else 2
@@ -202,9 +256,12 @@ class FedAsyncTimeline:
     def _generate(self, idx: np.ndarray) -> None:
         """Append ``blocks`` delay blocks of the clients ``idx`` to their pending events."""
         m, rounds, w, e = idx.size, self.rounds, self.q + 3, self.e
-        seq = np.empty((m, rounds, w))
-        for r, i in enumerate(idx.tolist()):
-            self.streams[i].draw(self.blocks, out=seq[r])
+        if self.streams is None:
+            seq = self.plan.draw(self.gens, idx, self.blocks)
+        else:
+            seq = np.empty((m, rounds, w))
+            for r, i in enumerate(idx.tolist()):
+                self.streams[i].draw(self.blocks, out=seq[r])
         flat = seq.reshape(m, rounds * w)
         th = seq[:, :, w - 1].copy()
         flat[:, 0] = self.t_gen[idx] + flat[:, 0]
