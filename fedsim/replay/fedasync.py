@@ -338,9 +338,9 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     names = list(scenario.record.metrics)
     met = _Metrics(problem, names)
     dbg = client_bitgens(scenario.seed, reps, n, "delays")
-    # delay blocks per generation: ~1.5x a client's share of the step horizon, at most 16
+    # delay blocks per generation: ~1.2x a client's share of the step horizon, at most 8
     B = max(4, 16 // (int(a.get("Q")) if scenario.delays.compute_per == "step" else 1))
-    blocks = 16 if T is None else int(min(16, max(1, math.ceil(1.5 * T / (n * B)))))
+    blocks = 8 if T is None else int(min(8, max(1, math.ceil(1.2 * T / (n * B)))))
     plan = DelayPlan(scenario)
     timelines = [FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
                  for k, r in enumerate(reps)]

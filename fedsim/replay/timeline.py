@@ -228,7 +228,11 @@ class FedAsyncTimeline:
         self.rounds = self.blocks * plan.B
         self.arrival = dc.read_at == "arrival"
         self.H = float(scenario.horizon.time)
-        self.e = 3 if self.arrival else 2
+        # event slots of a round: [read (arrival)], upload, [think end (unless every
+        # client's think is the constant 0)]
+        self.think_slot = not all(isinstance(mm[3], Constant) and float(mm[3].value) == 0.0
+                                  for mm in plan.models)
+        self.e = 1 + int(self.arrival) + int(self.think_slot)
         # per client: the time of its last generated event (where the next round begins)
         self.t_gen = np.zeros(n)
         # pending (generated, not yet emitted) events: row i holds client i's first cnt[i]
@@ -249,7 +253,8 @@ class FedAsyncTimeline:
         self._up: list[tuple[np.ndarray, ...]] = []
         self._busy: list[tuple[np.ndarray, ...]] = []
         self._nbuf = 0
-        kinds = [EV_READ, EV_UPLOAD, EV_THINK] if self.arrival else [EV_UPLOAD, EV_THINK]
+        kinds = ([EV_READ] if self.arrival else []) + [EV_UPLOAD] + (
+            [EV_THINK] if self.think_slot else [])
         self._kinds = np.array(kinds, dtype=np.int8)
 
     # -- generation -----------------------------------------------------------------
@@ -267,16 +272,18 @@ class FedAsyncTimeline:
         flat[:, 0] = self.t_gen[idx] + flat[:, 0]
         cum = np.cumsum(flat, axis=1).reshape(m, rounds, w)
         self.t_gen[idx] = cum[:, -1, -1]
-        thinks = th != 0.0
         ev_t = np.empty((m, rounds, e))
         flag = np.zeros((m, rounds, e), dtype=bool)
+        valid = np.ones((m, rounds, e), dtype=bool)
+        su = int(self.arrival)  # the upload slot
         if self.arrival:
             ev_t[:, :, 0] = cum[:, :, 0]
-        ev_t[:, :, e - 2] = cum[:, :, w - 2]
-        ev_t[:, :, e - 1] = cum[:, :, w - 1]
-        flag[:, :, e - 2] = thinks
-        valid = np.ones((m, rounds, e), dtype=bool)
-        valid[:, :, e - 1] = thinks
+        ev_t[:, :, su] = cum[:, :, w - 2]
+        if self.think_slot:
+            thinks = th != 0.0
+            ev_t[:, :, su + 1] = cum[:, :, w - 1]
+            flag[:, :, su] = thinks
+            valid[:, :, su + 1] = thinks
         ev_t = ev_t.reshape(m, rounds * e)
         flag = flag.reshape(m, rounds * e)
         valid = valid.reshape(m, rounds * e)
@@ -343,9 +350,10 @@ class FedAsyncTimeline:
         self.cnt -= kcount
         base = self.rank_base
         carried = self.last_rank[cl]
-        order = np.argsort(t, kind="stable")
+        order = np.argsort(t)  # without ties (the rule for continuous delays) it is exact
         ts = t[order]
         if ts.size > 1 and bool(np.any(ts[1:] == ts[:-1])):
+            order = np.argsort(t, kind="stable")
             order = self._resolve_ties(t, pv, carried, base, order)
         pos = np.empty(m, dtype=np.int64)
         pos[order] = np.arange(m)
