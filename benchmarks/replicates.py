@@ -12,7 +12,9 @@ One line per cell::
 ``updates_per_s`` = R * steps / wall time (setup included: streams, timelines);
 ``vs_per_replicate`` = that / the engine's updates/s measured in this run; ``peak_mb`` the
 largest resident set of the processes doing the work (``ru_maxrss``).  Wall-clock times
-on a shared machine are noisy: compare ratios from one run.  ``--quick``: fewer steps.
+on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
+horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
+steps.  Each run prints the load average first.
 """
 
 from __future__ import annotations
@@ -88,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--R", type=int, nargs="*", default=[1, 64, 256, 1024])
     ap.add_argument("--Q", type=int, nargs="*", default=[1, 10])
     a = ap.parse_args(argv)
-    steps = a.steps or (1000 if a.quick else 3000)
+    steps = a.steps or (3000 if a.quick else 30000)
     n, d = 100, 10
+    with open("/proc/loadavg") as f:
+        print(f"loadavg={f.read().split()[0]} procs={a.procs} steps={steps} "
+              f"cpus={os.cpu_count()}", flush=True)
     for Q in a.Q:
         sc = scenario(n, d, Q, steps)
         eng = engine(sc, a.engine_reps)

@@ -367,8 +367,16 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     stop_by_time = np.zeros(R, dtype=bool)
     counts = np.zeros(R * n, dtype=np.int64)
     max_st = np.zeros(R, dtype=np.int64)
-    grid_vals: list[np.ndarray] = [met(W0)]
-    grid_steps = [0]
+    # the metric grid (metrics, R, columns): preallocated under a step horizon, else chunks
+    ncol = 1 + (T // every if T is not None else 0)
+    gbuf = np.full((len(names), R, ncol), np.nan) if T is not None else None
+    grid_parts: list[np.ndarray] = []
+    g0 = met(W0)
+    if gbuf is not None:
+        gbuf[:, :, 0] = g0
+    else:
+        grid_parts.append(g0[:, :, None])
+    gfill = 1
     last_step = np.full(R, -1, dtype=np.int64)
     last_vals = np.full((len(names), R), np.nan)
     keep: list[dict[str, list]] | None = (
@@ -395,6 +403,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             CL = np.zeros((R, S), dtype=np.int64)
             OM = np.full((R, S), t0, dtype=np.int64)
             TM = np.zeros((R, S))
+            RN = np.zeros((R, S), dtype=np.int64)
             lens = np.zeros(R, dtype=np.int64)
             c0 = _clock()
             for k, tl in enumerate(timelines):
@@ -403,7 +412,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                 c = tl.take(S)
                 m = c.time.size
                 lens[k] = m
-                CL[k, :m], OM[k, :m], TM[k, :m] = c.client, c.omega, c.time
+                CL[k, :m], OM[k, :m], TM[k, :m], RN[k, :m] = c.client, c.omega, c.time, c.round
                 if keep is not None:
                     for name in keep[k]:
                         keep[k][name].append(getattr(c, name))
@@ -423,14 +432,20 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             if not active.any():
                 break
             # rounds of the chunk grouped by (replicate, client), each in step order
+            # (no sort: a round's row is its key's start plus its round number past the
+            # key's rounds before this chunk; padding rows go last)
             key = np.where(valid, ar[:, None] * n + CL, R * n).ravel()
-            order = np.argsort(key, kind="stable")
             cnt = np.bincount(key, minlength=R * n + 1)[:R * n]
             total = int(cnt.sum())
+            start = np.cumsum(cnt) - cnt
+            vflat = valid.ravel()
+            kv = key[vflat]
             inv = np.empty(R * S, dtype=np.int64)
-            inv[order] = np.arange(R * S)
+            inv[vflat] = start[kv] + RN.ravel()[vflat] - counts[kv]
+            inv[~vflat] = np.arange(total, R * S)
             inv = inv.reshape(R, S)
-            clsorted = key[order] % n
+            clsorted = np.zeros(R * S, dtype=np.int64)
+            clsorted[:total] = np.repeat(np.arange(R * n) % n, cnt)
             if comp:
                 U = _composed_noise(draw, cnt, clsorted, total, R * S, qd, Q, d, kern, Mq,
                                     cbar)
@@ -522,8 +537,11 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                 G = gsel.size
                 vals = met(Wc[gsel].reshape(G * R, d)).reshape(len(names), G, R)
                 vals[:, ~live[gsel]] = np.nan
-                grid_steps.extend(steps_c[gsel].tolist())
-                grid_vals.extend(vals[:, g] for g in range(G))
+                if gbuf is not None:
+                    gbuf[:, :, gfill:gfill + G] = vals.transpose(0, 2, 1)
+                else:
+                    grid_parts.append(vals.transpose(0, 2, 1))
+                gfill += G
             used = live | (np.arange(S)[:, None] == jb[None, :])  # (S, R), to the stop
             st = np.where(used.T, steps_c[None, :] - 1 - OM, 0)
             max_st = np.maximum(max_st, st.max(axis=1))
@@ -553,8 +571,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                     last_vals[:, k] = met(Wc[j, k:k + 1])[:, 0]
             t = t0 + S
             sec["bookkeeping"] += _clock() - c3
-    gs = np.asarray(grid_steps, dtype=np.int64)
-    gv = np.stack(grid_vals, axis=2)  # (metrics, R, steps)
+    gs = np.arange(gfill, dtype=np.int64) * every
+    gv = gbuf[:, :, :gfill] if gbuf is not None else np.concatenate(grid_parts, axis=2)
     res = BatchResult(
         replicates=reps, metric_names=names, grid_steps=gs,
         grid={m: gv[i] for i, m in enumerate(names)}, last_step=last_step,

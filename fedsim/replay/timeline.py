@@ -193,6 +193,7 @@ class TimelineChunk:
     b_delta: np.ndarray
     b_gate: np.ndarray
     b_before: np.ndarray
+    round: np.ndarray  # per upload: the client's round number (its uploads before it)
 
 
 class FedAsyncTimeline:
@@ -251,6 +252,7 @@ class FedAsyncTimeline:
         self.steps = 0
         self.done = False
         self._up: list[tuple[np.ndarray, ...]] = []
+        self.rounds_done = np.zeros(n, dtype=np.int64)
         self._busy: list[tuple[np.ndarray, ...]] = []
         self._nbuf = 0
         kinds = ([EV_READ] if self.arrival else []) + [EV_UPLOAD] + (
@@ -340,6 +342,14 @@ class FedAsyncTimeline:
         kd = self.P_kind[mask]
         fl = self.P_flag[mask]
         offs = np.cumsum(kcount) - kcount
+        # each upload's round number within its client (events are client-major here)
+        up0 = kd == EV_UPLOAD
+        cu = np.cumsum(up0)
+        has = kcount > 0
+        base_c = np.zeros(n, dtype=np.int64)
+        base_c[has] = cu[offs[has]] - up0[offs[has]]
+        rnd = self.rounds_done[cl] + (cu - base_c[cl]) - 1
+        self.rounds_done += np.bincount(cl[up0], minlength=n)
         pv = np.arange(-1, m - 1, dtype=np.int64)
         pv[offs[kcount > 0]] = -1  # parent emitted earlier: the client's carried rank
         # drop the emitted prefix of every row
@@ -358,7 +368,8 @@ class FedAsyncTimeline:
         pos = np.empty(m, dtype=np.int64)
         pos[order] = np.arange(m)
         # in processing order
-        t, cl, kd, fl, pv = t[order], cl[order], kd[order], fl[order], pv[order]
+        t, cl, kd, fl, pv, rnd = (t[order], cl[order], kd[order], fl[order], pv[order],
+                                  rnd[order])
         has_parent = pv >= 0
         ppos = np.where(has_parent, pos[np.maximum(pv, 0)], -1)  # parent's new position
         up = kd == EV_UPLOAD
@@ -374,7 +385,7 @@ class FedAsyncTimeline:
         self.last_time[sel] = t[lastpos[sel]]
         self.rank_base = base + m
         self.steps = int(ucount[-1])
-        self._up.append((t[up], cl[up], p_ucount[up], p_time[up]))
+        self._up.append((t[up], cl[up], p_ucount[up], p_time[up], rnd[up]))
         self._nbuf += int(up.sum())
         th_end = kd == EV_THINK
         th_start = up & fl
@@ -428,10 +439,12 @@ class FedAsyncTimeline:
         cut = int(np.argmin(keep)) if not keep.all() else keep.size
         self._busy = [tuple(c[cut:] for c in bz)] if cut < keep.size else []
         return TimelineChunk(step0, up[0][:take], up[1][:take], up[2][:take], up[3][:take],
-                             bz[0][:cut], bz[1][:cut], bz[2][:cut], bz[3][:cut])
+                             bz[0][:cut], bz[1][:cut], bz[2][:cut], bz[3][:cut],
+                             up[4][:take])
 
 
-_UP_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
+_UP_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0),
+             np.empty(0, np.int64))
 _BUSY_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64),
                np.empty(0, np.int64))
 
@@ -466,4 +479,4 @@ def timeline_arrays(scenario: Scenario, replicate: int, steps: int,
     f = parts[0]
     return TimelineChunk(f.step0, *(np.concatenate([getattr(p, name) for p in parts])
                                     for name in ("time", "client", "omega", "t_read", "b_time",
-                                                 "b_delta", "b_gate", "b_before")))
+                                                 "b_delta", "b_gate", "b_before", "round")))

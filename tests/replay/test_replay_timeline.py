@@ -51,6 +51,9 @@ def test_timeline_bitwise_equals_engine(name: str) -> None:
     assert np.array_equal(tl.client, tr.client[1:])
     assert np.array_equal(np.arange(T) - tl.omega, tr.staleness_steps[1:])
     assert np.array_equal(tl.time - tl.t_read, tr.staleness_time[1:])
+    # round numbers: the k-th upload of a client is its round k
+    for i in range(sc.problem.n):
+        assert np.array_equal(tl.round[tl.client == i], np.arange(np.sum(tl.client == i)))
 
 
 def test_timeline_time_horizon() -> None:
