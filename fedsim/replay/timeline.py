@@ -294,7 +294,7 @@ class FedAsyncTimeline:
         c0 = self.cnt[idx]
         need = int((c0 + nv).max())
         if need > self.cap:
-            cap = max(need, 2 * self.cap)
+            cap = max(need, self.cap + self.rounds * self.e // 2)
             self.P_time = _grow(self.P_time, cap)
             self.P_kind = _grow(self.P_kind, cap)
             self.P_flag = _grow(self.P_flag, cap)
