@@ -203,9 +203,10 @@ class FedAsyncTimeline:
     as a :class:`TimelineChunk`.  All clients are handled at once: their pending events sit
     in padded ``(n, cap)`` arrays, a generation draws ``blocks`` delay blocks for a set of
     clients (one ``np.cumsum`` over their ``(m, rounds (q + 3))`` sequences: the additions
-    of the per-client cumsum, row by row) and a batch emits every pending event before the
-    front ``min_i t_gen[i]`` (no client can still produce an earlier one).  The front moves
-    by about half a generation per batch, so a batch merges ~``n * rounds / 2`` events.
+    of the per-client cumsum, row by row) and a batch emits every pending event before a
+    front at most ``min_i t_gen[i]`` (no client can still produce an earlier one); the
+    front moves by about the time of the uploads asked for (at least a quarter generation),
+    so the merged but not yet taken uploads stay about one chunk.
     Memory: a couple of generations per client plus the current chunk.
 
     ``bitgens``: the clients' ``delays`` bit generators (default: built here, bitwise
@@ -313,19 +314,21 @@ class FedAsyncTimeline:
         self.cnt[idx] = c0 + nv
 
     # -- one batch of merged events ---------------------------------------------------
-    def _batch(self) -> None:
+    def _batch(self, want: int = 0) -> None:
+        """Merge the events of the next ~``max(want, n rounds / 4)`` uploads' worth of time
+        (a batch costs a few passes over the ``(n, cap)`` pending arrays: not less)."""
         n = self.n
-        if self.delta < 0.0:
+        if self.delta < 0.0:  # uploads per unit time, from the first generation
             self._generate(np.arange(n))
             mean = float(self.t_gen.mean())
-            self.delta = 0.5 * mean if mean > 0.0 and math.isfinite(mean) else 1.0
-        target = self.front + self.delta
+            self.delta = n * self.rounds / mean if mean > 0.0 and math.isfinite(mean) else 1.0
+        target = self.front + max(want, n * self.rounds // 4, 256) / self.delta
         while True:
             low = np.flatnonzero(self.t_gen < target)
             if not low.size:
                 break
             self._generate(low)
-        front = float(self.t_gen.min())
+        front = min(float(self.t_gen.min()), target)
         final = math.isfinite(self.H) and self.H <= front
         lim = self.H if final else front
         self.front = front
@@ -424,7 +427,7 @@ class FedAsyncTimeline:
     def take(self, k: int) -> TimelineChunk:
         """The next ``k`` server steps (fewer when the time horizon ends the run)."""
         while self._nbuf < k and not self.done:
-            self._batch()
+            self._batch(k - self._nbuf)
         up = _cat(self._up, _UP_EMPTY)
         take = min(k, up[0].size)
         step0 = self.steps - self._nbuf
