@@ -11,7 +11,11 @@ One line per cell::
 
 ``updates_per_s`` = R * steps / wall time (setup included: streams, timelines);
 ``vs_per_replicate`` = that / the engine's updates/s measured in this run; ``peak_mb`` the
-largest resident set of the processes doing the work (``ru_maxrss``).  Wall-clock times
+largest resident set of the processes doing the work (``ru_maxrss``).  The same figures per
+CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
+``cpu_vs_per_replicate``: that / the engine's updates per CPU second) are less sensitive to
+other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
+approaches ``procs`` times the CPU one.  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
 steps.  Each run prints the load average first.
@@ -51,34 +55,43 @@ def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
     })
 
 
-def _work(args: tuple[Scenario, list[int]]) -> tuple[float, int]:
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _work(args: tuple[Scenario, list[int]]) -> tuple[float, int, float]:
     sc, reps = args
+    c0 = _cpu()
     res = replay_fedasync(sc, reps)
-    return float(np.sum(res.final_w)), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (float(np.sum(res.final_w)), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            _cpu() - c0)
 
 
-def batched(sc: Scenario, R: int, procs: int) -> tuple[float, float]:
-    """(seconds, peak MB) for R replicates in ``procs`` processes."""
+def batched(sc: Scenario, R: int, procs: int) -> tuple[float, float, float]:
+    """(wall seconds, peak MB, CPU seconds of the workers) for R replicates in ``procs``
+    processes."""
     reps = list(range(R))
     t0 = time.perf_counter()
     if procs <= 1 or R < 2:
-        _, rss = _work((sc, reps))
+        _, rss, cpu = _work((sc, reps))
     else:
         parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
         with mp.get_context("fork").Pool(procs) as pool:
             out = pool.map(_work, [(sc, p) for p in parts])
         rss = max(o[1] for o in out)
-    return time.perf_counter() - t0, rss / 1024.0
+        cpu = sum(o[2] for o in out)
+    return time.perf_counter() - t0, rss / 1024.0, cpu
 
 
-def engine(sc: Scenario, reps: int) -> float:
-    """Per-replicate engine updates/s (one process)."""
+def engine(sc: Scenario, reps: int) -> tuple[float, float]:
+    """Per-replicate engine (updates per wall second, updates per CPU second), one process."""
     run(sc.with_seed(sc.seed), 0)  # warm the problem cache
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     done = 0
     for r in range(reps):
         done += run(sc, r).steps_done
-    return done / (time.perf_counter() - t0)
+    return done / (time.perf_counter() - t0), done / (time.process_time() - c0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,13 +110,17 @@ def main(argv: list[str] | None = None) -> int:
               f"cpus={os.cpu_count()}", flush=True)
     for Q in a.Q:
         sc = scenario(n, d, Q, steps)
-        eng = engine(sc, a.engine_reps)
-        print(f"model=quadratic n={n} d={d} Q={Q} engine_updates_per_s={eng:.0f}", flush=True)
+        eng, eng_cpu = engine(sc, a.engine_reps)
+        print(f"model=quadratic n={n} d={d} Q={Q} engine_updates_per_s={eng:.0f} "
+              f"engine_updates_per_cpu_s={eng_cpu:.0f}", flush=True)
         for R in a.R:
-            dt, mb = batched(sc, R, a.procs)
+            dt, mb, cpu = batched(sc, R, a.procs)
             ups = R * steps / dt
+            ucpu = R * steps / cpu
             print(f"model=quadratic n={n} d={d} Q={Q} R={R} updates_per_s={ups:.0f} "
-                  f"vs_per_replicate={ups / eng:.1f} peak_mb={mb:.0f}", flush=True)
+                  f"vs_per_replicate={ups / eng:.1f} peak_mb={mb:.0f} "
+                  f"updates_per_cpu_s={ucpu:.0f} cpu_vs_per_replicate={ucpu / eng_cpu:.1f}",
+                  flush=True)
     return 0
 
 
