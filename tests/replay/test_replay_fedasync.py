@@ -116,3 +116,24 @@ def test_supports() -> None:
                              "algorithm": {"name": "fedbuff", "client_rule": "sgd", "Q": 2,
                                            "eta": 0.1, "buffer": 1}})
     assert not supports(sc)
+
+
+def test_groups_and_chunks_do_not_change_a_replicate() -> None:
+    sc = scenario(steps=300, n=8, every=5)
+    ref = replay_fedasync(sc, list(range(10)), chunk=300)
+    for kw in (dict(group=3, chunk=41), dict(group=4, mem_mb=0.05)):
+        res = replay_fedasync(sc, list(range(10)), **kw)
+        assert np.array_equal(res.final_w, ref.final_w)
+        assert np.array_equal(res.client_updates, ref.client_updates)
+        assert np.array_equal(res.grid_steps, ref.grid_steps)
+        for m in res.metric_names:
+            assert np.array_equal(res.grid[m], ref.grid[m])
+
+
+def test_time_horizon_groups_merge() -> None:
+    sc = scenario(**CASES["arrival_think_time_horizon"])
+    res = replay_fedasync(sc, [0, 1, 2, 3], group=2, chunk=64, keep_timeline=True)
+    for k in range(4):
+        a, b = run(sc, k), res.trace(k)
+        assert (a.steps_done, a.sim_time) == (b.steps_done, b.sim_time)
+        np.testing.assert_allclose(b.metrics["grad_sq"], a.metrics["grad_sq"], rtol=1e-10)
