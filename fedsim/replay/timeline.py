@@ -297,15 +297,17 @@ class FedAsyncTimeline:
         if need > self.cap:
             cap = max(need, self.cap + self.rounds * self.e // 2)
             self.P_time = _grow(self.P_time, cap)
-            self.P_kind = _grow(self.P_kind, cap)
-            self.P_flag = _grow(self.P_flag, cap)
+            if self.e > 1:  # one slot: every event is an upload that starts no think
+                self.P_kind = _grow(self.P_kind, cap)
+                self.P_flag = _grow(self.P_flag, cap)
             self.cap = cap
         pos = c0[:, None] + np.cumsum(valid, axis=1) - 1
         rows = np.broadcast_to(idx[:, None], pos.shape)
         if bool(valid.all()):
             self.P_time[rows, pos] = ev_t
-            self.P_kind[rows, pos] = ev_k
-            self.P_flag[rows, pos] = flag
+            if self.e > 1:
+                self.P_kind[rows, pos] = ev_k
+                self.P_flag[rows, pos] = flag
         else:
             rv, pv = rows[valid], pos[valid]
             self.P_time[rv, pv] = ev_t[valid]
@@ -342,8 +344,12 @@ class FedAsyncTimeline:
             return
         cl, _ = np.nonzero(mask)
         t = self.P_time[mask]
-        kd = self.P_kind[mask]
-        fl = self.P_flag[mask]
+        if self.e > 1:
+            kd = self.P_kind[mask]
+            fl = self.P_flag[mask]
+        else:
+            kd = np.full(m, EV_UPLOAD, dtype=np.int8)
+            fl = np.zeros(m, dtype=bool)
         offs = np.cumsum(kcount) - kcount
         # each upload's round number within its client (events are client-major here)
         up0 = kd == EV_UPLOAD
@@ -358,8 +364,9 @@ class FedAsyncTimeline:
         # drop the emitted prefix of every row
         sh = np.minimum(cols[None, :] + kcount[:, None], self.cap - 1)
         self.P_time = np.take_along_axis(self.P_time, sh, axis=1)
-        self.P_kind = np.take_along_axis(self.P_kind, sh, axis=1)
-        self.P_flag = np.take_along_axis(self.P_flag, sh, axis=1)
+        if self.e > 1:
+            self.P_kind = np.take_along_axis(self.P_kind, sh, axis=1)
+            self.P_flag = np.take_along_axis(self.P_flag, sh, axis=1)
         self.cnt -= kcount
         base = self.rank_base
         carried = self.last_rank[cl]
