@@ -1,0 +1,128 @@
+"""Replicates in lockstep: aggregate server updates/s of the batched replay (issue 10).
+
+For each cell (quadratic n=100, d=10, Q in {1, 10}, R in {1, 64, 256, 1024}) it times
+``fedsim.replay.replay_fedasync`` on R replicates of ``--steps`` server steps each (the
+batch split across ``--procs`` worker processes, contiguous halves of the replicate
+list; a replicate's numbers do not depend on the split) and, in the same run, today's
+per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
+One line per cell::
+
+    model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
+
+``updates_per_s`` = R * steps / wall time (setup included: streams, timelines);
+``vs_per_replicate`` = that / the engine's updates/s measured in this run; ``peak_mb`` the
+largest resident set of the processes doing the work (``ru_maxrss``).  The same figures per
+CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
+``cpu_vs_per_replicate``: that / the engine's updates per CPU second) are less sensitive to
+other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
+approaches ``procs`` times the CPU one.  Wall-clock times
+on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
+horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
+steps.  Each run prints the load average first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from fedsim.config import Scenario  # noqa: E402
+from fedsim.engine import run  # noqa: E402
+from fedsim.replay import replay_fedasync  # noqa: E402
+
+
+def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
+    """The cell's scenario (the one of benchmarks/engine.py)."""
+    return Scenario.from_dict({
+        "name": f"bench-n{n}-d{d}-Q{Q}", "seed": 1,
+        "problem": {"kind": "quadratic", "n": n, "dim": d, "mu": 0.1, "L": 1.0,
+                    "heterogeneity": 1.0, "noise_sd": 0.1, "shared_hessian": True, "seed": 0},
+        "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": Q,
+                      "eta": 0.5 / (n * Q), "beta": 1.0},
+        "delays": {"download": {"kind": "exponential", "rate": 10.0},
+                   "compute": {"kind": "exponential", "rate": 1.0},
+                   "upload": {"kind": "exponential", "rate": 10.0}},
+        "horizon": {"steps": steps},
+        "record": {"every": 1, "metrics": ["grad_sq"]},
+    })
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _work(args: tuple[Scenario, list[int]]) -> tuple[float, int, float]:
+    sc, reps = args
+    c0 = _cpu()
+    res = replay_fedasync(sc, reps)
+    return (float(np.sum(res.final_w)), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            _cpu() - c0)
+
+
+def batched(sc: Scenario, R: int, procs: int) -> tuple[float, float, float]:
+    """(wall seconds, peak MB, CPU seconds of the workers) for R replicates in ``procs``
+    processes."""
+    reps = list(range(R))
+    t0 = time.perf_counter()
+    if procs <= 1 or R < 2:
+        _, rss, cpu = _work((sc, reps))
+    else:
+        parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
+        with mp.get_context("fork").Pool(procs) as pool:
+            out = pool.map(_work, [(sc, p) for p in parts])
+        rss = max(o[1] for o in out)
+        cpu = sum(o[2] for o in out)
+    return time.perf_counter() - t0, rss / 1024.0, cpu
+
+
+def engine(sc: Scenario, reps: int) -> tuple[float, float]:
+    """Per-replicate engine (updates per wall second, updates per CPU second), one process."""
+    run(sc.with_seed(sc.seed), 0)  # warm the problem cache
+    t0, c0 = time.perf_counter(), time.process_time()
+    done = 0
+    for r in range(reps):
+        done += run(sc, r).steps_done
+    return done / (time.perf_counter() - t0), done / (time.process_time() - c0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--engine-reps", type=int, default=3)
+    ap.add_argument("--R", type=int, nargs="*", default=[1, 64, 256, 1024])
+    ap.add_argument("--Q", type=int, nargs="*", default=[1, 10])
+    a = ap.parse_args(argv)
+    steps = a.steps or (3000 if a.quick else 30000)
+    n, d = 100, 10
+    with open("/proc/loadavg") as f:
+        print(f"loadavg={f.read().split()[0]} procs={a.procs} steps={steps} "
+              f"cpus={os.cpu_count()}", flush=True)
+    for Q in a.Q:
+        sc = scenario(n, d, Q, steps)
+        eng, eng_cpu = engine(sc, a.engine_reps)
+        print(f"model=quadratic n={n} d={d} Q={Q} engine_updates_per_s={eng:.0f} "
+              f"engine_updates_per_cpu_s={eng_cpu:.0f}", flush=True)
+        for R in a.R:
+            dt, mb, cpu = batched(sc, R, a.procs)
+            ups = R * steps / dt
+            ucpu = R * steps / cpu
+            print(f"model=quadratic n={n} d={d} Q={Q} R={R} updates_per_s={ups:.0f} "
+                  f"vs_per_replicate={ups / eng:.1f} peak_mb={mb:.0f} "
+                  f"updates_per_cpu_s={ucpu:.0f} cpu_vs_per_replicate={ucpu / eng_cpu:.1f}",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
