@@ -1,7 +1,7 @@
 """Replicates in lockstep: aggregate server updates/s of the batched replay (issue 10).
 
 For each cell (quadratic n=100, d=10, Q in {1, 10}, R in {1, 64, 256, 1024}) it times
-``fedsim.replay.replay_fedasync`` on R replicates of ``--steps`` server steps each (the
+``fedsim.engine.replay.replay_fedasync`` on R replicates of ``--steps`` server steps each (the
 batch split across ``--procs`` worker processes, contiguous halves of the replicate
 list; a replicate's numbers do not depend on the split) and, in the same run, today's
 per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 from fedsim.config import Scenario  # noqa: E402
 from fedsim.engine import run  # noqa: E402
-from fedsim.replay import replay_fedasync  # noqa: E402
+from fedsim.engine.replay import replay_fedasync  # noqa: E402
 
 
 def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:

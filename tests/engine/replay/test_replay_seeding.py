@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedsim.replay.seeding import client_bitgens, pcg64_seed_words
+from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words
 from fedsim.rng import SERVER, Streams
 
 

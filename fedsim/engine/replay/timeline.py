@@ -51,7 +51,7 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.delays import Constant, Exponential, LogNormal, Normal, Uniform
-from fedsim.replay.seeding import client_bitgens
+from fedsim.engine.replay.seeding import client_bitgens
 
 __all__ = ["ClientDelayStream", "FedAsyncTimeline", "TimelineChunk", "ENGINE_BLOCK",
            "timeline_arrays"]

@@ -7,7 +7,7 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import run
-from fedsim.replay import replay_fedasync, supports
+from fedsim.engine.replay import replay_fedasync, supports
 
 TRACE_COLS = ("time", "kind_code", "client", "staleness_steps", "staleness_time",
               "buffer_fill", "metric_steps", "client_updates", "concurrency_time",

@@ -7,18 +7,18 @@ from the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - Delt
 For a batch of replicates ``r_1..r_R`` (run in groups of ``group`` rows) this module runs
 the steps in lockstep, ``chunk`` steps at a time:
 
-1. the schedule of each replicate comes from :class:`fedsim.replay.timeline.FedAsyncTimeline`
+1. the schedule of each replicate comes from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline`
    (uploader, ``omega``, times, and the uploader's round number);
 2. the noise of every round comes from the replicate's own streams:
    ``fedsim.rng.Streams(seed, r).client(i, "noise")`` (built in bulk by
-   :mod:`fedsim.replay.seeding`, same bits), ``Q d`` standard normals per round, round
+   :mod:`fedsim.engine.replay.seeding`, same bits), ``Q d`` standard normals per round, round
    after round in the order of the client's uploads -- the engine draws a round's noise at
    its read and a client's rounds are sequential, so its k-th uploaded round takes numbers
    ``k Q d .. (k+1) Q d - 1`` of its stream whatever the other clients do.  A chunk draws
    each (replicate, client) stream once, into rows placed by the round numbers (no sort);
 3. with a shared Hessian and isotropic (or no) noise a round folds into
    ``w_Q = w_0 @ (R^Q)^T + u``, ``u = s0_i (z @ M) + cbar_i``
-   (:meth:`~fedsim.replay.quadratic.QuadBatchKernel.composed`; one GEMM per piece of the
+   (:meth:`~fedsim.engine.replay.quadratic.QuadBatchKernel.composed`; one GEMM per piece of the
    chunk's normals), so a server step is 5 NumPy calls on ``(R, d)`` arrays; otherwise the
    Q local steps run per server step (:meth:`QuadBatchKernel.round`);
 4. the read models come from a ring buffer ``(H, R, d)`` of the last ``H`` server models
@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario, build_problem
+from fedsim.engine.replay.quadratic import QuadBatchKernel, rowwise_matmul
+from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.errors import require
-from fedsim.replay.quadratic import QuadBatchKernel, rowwise_matmul
-from fedsim.replay.seeding import client_bitgens
-from fedsim.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.trace import DIVERGE_NORM, KINDS, Trace
 
 __all__ = ["BatchResult", "replay_fedasync", "supports", "QUAD_METRICS"]
