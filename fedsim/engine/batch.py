@@ -3,7 +3,9 @@
 The front door for Monte Carlo (issue 10).  Where the batched replay of
 :mod:`fedsim.engine.replay` implements a scenario exactly (:func:`supports`: today FedAsync,
 physical model, Option A local SGD, every-upload trigger, on a
-:class:`~fedsim.problems.QuadraticProblem` with its closed-form metrics), the replicates are
+:class:`~fedsim.problems.QuadraticProblem` with its closed-form metrics; and AREA's
+Appendix A iterate model on [A] Theorem 8's norm family, :mod:`fedsim.engine.replay.area`),
+the replicates are
 replayed in lockstep as ``(R, d)`` arrays along their vectorised timelines; otherwise the
 replicates run one after the other through :func:`fedsim.engine.run`.
 
@@ -26,12 +28,14 @@ What a caller may rely on, whichever path runs:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from fedsim.config import Scenario
 from fedsim.engine.dispatch import run
 from fedsim.engine.replay import replay_fedasync
 from fedsim.engine.replay import supports as _replay_supports
+from fedsim.engine.replay.area import replay_area, supports_area
 from fedsim.engine.setup import check_problem, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.errors import check_integer, require
@@ -44,7 +48,7 @@ def supports(scenario: Scenario) -> bool:
     """Whether :func:`run_batch` replays ``scenario`` in lockstep (else it loops ``run``)."""
     require(isinstance(scenario, Scenario), "scenario", type(scenario).__name__,
             "must be a fedsim.config.Scenario")
-    return _replay_supports(scenario)
+    return _replay_supports(scenario) or supports_area(scenario)
 
 
 def _bound(scenario: Scenario) -> float:
@@ -64,6 +68,8 @@ def run_batch(scenario: Scenario, replicates: Sequence[int], *,
         return [run(scenario, r) for r in reps]
     problem = problem_for(scenario)
     check_problem(scenario, problem)
+    if supports_area(scenario):
+        return replay_area(scenario, reps, problem, staleness_bound=math.inf)
     res = replay_fedasync(scenario, reps, keep_timeline=True)
     bound = _bound(scenario)
     return [res.trace(k, staleness_bound=bound) for k in range(len(reps))]

@@ -130,10 +130,14 @@ class DelayPlan:
     ``expo`` note); otherwise each client's :class:`ClientDelayStream` draws its own.
     """
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, q: int | None = None) -> None:
+        """``q``: compute draws per round (default: the algorithm's Q with
+        ``compute_per = "step"``, else 1)."""
         a, dc = scenario.algorithm, scenario.delays
         self.n = n = scenario.problem.n
-        self.q = q = int(a.get("Q")) if dc.compute_per == "step" else 1
+        if q is None:
+            q = int(a.get("Q")) if dc.compute_per == "step" else 1
+        self.q = q = int(q)
         self.B = B = max(4, ENGINE_BLOCK // q)
         self.models = [[dc.for_client(i)[k] for k in _KINDS] for i in range(n)]
         counts = (1, q, 1, 1)
