@@ -6,9 +6,10 @@ batch split across ``--procs`` worker processes, contiguous halves of the replic
 list; a replicate's numbers do not depend on the split) and, in the same run, today's
 per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
 Other models (logistic d=64 batch 8; the AREA iterate model on [A] Theorem 7's quadratic
-instance; the [A] Theorem 8 norm family at n=30): the public entry
-``fedsim.engine.run_batch`` in the same processes; where it has no replay yet it loops
-``run`` (``path=loop``), so its ratio measures only the process split.  One line per cell::
+instance; the [A] Theorem 8 norm family at n=30, replayed by
+:mod:`fedsim.engine.replay.area`): the public entry ``fedsim.engine.run_batch`` in the same
+processes; where it has no replay yet it loops ``run`` (``path=loop``), so its ratio
+measures only the process split.  One line per cell::
 
     model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
 
@@ -21,8 +22,9 @@ other load on a shared machine: on an idle machine with ``procs`` cores the wall
 approaches ``procs`` times the CPU one.  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
-steps, the quadratic cells and one cell (R=64, or R=8 for logistic) of each other model
-(a few minutes on a loaded 2-core machine).  Each run prints the load average first.
+steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
+Theorem 7's quadratic, R=1024 for the norm family; a few minutes on a loaded 2-core
+machine).  Each run prints the load average first.
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "area": ("model=area_iterate n=3 d=2 M=1", area_scenario, min(steps, 3000),
                  [64] if a.quick else [1, 64, 256]),
         "norm": ("model=theorem8_norm n=30 d=1 M=10", norm_scenario, 122,
-                 [64] if a.quick else [1, 64, 256, 1024]),
+                 [1024] if a.quick else [1, 64, 256, 1024]),
     }
     for name in [m for m in a.models if m in others]:
         label, make, k, grid = others[name]
