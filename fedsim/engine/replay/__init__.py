@@ -9,6 +9,8 @@
   (and its Q-step fold).
 * :mod:`fedsim.engine.replay.fedasync` -- FedAsync replayed along R timelines at once, as (R, d)
   arrays, with a ring buffer of past models; per-replicate divergence freezing.
+* :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on [A] Theorem 8's
+  norm family (deterministic subgradients): merged renewal timelines, lockstep rows.
 
 Each module's docstring states the exact part of the engine contract it relies on.
 """
