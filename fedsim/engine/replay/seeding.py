@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from fedsim.rng import PURPOSES
+from fedsim.rng import PURPOSES, SERVER
 
-__all__ = ["pcg64_seed_words", "client_bitgens"]
+__all__ = ["pcg64_seed_words", "client_bitgens", "server_bitgens"]
 
 _M32 = 0xFFFFFFFF
 INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
@@ -131,3 +131,14 @@ def client_bitgens(seed: int, replicates: Sequence[int], clients: int,
     pcg = np.random.PCG64
     bgs = [pcg(_Words(words[k])) for k in range(R * n)]
     return [bgs[k * n:(k + 1) * n] for k in range(R)]
+
+
+def server_bitgens(seed: int, replicates: Sequence[int], purpose: str) -> list[np.random.PCG64]:
+    """``[PCG64 of fedsim.rng.Streams(seed, r).server(purpose)] for r``."""
+    reps = np.asarray(list(replicates), dtype=np.int64)
+    keys = np.empty((reps.size, 3), dtype=np.int64)
+    keys[:, 0] = reps
+    keys[:, 1] = SERVER
+    keys[:, 2] = PURPOSES[purpose]
+    words = pcg64_seed_words(seed, keys)
+    return [np.random.PCG64(_Words(words[k])) for k in range(reps.size)]

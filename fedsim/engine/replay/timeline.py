@@ -159,9 +159,12 @@ class DelayPlan:
                 self.vector = False
         self.per_block = off
 
-    def draw(self, gens: list, idx: np.ndarray, blocks: int) -> np.ndarray:
-        """``(m, blocks * B, q + 3)`` delays of clients ``idx`` (``vector`` plans)."""
+    def draw(self, gens: list, idx: np.ndarray, blocks: int,
+             clients: np.ndarray | None = None) -> np.ndarray:
+        """``(m, blocks * B, q + 3)`` delays of the streams ``gens[idx]`` (``vector`` plans),
+        those of clients ``clients`` (default ``idx``)."""
         m, B, w = idx.size, self.B, self.q + 3
+        cl = idx if clients is None else clients
         out = np.empty((m, blocks, B, w))
         if self.per_block:
             z = np.empty((m, blocks * self.per_block))
@@ -170,9 +173,9 @@ class DelayPlan:
             z = z.reshape(m, blocks, self.per_block)
             for a_, b_, c, off, scale in self.rand:
                 np.multiply(z[:, :, off:off + B * c].reshape(m, blocks, B, c),
-                            scale[idx][:, None, None, None], out=out[:, :, :, a_:b_])
+                            scale[cl][:, None, None, None], out=out[:, :, :, a_:b_])
         for a_, b_, val in self.const:
-            out[:, :, :, a_:b_] = val[idx][:, None, None, None]
+            out[:, :, :, a_:b_] = val[cl][:, None, None, None]
         return out.reshape(m, blocks * B, w)
 
 

@@ -120,15 +120,16 @@ def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
     import fedsim.engine.replay.area as ra
 
     sc = norm_scenario(K=60)
-    real = ra.area_timeline
+    real = ra.area_timelines
 
-    def tied_for_one(scenario, replicate, bitgens=None, plan=None):
-        tl = real(scenario, replicate, bitgens, plan)
-        tl.tie = replicate == 1
-        return tl
+    def tied_for_one(scenario, reps, bitgens, plan):
+        tls = real(scenario, reps, bitgens, plan)
+        for r, tl in zip(reps, tls, strict=True):
+            tl.tie = r == 1
+        return tls
 
     calls = []
-    monkeypatch.setattr(ra, "area_timeline", tied_for_one)
+    monkeypatch.setattr(ra, "area_timelines", tied_for_one)
     monkeypatch.setattr("fedsim.engine.dispatch.run",
                         lambda s, r: calls.append(r) or run(s, r))
     out = replay_area(sc, [0, 1, 2], problem_for(sc))
@@ -156,3 +157,28 @@ def test_unsupported_area_variants_fall_back() -> None:
     d = norm_scenario().to_dict()
     d["horizon"] = {"time": 20.0}
     assert not supports(Scenario.from_dict(d))
+
+
+def test_batched_timelines_equal_the_single_ones() -> None:
+    from fedsim.engine.replay.area import area_timelines
+    from fedsim.engine.replay.seeding import client_bitgens
+    from fedsim.engine.replay.timeline import DelayPlan
+
+    sc = norm_scenario(n=7, K=500, **{k: v for k, v in CASES["uneven_rates"].items()
+                                      if k != "n"})
+    reps = [0, 2, 9, 11]
+    plan = DelayPlan(sc, q=1)
+    many = area_timelines(sc, reps, client_bitgens(sc.seed, reps, 7, "delays"), plan)
+    for r, b in zip(reps, many, strict=True):
+        a = area_timeline(sc, r)
+        for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill", "tie"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+def test_server_streams_equal_fedsim_rng() -> None:
+    from fedsim.engine.replay.seeding import server_bitgens
+    from fedsim.rng import Streams
+
+    for r, bg in zip([0, 5, 123], server_bitgens(42, [0, 5, 123], "timer"), strict=True):
+        x = np.random.Generator(bg).standard_normal(8)
+        assert np.array_equal(x, Streams(42, r).server("timer").standard_normal(8))
