@@ -12,7 +12,13 @@ depend on the engine or on theory.  Payload keys:
 * ``fail`` -- ``"error"`` raises ValueError, ``"diverge"`` returns a diverged result;
 * ``interrupt_if`` -- path; if the file exists, raise KeyboardInterrupt (a simulated kill);
 * ``crash_if`` -- path; if the file exists, the process dies with ``os._exit(3)``;
-* ``sleep`` -- seconds to sleep before computing (to kill a run midway in tests).
+* ``sleep`` -- seconds to sleep before computing (to kill a run midway in tests);
+* ``batch_log`` -- (:func:`normal_mean_batched` only) a file to which every batch call
+  appends one line: the tags of its payloads, comma-separated.
+
+:func:`normal_mean_batched` is :func:`normal_mean` with a batch variant
+(``normal_mean_batched.batch``: a list of payloads -> their values, computed one by one),
+to test how the runner groups tasks into batch calls.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import time
 
 import numpy as np
 
-__all__ = ["normal_mean", "replicate_generator", "write_synthetic_run"]
+__all__ = ["normal_mean", "normal_mean_batched", "replicate_generator", "write_synthetic_run"]
 
 
 def replicate_generator(seed: int, replicate: int) -> np.random.Generator:
@@ -53,6 +59,22 @@ def normal_mean(payload: dict) -> dict:
         out.update(diverged=True, reason=f"iterate norm exceeded 1e12 at step {rep + 7}",
                    mean=float("inf"))
     return out
+
+
+def normal_mean_batched(payload: dict) -> dict:
+    """:func:`normal_mean`; the task function whose batch variant is :func:`normal_means`."""
+    return normal_mean(payload)
+
+
+def normal_means(payloads: list[dict]) -> list[dict]:
+    """The batch variant of :func:`normal_mean_batched` (logs its call to ``batch_log``)."""
+    for log in {p["batch_log"] for p in payloads if p.get("batch_log")}:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(",".join(str(p.get("tag", p.get("replicate"))) for p in payloads) + "\n")
+    return [normal_mean(p) for p in payloads]
+
+
+normal_mean_batched.batch = normal_means  # type: ignore[attr-defined]
 
 
 def write_synthetic_run(run_dir: str | os.PathLike, seed: int = 0, replicates: int = 20) -> dict:

@@ -41,9 +41,11 @@ Backends (:func:`run_tasks`):
 * ``workers=1``                 -- in the calling process, no pool (debugging, tests);
 * ``workers=None | N > 1``      -- ``concurrent.futures.ProcessPoolExecutor`` with
   N (default ``os.cpu_count()``) processes started by ``forkserver`` (``spawn``
-  where unavailable); tasks are sent in chunks of ``ceil(n / (4 N))`` (at most 32)
-  and a chunk's records are written when it returns, so a kill loses at most the
-  chunks in flight;
+  where unavailable); tasks are sent in chunks of ``montecarlo_backends.CHUNK`` (16,
+  whatever N and the backend) and a chunk's records are written when it returns, so a
+  kill loses at most the chunks in flight.  Within a chunk, consecutive tasks whose
+  function has a batch variant (``fn.batch``, e.g. ``validation.worker.run_replicates``)
+  run in one call of it; records stay one per task;
 * ``dask="local"``              -- a ``dask.distributed.LocalCluster`` with
   ``n_workers=workers or cpu_count``, one thread each, separate processes;
 * ``dask="tcp://host:port"``    -- an existing Dask scheduler (every worker must be

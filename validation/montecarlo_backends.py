@@ -30,7 +30,13 @@ from typing import Any
 from fedsim.errors import FedsimError
 from validation.montecarlo_store import Task, canonical_json
 
-__all__ = ["execute_task", "new_record", "run_inprocess", "run_pool", "run_dask"]
+__all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
+           "run_dask", "CHUNK"]
+
+#: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
+#: a batch of replicates is the same whatever the backend; a kill loses at most the
+#: chunks in flight)
+CHUNK = 16
 
 #: a backend hands each finished record to a sink
 Sink = Callable[[dict], None]
@@ -61,14 +67,20 @@ def execute_task(task: Task, phash: str) -> dict:
     """
     rec = new_record(task, phash, "ok", None)
     try:
-        value = _resolve(task.fn)(task.payload)
-        if not isinstance(value, dict):
-            raise TypeError(f"task function {task.fn} must return a dict, "
-                            f"got {type(value).__name__}")
-        value = json.loads(canonical_json(value))  # normalise: identical on every backend
+        value = _normalised(task.fn, _resolve(task.fn)(task.payload))
     except Exception as exc:  # noqa: BLE001 -- every failure is recorded, the run goes on
         rec.update(status="error", reason=failure_reason(exc))
         return rec
+    return _finish(rec, value)
+
+
+def _normalised(fn: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise TypeError(f"task function {fn} must return a dict, got {type(value).__name__}")
+    return json.loads(canonical_json(value))  # normalise: identical on every backend
+
+
+def _finish(rec: dict, value: dict) -> dict:
     rec["value"] = value
     if value.get("diverged") is True:
         rec["status"] = "diverged"
@@ -76,9 +88,48 @@ def execute_task(task: Task, phash: str) -> dict:
     return rec
 
 
+def execute_batch(items: Sequence[tuple[Task, str]]) -> list[dict]:
+    """Records of tasks that share a function with a batch variant (``fn.batch``: a list of
+    payloads -> the list of their values), computed by one call of it.  If that call fails
+    the tasks run one by one (:func:`execute_task`), so each error is its own task's."""
+    fn = items[0][0].fn
+    try:
+        values = _resolve(fn).batch([t.payload for t, _ in items])
+        if len(values) != len(items):
+            raise ValueError(f"{fn}.batch returned {len(values)} values for {len(items)}")
+        values = [_normalised(fn, v) for v in values]
+    except Exception:  # noqa: BLE001 -- rerun one by one: the failing task is recorded
+        return [execute_task(t, h) for t, h in items]
+    return [_finish(new_record(t, h, "ok", None), v)
+            for (t, h), v in zip(items, values, strict=True)]
+
+
+def _has_batch(fn: str) -> bool:
+    try:
+        return callable(getattr(_resolve(fn), "batch", None))
+    except Exception:  # noqa: BLE001 -- execute_task records the import error
+        return False
+
+
+def _chunk_records(chunk: Sequence[tuple[Task, str]]) -> Iterator[list[dict]]:
+    """The records of a chunk as they are computed: consecutive tasks of one function with
+    a batch variant go to :func:`execute_batch` together, the others one by one."""
+    i = 0
+    while i < len(chunk):
+        fn = chunk[i][0].fn
+        j = i + 1
+        if _has_batch(fn):
+            while j < len(chunk) and chunk[j][0].fn == fn:
+                j += 1
+            yield execute_batch(chunk[i:j])
+        else:
+            yield [execute_task(*chunk[i])]
+        i = j
+
+
 def _run_chunk(chunk: Sequence[tuple[Task, str]]) -> list[dict]:
-    """Worker entry point: run a chunk of tasks sequentially."""
-    return [execute_task(t, h) for t, h in chunk]
+    """Worker entry point: run a chunk of tasks (:func:`_chunk_records`)."""
+    return [rec for recs in _chunk_records(chunk) for rec in recs]
 
 
 def _chunks(items: list, size: int) -> list[list]:
@@ -124,8 +175,10 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def run_inprocess(todo: list[tuple[Task, str]], sink: Sink) -> None:
-    for item in todo:
-        sink(execute_task(*item))
+    for chunk in _chunks(todo, CHUNK):
+        for recs in _chunk_records(chunk):  # each record written as soon as it exists
+            for rec in recs:
+                sink(rec)
 
 
 def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
@@ -178,9 +231,8 @@ def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
 
 
 def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
-    workers = max(1, min(workers, len(todo)))
-    chunk = max(1, min(32, math.ceil(len(todo) / (4 * workers))))
-    left = _pool_round(todo, workers, chunk, sink)
+    workers = max(1, min(workers, math.ceil(len(todo) / CHUNK)))
+    left = _pool_round(todo, workers, CHUNK, sink)
     if left:  # the pool broke: rebuild once with chunk 1, then isolate
         left = _pool_round(left, max(1, min(workers, len(left))), 1, sink)
     if left:
@@ -210,10 +262,8 @@ def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
         except (OSError, TimeoutError) as exc:
             raise FedsimError(f"cannot connect to the Dask scheduler at {address}: {exc}") from exc
     try:
-        nworkers = max(1, len(client.scheduler_info().get("workers", {})))
-        chunk = max(1, min(32, math.ceil(len(todo) / (4 * nworkers))))
         futs = {}
-        for c in _chunks(todo, chunk):
+        for c in _chunks(todo, CHUNK):
             futs[client.submit(_run_chunk, c, pure=False)] = c
         for fut in as_completed(list(futs)):
             try:

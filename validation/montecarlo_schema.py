@@ -140,6 +140,9 @@ register_value_schema("validation.worker:run_replicate", {
     "diverged": (False, lambda x: x is True, "true"),
     "reason": (False, lambda x: isinstance(x, str), "a string"),
 }, _replicate_cross)
+# the batched worker returns the very same fields (validation.worker.run_replicate_batched)
+register_value_schema("validation.worker:run_replicate_batched",
+                      *VALUE_SCHEMAS["validation.worker:run_replicate"])
 
 
 def _check_value(rec: dict) -> str | None:

@@ -56,6 +56,7 @@ from validation.montecarlo import Task, atomic_write_json, run_tasks
 from validation.montecarlo_store import audit_records, lock_run_dir
 from validation.rundir import write_manifest
 from validation.scenarios.common import oracle_cache_stats
+from validation.worker import task_function
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
 
@@ -118,11 +119,12 @@ def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
     tasks = []
+    fn = task_function()  # FEDSIM_BATCHED=1: the batched replay (validation.worker)
     for case in cases:
         rep_key = max(case.runs, key=lambda r: max(r.horizons)).key
         for run in case.runs:
             for r in range(run.replicates):
-                tasks.append(Task(f"{run.key}/r{r}", "validation.worker:run_replicate",
+                tasks.append(Task(f"{run.key}/r{r}", fn,
                                   {"scenario": run.scenario, "replicate": r,
                                    "metric": run.metric, "horizons": list(run.horizons),
                                    "representative": r == 0 and run.key == rep_key}))

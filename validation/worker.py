@@ -8,19 +8,37 @@ process (``fn = "validation.worker:run_replicate"``).  Its payload is plain JSON
 
 The run's randomness is ``fedsim.rng.Streams(scenario["seed"], r)`` only, so the result
 depends on the payload alone, whatever the worker or backend.
+
+:func:`run_replicate_batched` is the same task through :func:`fedsim.engine.run_batch`
+(``fn = "validation.worker:run_replicate_batched"``), with a batch variant
+(``run_replicate_batched.batch = run_replicates``: a list of payloads -> their results, in
+order) that the Monte-Carlo backends call once per chunk.  Payloads that differ only in
+``replicate`` and ``representative`` share one ``run_batch`` call, which replays them in
+lockstep where the engine supports it (issue 10).  A replicate's result does not depend on
+the other payloads of the call (``run_batch``'s contract), so a task gives the same record
+alone or in any chunk.  The replay equals the engine to ~1e-12 relative, not bit for bit,
+so the two task functions are different tasks (the function is part of a record's payload
+hash) and the batched one is opt-in: :func:`task_function` picks it when the environment
+variable ``FEDSIM_BATCHED`` is ``1``.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Any
 
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine import run
+from fedsim.engine import run, run_batch
 
-__all__ = ["run_replicate", "MAX_REPR_STEPS", "MAX_REPR_POINTS"]
+__all__ = ["run_replicate", "run_replicate_batched", "run_replicates", "task_function",
+           "batched_enabled", "MAX_REPR_STEPS", "MAX_REPR_POINTS", "BATCH_ENV"]
+
+#: the environment variable that selects the batched task function ("1")
+BATCH_ENV = "FEDSIM_BATCHED"
 
 MAX_REPR_STEPS = 20_000   # staleness values kept for the representative histogram
 MAX_REPR_POINTS = 2_000   # concurrency-curve points kept for the representative plot
@@ -55,8 +73,12 @@ def run_replicate(payload: dict) -> dict:
     ``diverged=True`` and a reason (the runner records it as such; it never raises).
     """
     sc = Scenario.from_dict(payload["scenario"])
+    return _summary(run(sc, int(payload["replicate"])), payload)
+
+
+def _summary(trace: Any, payload: dict) -> dict:
+    """:func:`run_replicate`'s result from the replicate's trace."""
     horizons = [int(h) for h in payload["horizons"]]
-    trace = run(sc, int(payload["replicate"]))
     stale = np.asarray(trace.staleness_steps, dtype=np.float64)
     stale = stale[np.isfinite(stale)]
     out: dict[str, Any] = {
@@ -78,3 +100,45 @@ def run_replicate(payload: dict) -> dict:
         out["reason"] = f"diverged at server step {trace.diverged_step}"
         out["values"] = [math.inf] * len(horizons)
     return out
+
+
+def batched_enabled() -> bool:
+    """Whether ``FEDSIM_BATCHED=1`` asks for the batched replay."""
+    return os.environ.get(BATCH_ENV, "0") == "1"
+
+
+def task_function() -> str:
+    """The Monte-Carlo task function: ``run_replicate_batched`` if :func:`batched_enabled`,
+    else ``run_replicate`` (read by the parent when it builds the tasks)."""
+    name = "run_replicate_batched" if batched_enabled() else "run_replicate"
+    return f"validation.worker:{name}"
+
+
+def _group_key(payload: dict) -> str:
+    rest = {k: v for k, v in payload.items() if k not in ("replicate", "representative")}
+    return json.dumps(rest, sort_keys=True, default=str)
+
+
+def run_replicates(payloads: list[dict]) -> list[dict]:
+    """:func:`run_replicate_batched` of every payload, in order (module docstring): the
+    payloads that share a scenario, metric and horizons run through one
+    :func:`fedsim.engine.run_batch` call.  An exception propagates (the backends then run
+    the payloads one by one, so that each failure is recorded against its own task)."""
+    groups: dict[str, list[int]] = {}
+    for k, p in enumerate(payloads):
+        groups.setdefault(_group_key(p), []).append(k)
+    out: list[dict] = [{}] * len(payloads)
+    for idx in groups.values():
+        sc = Scenario.from_dict(payloads[idx[0]]["scenario"])
+        traces = run_batch(sc, [int(payloads[k]["replicate"]) for k in idx])
+        for k, tr in zip(idx, traces, strict=True):
+            out[k] = _summary(tr, payloads[k])
+    return out
+
+
+def run_replicate_batched(payload: dict) -> dict:
+    """:func:`run_replicate` through :func:`fedsim.engine.run_batch` (one replicate)."""
+    return run_replicates([payload])[0]
+
+
+run_replicate_batched.batch = run_replicates  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""The SimPy engine: ``run(scenario, replicate=0, progress=False) -> Trace``.
+"""The SimPy engine: ``run(scenario, replicate=0, progress=False) -> Trace``, and
+``run_batch(scenario, replicates) -> list[Trace]`` for many replicates at once.
 
 One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one idea each
 (imports run downwards only; nothing here imports ``theory``):
@@ -13,12 +14,17 @@ One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one i
   :mod:`~fedsim.engine.asypfl` -- the other execution models;
 * :mod:`~fedsim.engine.delay_blocks`, :mod:`~fedsim.engine.steplog`,
   :mod:`~fedsim.engine.staleness` -- delays, the server-step log, the staleness bound;
-* :mod:`~fedsim.engine.simpy_fast`    -- the only access to SimPy's private fields.
+* :mod:`~fedsim.engine.simpy_fast`    -- the only access to SimPy's private fields;
+* :mod:`~fedsim.engine.batch`         -- :func:`run_batch` and :func:`supports`: the batched
+  replay where it applies, else a loop over :func:`run`;
+* :mod:`~fedsim.engine.replay`        -- the vectorised timelines and batched NumPy replay
+  (no SimPy; issue 10).
 """
 
+from fedsim.engine.batch import run_batch, supports
 from fedsim.engine.dispatch import RUNNERS, run, runner_for
 from fedsim.engine.setup import initial_model, make_recorder, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 
-__all__ = ["run", "RUNNERS", "runner_for", "problem_for", "make_recorder", "initial_model",
-           "physical_staleness_bound"]
+__all__ = ["run", "run_batch", "supports", "RUNNERS", "runner_for", "problem_for",
+           "make_recorder", "initial_model", "physical_staleness_bound"]

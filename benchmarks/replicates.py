@@ -1,0 +1,199 @@
+"""Replicates in lockstep: aggregate server updates/s of the batched replay (issue 10).
+
+Quadratic cells (n=100, d=10, Q in {1, 10}, R in {1, 64, 256, 1024}): it times
+``fedsim.engine.replay.replay_fedasync`` on R replicates of ``--steps`` server steps each (the
+batch split across ``--procs`` worker processes, contiguous halves of the replicate
+list; a replicate's numbers do not depend on the split) and, in the same run, today's
+per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
+Other models (logistic d=64 batch 8; the AREA iterate model on [A] Theorem 7's quadratic
+instance; the [A] Theorem 8 norm family at n=30, replayed by
+:mod:`fedsim.engine.replay.area`): the public entry ``fedsim.engine.run_batch`` in the same
+processes; where it has no replay yet it loops ``run`` (``path=loop``), so its ratio
+measures only the process split.  One line per cell::
+
+    model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
+
+``updates_per_s`` = R * steps / wall time (setup included: streams, timelines);
+``vs_per_replicate`` = that / the engine's updates/s measured in this run; ``peak_mb`` the
+largest resident set of the processes doing the work (``ru_maxrss``).  The same figures per
+CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
+``cpu_vs_per_replicate``: that / the engine's updates per CPU second) are less sensitive to
+other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
+approaches ``procs`` times the CPU one.  Wall-clock times
+on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
+horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
+steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
+Theorem 7's quadratic, R=1024 for the norm family; a few minutes on a loaded 2-core
+machine).  Each run prints the load average first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from fedsim.config import Scenario  # noqa: E402
+from fedsim.engine import run, run_batch, supports  # noqa: E402
+from fedsim.engine.replay import replay_fedasync  # noqa: E402
+
+
+def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
+    """The cell's scenario (the one of benchmarks/engine.py)."""
+    return Scenario.from_dict({
+        "name": f"bench-n{n}-d{d}-Q{Q}", "seed": 1,
+        "problem": {"kind": "quadratic", "n": n, "dim": d, "mu": 0.1, "L": 1.0,
+                    "heterogeneity": 1.0, "noise_sd": 0.1, "shared_hessian": True, "seed": 0},
+        "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": Q,
+                      "eta": 0.5 / (n * Q), "beta": 1.0},
+        "delays": {"download": {"kind": "exponential", "rate": 10.0},
+                   "compute": {"kind": "exponential", "rate": 1.0},
+                   "upload": {"kind": "exponential", "rate": 10.0}},
+        "horizon": {"steps": steps},
+        "record": {"every": 1, "metrics": ["grad_sq"]},
+    })
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _work(args: tuple[Scenario, list[int], bool]) -> tuple[float, int, float]:
+    sc, reps, direct = args
+    c0 = _cpu()
+    if direct:
+        w = float(np.sum(replay_fedasync(sc, reps).final_w))
+    else:
+        w = float(sum(np.sum(t.final_w) for t in run_batch(sc, reps)))
+    return w, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
+
+
+def batched(sc: Scenario, R: int, procs: int, direct: bool = True) -> tuple[float, float, float]:
+    """(wall seconds, peak MB, CPU seconds of the workers) for R replicates in ``procs``
+    processes (``direct``: ``replay_fedasync``; else ``run_batch``)."""
+    reps = list(range(R))
+    t0 = time.perf_counter()
+    if procs <= 1 or R < 2:
+        _, rss, cpu = _work((sc, reps, direct))
+    else:
+        parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
+        with mp.get_context("fork").Pool(procs) as pool:
+            out = pool.map(_work, [(sc, p, direct) for p in parts])
+        rss = max(o[1] for o in out)
+        cpu = sum(o[2] for o in out)
+    return time.perf_counter() - t0, rss / 1024.0, cpu
+
+
+def engine(sc: Scenario, reps: int) -> tuple[float, float]:
+    """Per-replicate engine (updates per wall second, updates per CPU second), one process:
+    ``reps`` replicates, more while under one wall second."""
+    run(sc.with_seed(sc.seed), 0)  # warm the problem cache
+    t0, c0 = time.perf_counter(), time.process_time()
+    done = r = 0
+    while r < reps or (time.perf_counter() - t0 < 1.0 and r < 1000):
+        done += run(sc, r).steps_done
+        r += 1
+    return done / (time.perf_counter() - t0), done / (time.process_time() - c0)
+
+
+def logistic_scenario(steps: int) -> Scenario:
+    """FedAsync on logistic data, n=100 clients x 32 rows, d=64, Q=10, minibatch 8."""
+    return Scenario.from_dict({
+        "name": "bench-logistic", "seed": 1,
+        "problem": {"kind": "logistic", "n_clients": 100, "dim": 64, "samples_per_client": 32,
+                    "seed": 0},
+        "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": 10, "eta": 0.01,
+                      "beta": 1.0, "batch": 8},
+        "delays": {"download": {"kind": "exponential", "rate": 10.0},
+                   "compute": {"kind": "exponential", "rate": 1.0},
+                   "upload": {"kind": "exponential", "rate": 10.0}},
+        "horizon": {"steps": steps},
+        "record": {"every": max(1, steps // 10), "metrics": ["grad_sq"]}})
+
+
+def area_scenario(steps: int) -> Scenario:
+    """The AREA iterate model on [A] Theorem 7's validation instance (validation.scenarios)."""
+    from validation.scenarios.area import theorem7_case
+
+    case = theorem7_case("L1", horizons=[steps], replicates=2)
+    return Scenario.from_dict(case.runs[0].scenario)
+
+
+def norm_scenario(steps: int) -> Scenario:
+    """[A] Theorem 8's norm family f_i(x) = B |x - c| at n=30 clients (AREA iterate model,
+    M=10, constant step, ergodic gap at K)."""
+    return Scenario.from_dict({
+        "name": "bench-norm", "seed": 1,
+        "problem": {"kind": "norm", "B": 1.0, "n": 30, "dim": 1},
+        "algorithm": {"name": "area", "model": "iterate_model", "client_rule": "area", "M": 10,
+                      "batch": 1, "alpha": {"kind": "constant", "value": 0.01}, "w0": 1.0},
+        "delays": {"compute": {"kind": "exponential", "rate": 1.0}},
+        "trigger": {"kind": "poisson", "rate": 4.0},
+        "horizon": {"steps": steps},
+        "record": {"every": steps, "metrics": ["ergodic_f_gap"]}})
+
+
+def _line(label: str, R: int, steps: int, dt: float, mb: float, cpu: float, eng: float,
+          eng_cpu: float, path: str) -> str:
+    ups, ucpu = R * steps / dt, R * steps / cpu
+    return (f"{label} R={R} updates_per_s={ups:.0f} vs_per_replicate={ups / eng:.1f} "
+            f"peak_mb={mb:.0f} updates_per_cpu_s={ucpu:.0f} "
+            f"cpu_vs_per_replicate={ucpu / eng_cpu:.1f} path={path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--engine-reps", type=int, default=3)
+    ap.add_argument("--R", type=int, nargs="*", default=[1, 64, 256, 1024])
+    ap.add_argument("--Q", type=int, nargs="*", default=[1, 10])
+    ap.add_argument("--models", nargs="*", default=["quadratic", "logistic", "area", "norm"],
+                    choices=["quadratic", "logistic", "area", "norm"])
+    a = ap.parse_args(argv)
+    steps = a.steps or (3000 if a.quick else 30000)
+    n, d = 100, 10
+    with open("/proc/loadavg") as f:
+        print(f"loadavg={f.read().split()[0]} procs={a.procs} steps={steps} "
+              f"cpus={os.cpu_count()}", flush=True)
+    for Q in a.Q if "quadratic" in a.models else []:
+        sc = scenario(n, d, Q, steps)
+        eng, eng_cpu = engine(sc, a.engine_reps)
+        print(f"model=quadratic n={n} d={d} Q={Q} engine_updates_per_s={eng:.0f} "
+              f"engine_updates_per_cpu_s={eng_cpu:.0f}", flush=True)
+        for R in a.R:
+            dt, mb, cpu = batched(sc, R, a.procs)
+            print(_line(f"model=quadratic n={n} d={d} Q={Q}", R, steps, dt, mb, cpu, eng,
+                        eng_cpu, "replay"), flush=True)
+    others = {  # label, scenario, steps, R grid (quick: one cell)
+        "logistic": ("model=logistic n=100 d=64 Q=10 batch=8", logistic_scenario,
+                     min(steps, 300), [8] if a.quick else [1, 64]),
+        "area": ("model=area_iterate n=3 d=2 M=1", area_scenario, min(steps, 3000),
+                 [64] if a.quick else [1, 64, 256]),
+        "norm": ("model=theorem8_norm n=30 d=1 M=10", norm_scenario, 122,
+                 [1024] if a.quick else [1, 64, 256, 1024]),
+    }
+    for name in [m for m in a.models if m in others]:
+        label, make, k, grid = others[name]
+        sc = make(k)
+        eng, eng_cpu = engine(sc, a.engine_reps)
+        print(f"{label} engine_updates_per_s={eng:.0f} engine_updates_per_cpu_s={eng_cpu:.0f}",
+              flush=True)
+        path = "replay" if supports(sc) else "loop"
+        for R in grid:
+            dt, mb, cpu = batched(sc, R, a.procs, direct=False)
+            print(_line(label, R, k, dt, mb, cpu, eng, eng_cpu, path), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

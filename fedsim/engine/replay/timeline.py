@@ -1,0 +1,499 @@
+"""A vectorised FedAsync timeline: cumulative sums of each client's renewal stream + a merge.
+
+In the asynchronous physical model every client runs its own cycle *read -> download ->
+compute -> upload -> think* with no shared resource, so the timeline of a run is the merge
+of ``n`` independent renewal streams.  This module builds it with NumPy (no SimPy, no
+model values), chunk by chunk so that memory stays bounded, and reproduces the engine's
+event sequence bit for bit: upload times, clients, the server step read (``omega``) and
+the read time of every uploaded round, and the think-time busy-fraction events.
+
+Contract with the engine (``fedsim.engine.run``, FedAsync physical, docs/INTERNALS.md 3)
+----------------------------------------------------------------------------------------
+*Streams.*  Client ``i``'s delays come only from ``fedsim.rng.Streams(seed, r).client(i,
+"delays")``.  They are drawn in blocks of ``B = max(4, 16 // q)`` rounds (``q = Q`` when
+``delays.compute_per = "step"``, else 1), each block drawing, in this order,
+``download.sample(rng, size=B)``, ``compute.sample(rng, size=B * q)``,
+``upload.sample(rng, size=B)``, ``think.sample(rng, size=B)``; a ``Constant`` model draws
+nothing.  Round ``j`` of a block uses entry ``j`` of each column (compute: entries
+``j q .. j q + q - 1``).  When at most one of the four models is random and it is one of
+``Exponential``, ``Uniform``, ``LogNormal``, ``Normal`` (one NumPy draw per number), several
+blocks are drawn in one call: the numbers are the same.
+
+*Times.*  A round that begins at ``t`` uploads at ``((t + dl) + c_1 + ... + c_q) + ul`` (the
+additions in this order), the download ends (``read_at = "arrival"``: the read) at
+``t + dl``, and the next round begins at ``t_up + th`` (a think-end event when ``th != 0``,
+else at the upload itself).  Per client this is one sequential ``np.cumsum`` over the
+interleaved sequence ``dl, c_1..c_q, ul, th, dl, ...`` from ``t0 = 0``.
+
+*Order.*  Every event pushes at most one event, the next one of the same client.  SimPy
+processes events by ``(time, eid)``, and the eids follow the order in which the pushing
+events were processed, so the processing order is the order by ``(time, rank of the parent
+event)``, the roots (the clients' first rounds, begun at ``t0``) in client order.  Without
+ties (probability 1 for continuous delays) a stable sort by time is exact; ties are
+resolved by iterating ``rank <- order of (time, rank(parent))`` to its (unique) fixed point.
+
+*Staleness.*  ``omega`` of an uploaded round is the number of uploads processed up to its
+read point (``request``: the event that began the round, i.e. the previous upload or
+think-end of the same client, or 0 for the first round; ``arrival``: the download end);
+``t_read`` is that event's time.  ``staleness_steps = t - 1 - omega``,
+``staleness_time = time - t_read``.
+
+*Stop.*  Uploads at ``time >= horizon.time`` are never processed; the step horizon and
+divergence are applied by the consumer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedsim.config import Scenario
+from fedsim.delays import Constant, Exponential, LogNormal, Normal, Uniform
+from fedsim.engine.replay.seeding import client_bitgens
+
+__all__ = ["ClientDelayStream", "FedAsyncTimeline", "TimelineChunk", "ENGINE_BLOCK",
+           "timeline_arrays"]
+
+ENGINE_BLOCK = 16
+_CONCAT_SAFE = (Exponential, Uniform, LogNormal, Normal)
+_KINDS = ("download", "compute", "upload", "think")
+EV_READ, EV_UPLOAD, EV_THINK = 0, 1, 2
+
+
+class ClientDelayStream:
+    """One client's delays in the engine's block order (module docstring, *Streams*)."""
+
+    __slots__ = ("rng", "models", "q", "B", "fast", "expo")
+
+    def __init__(self, models: dict, rng: np.random.Generator, q: int) -> None:
+        self.rng = rng
+        self.models = [models[k] for k in _KINDS]
+        self.q = int(q)
+        self.B = max(4, ENGINE_BLOCK // self.q)
+        rnd = [m for m in self.models if not isinstance(m, Constant)]
+        self.fast = len(rnd) == 0 or (len(rnd) == 1 and isinstance(rnd[0], _CONCAT_SAFE))
+        # several exponentials: NumPy draws ``exponential(scale)`` as ``scale *
+        # standard_exponential()`` (distributions.c ``random_exponential``), one number at a
+        # time, so one ``standard_exponential`` call of the whole span, scaled column by
+        # column, gives the interleaved block draws' very numbers
+        self.expo = (not self.fast) and all(isinstance(m, Exponential) for m in rnd)
+
+    def draw(self, blocks: int, out: np.ndarray | None = None) -> np.ndarray:
+        """``blocks`` blocks as an array ``(blocks * B, q + 3)``: dl, c_1..c_q, ul, th."""
+        B, q = self.B, self.q
+        rounds = blocks * B
+        if out is None:
+            out = np.empty((rounds, q + 3))
+        counts = (1, q, 1, 1)
+        cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
+        if self.fast:
+            for m, (a, b), c in zip(self.models, cols, counts, strict=True):
+                if isinstance(m, Constant):
+                    out[:, a:b] = float(m.value)
+                else:
+                    out[:, a:b] = m.sample(self.rng, size=rounds * c).reshape(rounds, c)
+            return out
+        if self.expo:
+            per = [0 if isinstance(m, Constant) else B * c
+                   for m, c in zip(self.models, counts, strict=True)]
+            z = self.rng.standard_exponential(blocks * sum(per))
+            z = z.reshape(blocks, sum(per))
+            o = out.reshape(blocks, B, q + 3)
+            off = 0
+            for m, (a, b), c, p in zip(self.models, cols, counts, per, strict=True):
+                if isinstance(m, Constant):
+                    o[:, :, a:b] = float(m.value)
+                else:
+                    np.multiply(z[:, off:off + p].reshape(blocks, B, c), 1.0 / m.rate,
+                                out=o[:, :, a:b])
+                    off += p
+            return out
+        for k in range(blocks):
+            blk = out[k * B:(k + 1) * B]
+            for m, (a, b), c in zip(self.models, cols, counts, strict=True):
+                if isinstance(m, Constant):
+                    blk[:, a:b] = float(m.value)
+                else:
+                    blk[:, a:b] = m.sample(self.rng, size=B * c).reshape(B, c)
+        return out
+
+
+class DelayPlan:
+    """The delay models of a scenario's clients, shared by all its replicates' timelines.
+
+    When every delay kind is, across all clients, either always ``Constant`` (values may
+    differ) or always ``Exponential`` (rates may differ), a generation of ``m`` clients is
+    drawn with one ``standard_exponential`` call per client and scaled and laid out for
+    all ``m`` at once (``vector``; the numbers of :class:`ClientDelayStream`, see its
+    ``expo`` note); otherwise each client's :class:`ClientDelayStream` draws its own.
+    """
+
+    def __init__(self, scenario: Scenario, q: int | None = None) -> None:
+        """``q``: compute draws per round (default: the algorithm's Q with
+        ``compute_per = "step"``, else 1)."""
+        a, dc = scenario.algorithm, scenario.delays
+        self.n = n = scenario.problem.n
+        if q is None:
+            q = int(a.get("Q")) if dc.compute_per == "step" else 1
+        self.q = q = int(q)
+        self.B = B = max(4, ENGINE_BLOCK // q)
+        self.models = [[dc.for_client(i)[k] for k in _KINDS] for i in range(n)]
+        counts = (1, q, 1, 1)
+        cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
+        self.rand: list[tuple[int, int, int, int, np.ndarray]] = []  # a, b, c, offset, scale
+        self.const: list[tuple[int, int, np.ndarray]] = []
+        self.vector = True
+        off = 0
+        for k in range(4):
+            col = [self.models[i][k] for i in range(n)]
+            a_, b_ = cols[k]
+            if all(isinstance(m, Constant) for m in col):
+                self.const.append((a_, b_, np.array([float(m.value) for m in col])))
+            elif all(isinstance(m, Exponential) for m in col):
+                self.rand.append((a_, b_, counts[k], off,
+                                  np.array([1.0 / m.rate for m in col])))
+                off += B * counts[k]
+            else:
+                self.vector = False
+        self.per_block = off
+
+    def draw(self, gens: list, idx: np.ndarray, blocks: int,
+             clients: np.ndarray | None = None) -> np.ndarray:
+        """``(m, blocks * B, q + 3)`` delays of the streams ``gens[idx]`` (``vector`` plans),
+        those of clients ``clients`` (default ``idx``)."""
+        m, B, w = idx.size, self.B, self.q + 3
+        cl = idx if clients is None else clients
+        out = np.empty((m, blocks, B, w))
+        if self.per_block:
+            z = np.empty((m, blocks * self.per_block))
+            for r, i in enumerate(idx.tolist()):
+                gens[i].standard_exponential(out=z[r])
+            z = z.reshape(m, blocks, self.per_block)
+            for a_, b_, c, off, scale in self.rand:
+                np.multiply(z[:, :, off:off + B * c].reshape(m, blocks, B, c),
+                            scale[cl][:, None, None, None], out=out[:, :, :, a_:b_])
+        for a_, b_, val in self.const:
+            out[:, :, :, a_:b_] = val[cl][:, None, None, None]
+        return out.reshape(m, blocks * B, w)
+
+
+@dataclass
+class TimelineChunk:
+    """Consecutive server steps ``step0 + 1 .. step0 + len(time)`` (uploads) and the
+    busy-fraction events processed among them.
+
+    Uploads: ``time``, ``client``, ``omega`` (server steps done at the read), ``t_read``.
+    Busy events (think-time starts and ends, in processing order): ``b_time``,
+    ``b_delta`` (+1: a client starts thinking at an upload; -1: it stops), ``b_gate``
+    (start: the step of its upload; end: the step of the upload that started it) and
+    ``b_before`` (end: the uploads processed before it; start: its own step).
+    """
+
+    step0: int
+    time: np.ndarray
+    client: np.ndarray
+    omega: np.ndarray
+    t_read: np.ndarray
+    b_time: np.ndarray
+    b_delta: np.ndarray
+    b_gate: np.ndarray
+    b_before: np.ndarray
+    round: np.ndarray  # per upload: the client's round number (its uploads before it)
+
+
+class FedAsyncTimeline:
+    """The event timeline of one replicate of a FedAsync physical scenario, in chunks.
+
+    ``take(k)`` returns the next ``k`` server steps (fewer at the end of the time horizon)
+    as a :class:`TimelineChunk`.  All clients are handled at once: their pending events sit
+    in padded ``(n, cap)`` arrays, a generation draws ``blocks`` delay blocks for a set of
+    clients (one ``np.cumsum`` over their ``(m, rounds (q + 3))`` sequences: the additions
+    of the per-client cumsum, row by row) and a batch emits every pending event before a
+    front at most ``min_i t_gen[i]`` (no client can still produce an earlier one); the
+    front moves by about the time of the uploads asked for (at least a quarter generation),
+    so the merged but not yet taken uploads stay about one chunk.
+    Memory: a couple of generations per client plus the current chunk.
+
+    ``bitgens``: the clients' ``delays`` bit generators (default: built here, bitwise
+    ``fedsim.rng.Streams(seed, replicate).client(i, "delays")``).
+    """
+
+    def __init__(self, scenario: Scenario, replicate: int, *, blocks: int = 4,
+                 bitgens: list | None = None, plan: DelayPlan | None = None) -> None:
+        dc = scenario.delays
+        self.n = n = scenario.problem.n
+        self.plan = plan = DelayPlan(scenario) if plan is None else plan
+        self.q = q = plan.q
+        if bitgens is None:
+            bitgens = client_bitgens(scenario.seed, [replicate], n, "delays")[0]
+        gen = np.random.Generator
+        self.gens = [gen(bg) for bg in bitgens]
+        self.streams = None if plan.vector else [
+            ClientDelayStream(dict(zip(_KINDS, plan.models[i], strict=True)), self.gens[i], q)
+            for i in range(n)]
+        self.blocks = int(blocks)
+        self.rounds = self.blocks * plan.B
+        self.arrival = dc.read_at == "arrival"
+        self.H = float(scenario.horizon.time)
+        # event slots of a round: [read (arrival)], upload, [think end (unless every
+        # client's think is the constant 0)]
+        self.think_slot = not all(isinstance(mm[3], Constant) and float(mm[3].value) == 0.0
+                                  for mm in plan.models)
+        self.e = 1 + int(self.arrival) + int(self.think_slot)
+        # per client: the time of its last generated event (where the next round begins)
+        self.t_gen = np.zeros(n)
+        # pending (generated, not yet emitted) events: row i holds client i's first cnt[i]
+        self.cap = 0
+        self.P_time = np.empty((n, 0))
+        self.P_kind = np.empty((n, 0), dtype=np.int8)
+        self.P_flag = np.empty((n, 0), dtype=bool)
+        self.cnt = np.zeros(n, dtype=np.int64)
+        self.front = 0.0
+        self.delta = -1.0
+        # per client: the last emitted event's global rank, uploads count, time
+        self.last_rank = np.arange(n, dtype=np.int64) - n  # roots: -n..-1, client order
+        self.last_ucount = np.zeros(n, dtype=np.int64)
+        self.last_time = np.zeros(n)
+        self.rank_base = 0
+        self.steps = 0
+        self.done = False
+        self._up: list[tuple[np.ndarray, ...]] = []
+        self.rounds_done = np.zeros(n, dtype=np.int64)
+        self._busy: list[tuple[np.ndarray, ...]] = []
+        self._nbuf = 0
+        kinds = ([EV_READ] if self.arrival else []) + [EV_UPLOAD] + (
+            [EV_THINK] if self.think_slot else [])
+        self._kinds = np.array(kinds, dtype=np.int8)
+
+    # -- generation -----------------------------------------------------------------
+    def _generate(self, idx: np.ndarray) -> None:
+        """Append ``blocks`` delay blocks of the clients ``idx`` to their pending events."""
+        m, rounds, w, e = idx.size, self.rounds, self.q + 3, self.e
+        if self.streams is None:
+            seq = self.plan.draw(self.gens, idx, self.blocks)
+        else:
+            seq = np.empty((m, rounds, w))
+            for r, i in enumerate(idx.tolist()):
+                self.streams[i].draw(self.blocks, out=seq[r])
+        flat = seq.reshape(m, rounds * w)
+        th = seq[:, :, w - 1].copy()
+        flat[:, 0] = self.t_gen[idx] + flat[:, 0]
+        cum = np.cumsum(flat, axis=1).reshape(m, rounds, w)
+        self.t_gen[idx] = cum[:, -1, -1]
+        ev_t = np.empty((m, rounds, e))
+        flag = np.zeros((m, rounds, e), dtype=bool)
+        valid = np.ones((m, rounds, e), dtype=bool)
+        su = int(self.arrival)  # the upload slot
+        if self.arrival:
+            ev_t[:, :, 0] = cum[:, :, 0]
+        ev_t[:, :, su] = cum[:, :, w - 2]
+        if self.think_slot:
+            thinks = th != 0.0
+            ev_t[:, :, su + 1] = cum[:, :, w - 1]
+            flag[:, :, su] = thinks
+            valid[:, :, su + 1] = thinks
+        ev_t = ev_t.reshape(m, rounds * e)
+        flag = flag.reshape(m, rounds * e)
+        valid = valid.reshape(m, rounds * e)
+        ev_k = np.broadcast_to(np.tile(self._kinds, rounds), ev_t.shape)
+        nv = valid.sum(axis=1)
+        c0 = self.cnt[idx]
+        need = int((c0 + nv).max())
+        if need > self.cap:
+            cap = max(need, self.cap + self.rounds * self.e // 2)
+            self.P_time = _grow(self.P_time, cap)
+            if self.e > 1:  # one slot: every event is an upload that starts no think
+                self.P_kind = _grow(self.P_kind, cap)
+                self.P_flag = _grow(self.P_flag, cap)
+            self.cap = cap
+        pos = c0[:, None] + np.cumsum(valid, axis=1) - 1
+        rows = np.broadcast_to(idx[:, None], pos.shape)
+        if bool(valid.all()):
+            self.P_time[rows, pos] = ev_t
+            if self.e > 1:
+                self.P_kind[rows, pos] = ev_k
+                self.P_flag[rows, pos] = flag
+        else:
+            rv, pv = rows[valid], pos[valid]
+            self.P_time[rv, pv] = ev_t[valid]
+            self.P_kind[rv, pv] = ev_k[valid]
+            self.P_flag[rv, pv] = flag[valid]
+        self.cnt[idx] = c0 + nv
+
+    # -- one batch of merged events ---------------------------------------------------
+    def _batch(self, want: int = 0) -> None:
+        """Merge the events of the next ~``max(want, n rounds / 4)`` uploads' worth of time
+        (a batch costs a few passes over the ``(n, cap)`` pending arrays: not less)."""
+        n = self.n
+        if self.delta < 0.0:  # uploads per unit time, from the first generation
+            self._generate(np.arange(n))
+            mean = float(self.t_gen.mean())
+            self.delta = n * self.rounds / mean if mean > 0.0 and math.isfinite(mean) else 1.0
+        target = self.front + max(want, n * self.rounds // 4, 256) / self.delta
+        while True:
+            low = np.flatnonzero(self.t_gen < target)
+            if not low.size:
+                break
+            self._generate(low)
+        front = min(float(self.t_gen.min()), target)
+        final = math.isfinite(self.H) and self.H <= front
+        lim = self.H if final else front
+        self.front = front
+        cols = np.arange(self.cap)
+        mask = (self.P_time < lim) & (cols[None, :] < self.cnt[:, None])
+        kcount = mask.sum(axis=1)
+        if final:
+            self.done = True
+        m = int(kcount.sum())
+        if m == 0:
+            return
+        cl, _ = np.nonzero(mask)
+        t = self.P_time[mask]
+        if self.e > 1:
+            kd = self.P_kind[mask]
+            fl = self.P_flag[mask]
+        else:
+            kd = np.full(m, EV_UPLOAD, dtype=np.int8)
+            fl = np.zeros(m, dtype=bool)
+        offs = np.cumsum(kcount) - kcount
+        # each upload's round number within its client (events are client-major here)
+        up0 = kd == EV_UPLOAD
+        cu = np.cumsum(up0)
+        has = kcount > 0
+        base_c = np.zeros(n, dtype=np.int64)
+        base_c[has] = cu[offs[has]] - up0[offs[has]]
+        rnd = self.rounds_done[cl] + (cu - base_c[cl]) - 1
+        self.rounds_done += np.bincount(cl[up0], minlength=n)
+        pv = np.arange(-1, m - 1, dtype=np.int64)
+        pv[offs[kcount > 0]] = -1  # parent emitted earlier: the client's carried rank
+        # drop the emitted prefix of every row
+        sh = np.minimum(cols[None, :] + kcount[:, None], self.cap - 1)
+        self.P_time = np.take_along_axis(self.P_time, sh, axis=1)
+        if self.e > 1:
+            self.P_kind = np.take_along_axis(self.P_kind, sh, axis=1)
+            self.P_flag = np.take_along_axis(self.P_flag, sh, axis=1)
+        self.cnt -= kcount
+        base = self.rank_base
+        carried = self.last_rank[cl]
+        order = np.argsort(t)  # without ties (the rule for continuous delays) it is exact
+        ts = t[order]
+        if ts.size > 1 and bool(np.any(ts[1:] == ts[:-1])):
+            order = np.argsort(t, kind="stable")
+            order = self._resolve_ties(t, pv, carried, base, order)
+        pos = np.empty(m, dtype=np.int64)
+        pos[order] = np.arange(m)
+        # in processing order
+        t, cl, kd, fl, pv, rnd = (t[order], cl[order], kd[order], fl[order], pv[order],
+                                  rnd[order])
+        has_parent = pv >= 0
+        ppos = np.where(has_parent, pos[np.maximum(pv, 0)], -1)  # parent's new position
+        up = kd == EV_UPLOAD
+        ucount = self.steps + np.cumsum(up)  # uploads processed up to and including
+        p_ucount = np.where(has_parent, ucount[np.maximum(ppos, 0)], self.last_ucount[cl])
+        p_time = np.where(has_parent, t[np.maximum(ppos, 0)], self.last_time[cl])
+        # client carries: the last event of each client in this batch
+        lastpos = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(lastpos, cl, np.arange(m))
+        sel = lastpos >= 0
+        self.last_rank[sel] = base + lastpos[sel]
+        self.last_ucount[sel] = ucount[lastpos[sel]]
+        self.last_time[sel] = t[lastpos[sel]]
+        self.rank_base = base + m
+        self.steps = int(ucount[-1])
+        self._up.append((t[up], cl[up], p_ucount[up], p_time[up], rnd[up]))
+        self._nbuf += int(up.sum())
+        th_end = kd == EV_THINK
+        th_start = up & fl
+        b = th_end | th_start
+        if b.any():
+            bt = t[b]
+            delta = np.where(th_start[b], 1, -1).astype(np.int64)
+            gate = np.where(th_start[b], ucount[b], p_ucount[b])
+            before = ucount[b]  # an end is not an upload: uploads before it
+            self._busy.append((bt, delta, gate, before))
+
+    def _resolve_ties(self, t: np.ndarray, pv: np.ndarray, carried: np.ndarray, base: int,
+                      order: np.ndarray) -> np.ndarray:
+        """The fixed point of ``order <- argsort by (time, rank(parent))`` (docstring)."""
+        m = t.size
+        for _ in range(m + 2):
+            pos = np.empty(m, dtype=np.int64)
+            pos[order] = np.arange(m)
+            prank = np.where(pv >= 0, base + pos[np.maximum(pv, 0)], carried)
+            new = np.lexsort((prank, t))
+            if np.array_equal(new, order):
+                return order
+            order = new
+        raise RuntimeError("tie resolution did not converge")  # pragma: no cover
+
+    # -- public ---------------------------------------------------------------------
+    def oldest_read(self) -> int:
+        """A lower bound on ``omega`` of every upload not yet taken (a replay's ring
+        buffer must keep the server models from this step on)."""
+        lo = int(self.last_ucount.min())
+        for part in self._up:
+            if part[2].size:
+                lo = min(lo, int(part[2].min()))
+        return lo
+
+    def take(self, k: int) -> TimelineChunk:
+        """The next ``k`` server steps (fewer when the time horizon ends the run)."""
+        while self._nbuf < k and not self.done:
+            self._batch(k - self._nbuf)
+        up = _cat(self._up, _UP_EMPTY)
+        take = min(k, up[0].size)
+        step0 = self.steps - self._nbuf
+        rest = tuple(c[take:] for c in up)
+        self._up = [rest] if rest[0].size else []
+        self._nbuf = rest[0].size
+        # busy events up to the last step taken (an end belongs before its upload count)
+        bz = _cat(self._busy, _BUSY_EMPTY)
+        keep = bz[3] <= step0 + take
+        if take < k:  # the run ended: hand over every busy event
+            keep[:] = True
+        cut = int(np.argmin(keep)) if not keep.all() else keep.size
+        self._busy = [tuple(c[cut:] for c in bz)] if cut < keep.size else []
+        return TimelineChunk(step0, up[0][:take], up[1][:take], up[2][:take], up[3][:take],
+                             bz[0][:cut], bz[1][:cut], bz[2][:cut], bz[3][:cut],
+                             up[4][:take])
+
+
+_UP_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0),
+             np.empty(0, np.int64))
+_BUSY_EMPTY = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64),
+               np.empty(0, np.int64))
+
+
+def _grow(a: np.ndarray, cap: int) -> np.ndarray:
+    out = np.zeros((a.shape[0], cap), dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def _cat(parts: list[tuple[np.ndarray, ...]],
+         empty: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    if not parts:
+        return empty
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate([p[j] for p in parts]) for j in range(len(empty)))
+
+
+def timeline_arrays(scenario: Scenario, replicate: int, steps: int,
+                    chunk: int = 4096) -> TimelineChunk:
+    """The first ``steps`` server steps in one chunk (tests and small runs)."""
+    tl = FedAsyncTimeline(scenario, replicate)
+    parts = []
+    left = steps
+    while left > 0:
+        c = tl.take(min(chunk, left))
+        parts.append(c)
+        left -= c.time.size
+        if c.time.size == 0 or (tl.done and tl._nbuf == 0):
+            break
+    f = parts[0]
+    return TimelineChunk(f.step0, *(np.concatenate([getattr(p, name) for p in parts])
+                                    for name in ("time", "client", "omega", "t_read", "b_time",
+                                                 "b_delta", "b_gate", "b_before", "round")))

@@ -1,0 +1,187 @@
+"""AREA iterate model on the norm family, replayed in lockstep: per replicate the engine's.
+
+Timelines (times, kinds, clients, staleness, buffer fill) must be bitwise the engine's;
+metrics within 1e-10 relative (in practice they are bitwise too, d=1 and d=3 alike);
+a replicate's trace must not depend on the batch; a diverging replicate must end where
+the engine's does without touching the others; tied event times defer to the engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedsim.config import Scenario
+from fedsim.engine import problem_for, run, run_batch, supports
+from fedsim.engine.replay.area import area_timeline, replay_area, supports_area
+
+TIMELINE = ("time", "kind_code", "client", "staleness_steps", "staleness_time",
+            "buffer_fill", "metric_steps", "client_updates", "concurrency_time",
+            "concurrency_busy")
+
+
+def norm_scenario(n: int = 6, dim: int = 1, K: int = 150, M: int = 3, every: int = 7,
+                  alpha: dict | None = None, trigger: dict | None = None,
+                  compute: dict | None = None, per: str = "round", w0=1.0,
+                  centers=None, metrics=("ergodic_f_gap", "f_gap", "dist_sq"),
+                  seed: int = 3, override: list | None = None) -> Scenario:
+    prob = {"kind": "norm", "B": 1.5, "n": n, "dim": dim}
+    if centers is not None:
+        prob["centers"] = centers
+    return Scenario.from_dict({
+        "name": "area-norm", "seed": seed, "problem": prob,
+        "algorithm": {"name": "area", "model": "iterate_model", "client_rule": "area",
+                      "M": M, "batch": 1, "w0": w0,
+                      "alpha": alpha or {"kind": "constant", "value": 0.05}},
+        "delays": {"compute": compute or {"kind": "exponential", "rate": 1.0},
+                   "compute_per": per, **({"override": override} if override else {})},
+        "trigger": trigger or {"kind": "poisson", "rate": 3.0},
+        "horizon": {"steps": K},
+        "record": {"every": every, "metrics": list(metrics)}})
+
+
+def assert_engine(sc: Scenario, b, r: int) -> None:
+    a = run(sc, r)
+    for c in TIMELINE:
+        assert np.array_equal(getattr(a, c), getattr(b, c)), c
+    assert (a.diverged, a.diverged_step, a.steps_done, a.sim_time, a.info) == (
+        b.diverged, b.diverged_step, b.steps_done, b.sim_time, b.info)
+    assert a.staleness_bound == b.staleness_bound and a.concurrency_mean == b.concurrency_mean
+    assert list(a.metrics) == list(b.metrics)
+    for m in a.metrics:
+        x, y = a.metrics[m], b.metrics[m]
+        fin = np.isfinite(x)
+        assert np.array_equal(fin, np.isfinite(y)), m
+        np.testing.assert_allclose(y[fin], x[fin], rtol=1e-10, atol=0, err_msg=m)
+    if not a.diverged:
+        np.testing.assert_allclose(b.final_w, a.final_w, rtol=1e-10, atol=1e-300)
+
+
+CASES = {
+    "basic": {},
+    "dim3_distinct_centers": dict(dim=3, n=4, centers=[[0.0, 1.0, 0.0], [1.0, 0.0, 0.0],
+                                                       [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]],
+                                  w0=[3.0, -2.0, 0.5]),
+    "c_over_k_plus_d_every1": dict(alpha={"kind": "c_over_k_plus_d", "c": 2.0, "d": 10.0},
+                                   every=1, K=80),
+    "uneven_rates": dict(trigger={"kind": "poisson", "rate": 0.37},
+                         compute={"kind": "exponential", "rate": 2.5},
+                         override=[{"clients": [1, 4], "compute": {"kind": "exponential",
+                                                                   "rate": 9.0}}]),
+    "grad_and_moreau_metrics": dict(dim=2, n=3, centers=[[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]],
+                                    w0=[2.0, 2.0], metrics=("grad_sq", "f_gap",
+                                                            "ergodic_f_gap")),
+    "fast_clients": dict(compute={"kind": "exponential", "rate": 4.0},
+                         trigger={"kind": "poisson", "rate": 0.5}),
+    "many_clients_k_on_grid": dict(n=30, M=10, K=140, every=35),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_replay_equals_engine(name: str) -> None:
+    sc = norm_scenario(**CASES[name])
+    assert supports(sc) and supports_area(sc)
+    reps = [0, 1, 4]
+    for r, b in zip(reps, run_batch(sc, reps), strict=True):
+        assert_engine(sc, b, r)
+
+
+def test_a_replicate_does_not_depend_on_the_batch() -> None:
+    sc = norm_scenario()
+    p = problem_for(sc)
+    big = replay_area(sc, list(range(9)), p)
+    for r in (0, 5, 8):
+        (one,) = replay_area(sc, [r], p)
+        assert one.equals(big[r])
+    sub = replay_area(sc, [8, 5], p)
+    assert sub[0].equals(big[8]) and sub[1].equals(big[5])
+
+
+def test_diverging_replicates_end_where_the_engine_does() -> None:
+    # a huge step: the local rounds overshoot by ~alpha B M and |x_s| passes 1e150 at a
+    # replicate-dependent step (replicate 4 never does within K)
+    sc = norm_scenario(alpha={"kind": "constant", "value": 1e150}, K=400, every=5)
+    reps = list(range(6))
+    traces = run_batch(sc, reps)
+    assert [t.diverged_step for t in traces] == [156, 379, 51, 94, None, 86]
+    for r, b in zip(reps, traces, strict=True):
+        assert_engine(sc, b, r)
+
+
+def test_one_diverged_row_leaves_the_others_bitwise() -> None:
+    sc = norm_scenario(alpha={"kind": "constant", "value": 1e150}, K=400, every=5)
+    p = problem_for(sc)
+    alone = replay_area(sc, [4], p)[0]  # the one that does not diverge
+    mixed = replay_area(sc, [2, 4, 3], p)  # beside two that diverge at steps 51 and 94
+    assert not alone.diverged and mixed[0].diverged and mixed[2].diverged
+    assert mixed[1].equals(alone)
+
+
+def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
+    """Ties have probability 0 under the model's exponential clocks; a replicate whose
+    timeline has one is run by the engine (forced here), the others are replayed."""
+    import fedsim.engine.replay.area as ra
+
+    sc = norm_scenario(K=60)
+    real = ra.area_timelines
+
+    def tied_for_one(scenario, reps, bitgens, plan):
+        tls = real(scenario, reps, bitgens, plan)
+        for r, tl in zip(reps, tls, strict=True):
+            tl.tie = r == 1
+        return tls
+
+    calls = []
+    monkeypatch.setattr(ra, "area_timelines", tied_for_one)
+    monkeypatch.setattr("fedsim.engine.dispatch.run",
+                        lambda s, r: calls.append(r) or run(s, r))
+    out = replay_area(sc, [0, 1, 2], problem_for(sc))
+    assert calls == [1]
+    for r, b in enumerate(out):
+        assert_engine(sc, b, r)
+
+
+def test_the_two_delay_draw_paths_agree() -> None:
+    """The vectorised DelayPlan draw and the per-client ClientDelayStream draw give the
+    same timeline (both are the engine's blocks)."""
+    from fedsim.engine.replay.timeline import DelayPlan
+
+    sc = norm_scenario(n=5, K=300)
+    for r in (0, 3):
+        a, b = area_timeline(sc, r), area_timeline(sc, r, plan=DelayPlan(sc, q=1))
+        for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+def test_unsupported_area_variants_fall_back() -> None:
+    d = norm_scenario().to_dict()
+    d["algorithm"]["model"] = "algorithm"
+    assert not supports(Scenario.from_dict(d))
+    d = norm_scenario().to_dict()
+    d["horizon"] = {"time": 20.0}
+    assert not supports(Scenario.from_dict(d))
+
+
+def test_batched_timelines_equal_the_single_ones() -> None:
+    from fedsim.engine.replay.area import area_timelines
+    from fedsim.engine.replay.seeding import client_bitgens
+    from fedsim.engine.replay.timeline import DelayPlan
+
+    sc = norm_scenario(n=7, K=500, **{k: v for k, v in CASES["uneven_rates"].items()
+                                      if k != "n"})
+    reps = [0, 2, 9, 11]
+    plan = DelayPlan(sc, q=1)
+    many = area_timelines(sc, reps, client_bitgens(sc.seed, reps, 7, "delays"), plan)
+    for r, b in zip(reps, many, strict=True):
+        a = area_timeline(sc, r)
+        for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill", "tie"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+def test_server_streams_equal_fedsim_rng() -> None:
+    from fedsim.engine.replay.seeding import server_bitgens
+    from fedsim.rng import Streams
+
+    for r, bg in zip([0, 5, 123], server_bitgens(42, [0, 5, 123], "timer"), strict=True):
+        x = np.random.Generator(bg).standard_normal(8)
+        assert np.array_equal(x, Streams(42, r).server("timer").standard_normal(8))
