@@ -2,9 +2,9 @@
 
 docs/theory/asypfl.md sections 1.6 and 2.  :func:`asypfl_constants_table` returns ``L, mu,
 Gamma, chi2`` (second moment, at synchronised points: the "sync" flavour of E-Y7),
-``sigma2_k`` and ``Sigma2_k`` for every client k, and ``p_k`` (``1/n`` on quadratics, row
-shares on logistic problems: ``fedsim.servers.asypfl.client_weights``) and, when ``pi`` is
-given, ``pi_k`` (a fixed schedule, EXACT by definition).
+``sigma2_k`` and ``Sigma2_k`` for every client k, and ``p_k`` (:func:`asypfl_weights`, the
+weights the server uses too: ``1/n`` on quadratics, real-data-row shares on logistic
+problems) and, when ``pi`` is given, ``pi_k`` (a fixed schedule, EXACT by definition).
 
 * Quadratic: L = max_k lam_max(A_k), mu = min_k lam_min(A_k), sigma2_k = tr(C_k)/b,
   Gamma = F* - sum_k p_k F_k* (F_k* = c_k): EXACT; chi2 = max_k (||A (b_k - bbar)||^2 +
@@ -23,12 +23,23 @@ import numpy as np
 
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
 
-__all__ = ["asypfl_constants_table"]
+__all__ = ["asypfl_constants_table", "asypfl_weights"]
 
 
-def _weights(problem) -> np.ndarray:
-    if hasattr(problem, "X"):
-        m = np.asarray(problem.m, dtype=np.float64)
+def asypfl_weights(problem) -> np.ndarray:
+    """AsyPFL's client weights ``p^k = m_k / m``, ``m = sum_k m_k`` ([Y] Section 3.1, the
+    weights of the objective ``sum_k p^k F_k`` and of the aggregation eq. (4)).
+
+    On a :class:`~fedsim.problems.logistic.LogisticProblem`, ``m_k`` is the client's number
+    of REAL data rows, ``problem.m_data``: THEORY_SPEC 9.4's 2d synthetic anchor rows (which
+    every client gets by default) are part of ``f_i`` but are not samples the client holds,
+    and counting them would pull the weights toward uniform.  Problems without sample counts
+    (quadratics) get ``1/n`` each.
+    """
+    from fedsim.problems.logistic import LogisticProblem
+
+    if isinstance(problem, LogisticProblem):
+        m = np.asarray(problem.m_data, dtype=np.float64)
         return m / m.sum()
     return np.full(int(problem.n), 1.0 / int(problem.n))
 
@@ -38,7 +49,7 @@ def asypfl_constants_table(problem, *, batch: int = 1, pi=None) -> ConstantsTabl
     from fedsim.problems.logistic import LogisticProblem
     from fedsim.problems.quadratic import QuadraticProblem
 
-    p = _weights(problem)
+    p = asypfl_weights(problem)
     n = p.size
     out: list[Constant] = []
     if isinstance(problem, QuadraticProblem):

@@ -125,19 +125,42 @@ class LogisticProblem(Problem):
     clients.  A minibatch is an index array drawn uniformly WITH replacement
     (the scheme that ``sigma_g2`` of 9.2 is stated for).  Minimisers are solved
     lazily, once, and cached.
+
+    ``anchor_rows`` (an int, or one int per client, default 0) says how many of each
+    client's rows are THEORY_SPEC 9.4's synthetic anchor rows rather than data (the
+    builders :meth:`synthetic` and :meth:`digits` set it).  The anchors stay part of
+    ``f_i`` -- its ``m_i`` above counts them, minibatches sample them, and every constant
+    of 9.2-9.4 is computed for that ``f_i`` -- but they are not samples of the client:
+    ``m_data[i] = m_i - anchor_rows[i]`` is the client's real sample count, the ``m_k``
+    of AsyPFL's weights ``p^k = m_k/m`` (Ma et al. 2022, Section 3.1 and eq. (4);
+    :func:`fedsim.problems.asypfl_constants.asypfl_weights`).  Every client must keep
+    at least one real row.
     """
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray],
-                 nu_reg: float = 0.0) -> None:
+                 nu_reg: float = 0.0, *, anchor_rows: int | Sequence[int] = 0) -> None:
         Xs, ys = _as_client_arrays(X, y)
         nu = check_number("nu_reg", nu_reg, allow_inf=True)
         require(math.isfinite(nu) and nu >= 0.0, "nu_reg", nu, "must be finite and >= 0")
+        m_rows = [Xi.shape[0] for Xi in Xs]
+        if isinstance(anchor_rows, (list, tuple, np.ndarray)):
+            require(len(anchor_rows) == len(Xs), "anchor_rows", list(anchor_rows),
+                    f"must hold one count per client ({len(Xs)})")
+            anchors = [check_integer(f"anchor_rows[{i}]", a, low=0)
+                       for i, a in enumerate(anchor_rows)]
+        else:
+            anchors = [check_integer("anchor_rows", anchor_rows, low=0)] * len(Xs)
+        for i, (mi, ai) in enumerate(zip(m_rows, anchors, strict=True)):
+            require(ai < mi, f"anchor_rows[{i}]", ai,
+                    f"must be < the client's {mi} rows (at least one real data row)")
         self.X: list[np.ndarray] = Xs
         self.y: list[np.ndarray] = ys
         self.nu_reg = nu
         self.n = len(Xs)
         self.dim = Xs[0].shape[1]
-        self.m = np.array([Xi.shape[0] for Xi in Xs], dtype=np.int64)
+        self.m = np.array(m_rows, dtype=np.int64)
+        #: real data rows per client (``m`` without the 9.4 anchor rows): AsyPFL's ``m_k``
+        self.m_data = self.m - np.array(anchors, dtype=np.int64)
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
@@ -162,7 +185,9 @@ class LogisticProblem(Problem):
         L << 1 (THEORY_SPEC 1.3, E-P17: the theorems are not scale invariant).
 
         ``anchors`` is ``"all"`` (every client: all f_i have unique minimisers),
-        ``"first"`` (one client: the global minimiser exists) or ``None``.
+        ``"first"`` (one client: the global minimiser exists) or ``None``.  The 2d anchor
+        rows a client gets are part of its ``f_i`` but not of its sample count ``m_data``
+        (class docstring).
         """
         from fedsim.problems import data
 
@@ -193,6 +218,9 @@ class LogisticProblem(Problem):
             from fedsim.problems import data
 
             X, y = data.add_anchor_rows(X, y, s=anchor_scale, clients=anchors)
+            n_anchor = 2 * X[0].shape[1]  # (s e_k, +1) and (s e_k, -1), k = 1..d
+            counts = [n_anchor if (anchors == "all" or i == 0) else 0 for i in range(len(X))]
+            return cls(X, y, nu_reg=nu_reg, anchor_rows=counts)
         return cls(X, y, nu_reg=nu_reg)
 
     # ---- deterministic oracles ----------------------------------------------------------

@@ -5,9 +5,11 @@ staleness indicators ``pi_k`` / local epochs ``E_k`` of Algorithm 1 ("Server exe
 (omega_k^{tau+1} - omega_k^{r_k^tau})`` with ``omega_k^{r_k^tau} = omega^{r_k^tau}`` the global
 model client k downloaded.  In the asynchronous physical model one upload arrives per
 server step, so the sum has one term: ``omega <- omega + p^k (omega_k^new - omega^{r_k})``
-(:func:`asypfl_apply`).  ``p^k = m_k / m`` (Section 3.1); :func:`client_weights` uses the
-client row counts of a :class:`~fedsim.problems.logistic.LogisticProblem` and ``1/n`` for
-problems without sample counts (quadratics).
+(:func:`asypfl_apply`).  ``p^k = m_k / m`` (Section 3.1, the weights of eq. (4));
+:func:`client_weights` uses the REAL data-row counts ``m_data`` of a
+:class:`~fedsim.problems.logistic.LogisticProblem` -- THEORY_SPEC 9.4's anchor rows are part
+of every ``f_i`` (and of its minibatches) but are not samples, so they do not count -- and
+``1/n`` for problems without sample counts (quadratics).
 
 **Staleness indicator and local epochs.**  Algorithm 1: "pi_min = min{DeltaT_k^c /
 (DeltaT_k^g p^k)}, pi_k = |DeltaT_k^c / (DeltaT_k^g p^k pi_min)|. E_k = pi_k E", with
@@ -38,6 +40,7 @@ import math
 import numpy as np
 
 from fedsim.errors import FedsimError, require
+from fedsim.problems.asypfl_constants import asypfl_weights
 
 __all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer",
            "AsyPFLServerRule", "AsyPFLState"]
@@ -51,14 +54,10 @@ def asypfl_apply(w: np.ndarray, omega_new: np.ndarray, omega_read: np.ndarray,
 
 
 def client_weights(problem) -> np.ndarray:
-    """``p^k = m_k / m``: the row counts of a logistic problem, else ``1/n`` each."""
-    from fedsim.problems.logistic import LogisticProblem
-
-    n = int(problem.n)
-    if isinstance(problem, LogisticProblem):
-        m = np.asarray(problem.m, dtype=np.float64)
-        return m / m.sum()
-    return np.full(n, 1.0 / n)
+    """``p^k = m_k / m`` of eq. (4): real data rows of a logistic problem (anchor rows
+    excluded), else ``1/n`` each (:func:`fedsim.problems.asypfl_constants.asypfl_weights`,
+    the one definition the constants table uses too)."""
+    return asypfl_weights(problem)
 
 
 def staleness_indicator(dTc: np.ndarray, dTg: np.ndarray, p: np.ndarray, k: int,
