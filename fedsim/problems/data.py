@@ -31,6 +31,7 @@ from fedsim.errors import (
     check_number,
     require,
 )
+from fedsim.problems.splits import partition_classes, partition_dirichlet, partition_iid
 
 __all__ = [
     "synthetic_logistic",
@@ -128,73 +129,6 @@ def synthetic_logistic(
 
 
 # ------------------------------------------------------------------------------------------
-def partition_iid(n_rows: int, n_clients: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Shuffle ``range(n_rows)`` and cut it into ``n_clients`` near-equal parts (sorted)."""
-    parts = np.array_split(rng.permutation(n_rows), n_clients)
-    return [np.sort(p) for p in parts]
-
-
-def partition_dirichlet(labels: np.ndarray, n_clients: int, a: float, rng: np.random.Generator,
-                        min_rows: int = 1) -> list[np.ndarray]:
-    """Dirichlet(a) label-skew split (Hsu, Qi & Brown 2019), then a deterministic top-up.
-
-    For each class k (in increasing order) the class's rows are shuffled, client
-    proportions ``q_k ~ Dirichlet(a 1_n)`` are drawn, counts ``~ Multinomial(n_k, q_k)``,
-    and consecutive blocks of the shuffled rows go to clients 0..n-1.  Small ``a``
-    means strong skew.  Top-up: while a client has fewer than ``min_rows`` rows, the
-    client with the most rows (lowest index on ties) gives it one row of its most
-    plentiful class (the one with the largest index); this terminates because
-    ``n_clients * min_rows <= len(labels)`` is required.  Every row goes to exactly one
-    client; each client's indices are returned sorted.
-    """
-    labels = np.asarray(labels)
-    require(n_clients * min_rows <= labels.size, "min_rows", min_rows,
-            f"must satisfy n_clients*min_rows <= {labels.size} rows (n_clients={n_clients})")
-    owned: list[list[int]] = [[] for _ in range(n_clients)]
-    for k in np.unique(labels):
-        idx = rng.permutation(np.flatnonzero(labels == k))
-        q = rng.dirichlet(np.full(n_clients, float(a)))
-        counts = rng.multinomial(idx.size, q / q.sum())
-        for i, part in enumerate(np.split(idx, np.cumsum(counts)[:-1])):
-            owned[i].extend(part.tolist())
-    sizes = np.array([len(o) for o in owned])
-    for i in range(n_clients):
-        while sizes[i] < min_rows:
-            donor = int(np.argmax(sizes))
-            lab = labels[owned[donor]]
-            vals, cnt = np.unique(lab, return_counts=True)
-            k = vals[np.argmax(cnt)]
-            pos = max(j for j, row in enumerate(owned[donor]) if labels[row] == k)
-            owned[i].append(owned[donor].pop(pos))
-            sizes[donor] -= 1
-            sizes[i] += 1
-    return [np.sort(np.array(o, dtype=np.int64)) for o in owned]
-
-
-def partition_classes(labels: np.ndarray, n_clients: int, classes_per_client: int,
-                      rng: np.random.Generator) -> list[np.ndarray]:
-    """c-classes-per-client split (McMahan et al. 2017's pathological non-IID, by rule).
-
-    With the sorted distinct labels ``K_0 < ... < K_{C-1}``, client i holds classes
-    ``K_{(i*c + j) mod C}``, j = 0..c-1, so the classes are dealt round-robin.  Each
-    class's rows are shuffled and cut into near-equal parts among its holders (in
-    client order).  Classes no client holds (possible when ``n*c < C``) are dropped.
-    """
-    labels = np.asarray(labels)
-    classes = np.unique(labels)
-    C, c = classes.size, int(classes_per_client)
-    held = [[classes[(i * c + j) % C] for j in range(c)] for i in range(n_clients)]
-    owned: list[list[int]] = [[] for _ in range(n_clients)]
-    for k in classes:
-        holders = [i for i in range(n_clients) if k in held[i]]
-        idx = rng.permutation(np.flatnonzero(labels == k))
-        if not holders:
-            continue
-        for i, part in zip(holders, np.array_split(idx, len(holders)), strict=True):
-            owned[i].extend(part.tolist())
-    return [np.sort(np.array(o, dtype=np.int64)) for o in owned]
-
-
 @functools.lru_cache(maxsize=1)
 def _load_digits() -> tuple[np.ndarray, np.ndarray]:
     """The bundled digits as read-only (pixels 0..16 float64 (1797, 64), digit int64)."""
