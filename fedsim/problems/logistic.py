@@ -25,11 +25,12 @@ rows ``S`` that some recession direction ``w_S`` separates strictly, and
 ``inf f = min_w sum_{j not in S} c_j log(1 + exp(-y_j x_j^T w))``, a minimum that is
 attained because the remaining rows admit no separating direction.
 
-This module holds the problem class; its parts live beside it: the weighted kernel
-(:mod:`~fedsim.problems.weighted_logistic`), Newton's method (:mod:`~fedsim.problems.newton`),
-the LPs (:mod:`~fedsim.problems.separability`), the solutions and certificates
-(:mod:`~fedsim.problems.logistic_certificate`) and the constants table
-(:mod:`~fedsim.problems.logistic_constants`).  Their public names are re-exported here.
+This module holds the problem class; its parts live beside it: the weighted kernel and
+the checks of the client arrays (:mod:`~fedsim.problems.weighted_logistic`), Newton's
+method (:mod:`~fedsim.problems.newton`), the LPs (:mod:`~fedsim.problems.separability`),
+the solutions and certificates (:mod:`~fedsim.problems.logistic_certificate`) and the
+constants table (:mod:`~fedsim.problems.logistic_constants`).  Their public names are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -41,14 +42,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from fedsim.errors import (
-    ConfigError,
-    FedsimError,
-    check_finite,
-    check_integer,
-    check_number,
-    require,
-)
+from fedsim.errors import FedsimError, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
 from fedsim.problems.logistic_certificate import (
@@ -64,7 +58,12 @@ from fedsim.problems.separability import (
     SeparabilityReport,
     diagnose_separability,
 )
-from fedsim.problems.weighted_logistic import S2_SUP, Z_S2_ARGMAX, WeightedLogistic
+from fedsim.problems.weighted_logistic import (
+    S2_SUP,
+    Z_S2_ARGMAX,
+    WeightedLogistic,
+    _as_client_arrays,
+)
 
 __all__ = [
     "S2_SUP",
@@ -84,39 +83,6 @@ _EPS = float(np.finfo(np.float64).eps)
 # ----------------------------------------------------------------------------------------
 # the problem
 # ----------------------------------------------------------------------------------------
-def _as_client_arrays(X: Any, y: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    for name, obj in (("X", X), ("y", y)):
-        require(isinstance(obj, (list, tuple)), name, type(obj).__name__,
-                "must be a list with one array per client")
-    require(len(X) >= 1, "X", len(X), "must hold at least one client")
-    require(len(y) == len(X), "len(y)", len(y), f"must equal len(X) = {len(X)}")
-    Xs: list[np.ndarray] = []
-    ys: list[np.ndarray] = []
-    d = None
-    for i, (Xi, yi) in enumerate(zip(X, y, strict=True)):
-        try:
-            Xi = np.array(Xi, dtype=np.float64)
-            yi = np.array(yi, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"X[{i}] and y[{i}] must be numeric arrays ({exc})") from None
-        require(Xi.ndim == 2, f"X[{i}].ndim", Xi.ndim, "must be 2 (rows m_i x features d)")
-        require(Xi.shape[0] >= 1, f"X[{i}].shape", Xi.shape, "must have at least one row")
-        require(Xi.shape[1] >= 1, f"X[{i}].shape", Xi.shape, "must have at least one column")
-        if d is None:
-            d = Xi.shape[1]
-        require(Xi.shape[1] == d, f"X[{i}].shape", Xi.shape, f"must have d = {d} columns")
-        require(yi.shape == (Xi.shape[0],), f"y[{i}].shape", yi.shape,
-                f"must be ({Xi.shape[0]},) to match X[{i}]")
-        check_finite(f"X[{i}]", Xi)
-        check_finite(f"y[{i}]", yi)
-        bad = yi[(yi != 1.0) & (yi != -1.0)]
-        if bad.size:
-            raise ConfigError(f"y[{i}] must contain only -1/+1 labels, got {float(bad[0])!r}")
-        Xs.append(Xi)
-        ys.append(yi)
-    return Xs, ys
-
-
 class LogisticProblem(Problem):
     """Binary logistic regression over ``n`` clients (THEORY_SPEC 9.2).
 

@@ -2,15 +2,20 @@
 
 ``sum_j c_j log(1 + exp(-a_j^T w)) + nu/2 ||w||^2`` with rows ``a_j = y_j x_j`` and weights
 ``c_j`` (``1/m_i`` for a client, ``1/(n m_i)`` for the whole), evaluated stably through
-``np.logaddexp`` and ``scipy.special.expit``; plus the sigmoid constants of 9.2.
+``np.logaddexp`` and ``scipy.special.expit``; plus the sigmoid constants of 9.2 and
+``_as_client_arrays``, the checks of the per-client ``(X_i, y_i)`` arrays (labels in
+{-1, +1}) that :class:`fedsim.problems.logistic.LogisticProblem` is built from.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.special import expit
+
+from fedsim.errors import ConfigError, check_finite, require
 
 __all__ = ["S2_SUP", "Z_S2_ARGMAX", "WeightedLogistic"]
 
@@ -63,3 +68,35 @@ class WeightedLogistic:
         scale = float(self.weights @ self.row_norms) + self.nu * float(np.linalg.norm(w))
         return 2.0 * k * _EPS * scale
 
+
+def _as_client_arrays(X: Any, y: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    for name, obj in (("X", X), ("y", y)):
+        require(isinstance(obj, (list, tuple)), name, type(obj).__name__,
+                "must be a list with one array per client")
+    require(len(X) >= 1, "X", len(X), "must hold at least one client")
+    require(len(y) == len(X), "len(y)", len(y), f"must equal len(X) = {len(X)}")
+    Xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    d = None
+    for i, (Xi, yi) in enumerate(zip(X, y, strict=True)):
+        try:
+            Xi = np.array(Xi, dtype=np.float64)
+            yi = np.array(yi, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"X[{i}] and y[{i}] must be numeric arrays ({exc})") from None
+        require(Xi.ndim == 2, f"X[{i}].ndim", Xi.ndim, "must be 2 (rows m_i x features d)")
+        require(Xi.shape[0] >= 1, f"X[{i}].shape", Xi.shape, "must have at least one row")
+        require(Xi.shape[1] >= 1, f"X[{i}].shape", Xi.shape, "must have at least one column")
+        if d is None:
+            d = Xi.shape[1]
+        require(Xi.shape[1] == d, f"X[{i}].shape", Xi.shape, f"must have d = {d} columns")
+        require(yi.shape == (Xi.shape[0],), f"y[{i}].shape", yi.shape,
+                f"must be ({Xi.shape[0]},) to match X[{i}]")
+        check_finite(f"X[{i}]", Xi)
+        check_finite(f"y[{i}]", yi)
+        bad = yi[(yi != 1.0) & (yi != -1.0)]
+        if bad.size:
+            raise ConfigError(f"y[{i}] must contain only -1/+1 labels, got {float(bad[0])!r}")
+        Xs.append(Xi)
+        ys.append(yi)
+    return Xs, ys

@@ -20,6 +20,9 @@ the engine does one GEMV per step, so iterates agree to rounding (~1e-16 relativ
 bit for bit.  A row's result never depends on the other rows nor on the batch size: a
 single-row batch is padded to two rows (NumPy sends a one-row product to GEMV, whose
 summation order differs from GEMM's).
+
+``_composed_noise`` draws a chunk's normals stream by stream and folds them with
+:meth:`QuadBatchKernel.composed` (used by :mod:`fedsim.engine.replay.fedasync`).
 """
 
 from __future__ import annotations
@@ -124,3 +127,36 @@ class QuadBatchKernel:
             X = np.einsum("rij,rj->ri", Rc, X)
             np.add(X, V[:, q], out=X)
         return X
+
+
+def _composed_noise(draw: list, cnt: np.ndarray, clsorted: np.ndarray, total: int,
+                    rows: int, qd: int, Q: int, d: int, kern: QuadBatchKernel, M: np.ndarray,
+                    cbar: np.ndarray, piece_mb: float = 24.0) -> np.ndarray:
+    """The rounds' folded noise ``u = s0_i (z @ M) + cbar_i`` (:meth:`QuadBatchKernel.composed`)
+    in the sorted order of ``cnt``'s keys (replicate, client), rows ``total..`` zero.  The
+    normals are drawn key by key, each key's rounds with one call, into pieces of at most
+    ``piece_mb`` megabytes that are folded at once (one GEMM per piece)."""
+    U = np.zeros((rows, d))
+    if not qd:
+        U[:total] = cbar[clsorted[:total]]
+        return U
+    nz = np.flatnonzero(cnt)
+    cs = cnt[nz]
+    ends = np.cumsum(cs)
+    P = max(1, int(piece_mb * 1e6 // (8 * qd)))
+    zbuf = np.empty((min(P, total), qd))
+    s0 = kern.s0
+    i0, row0 = 0, 0
+    while i0 < nz.size:
+        i1 = max(int(np.searchsorted(ends, row0 + P, side="right")), i0 + 1)
+        row1 = int(ends[i1 - 1])
+        zb = zbuf[:row1 - row0] if row1 - row0 <= zbuf.shape[0] else np.empty((row1 - row0, qd))
+        for kk, e, c in zip(nz[i0:i1].tolist(), (ends[i0:i1] - row0).tolist(),
+                            cs[i0:i1].tolist(), strict=True):
+            draw[kk](out=zb[e - c:e])
+        cl = clsorted[row0:row1]
+        y = zb if Q == 1 else zb @ M
+        np.multiply(y, s0[cl][:, None], out=y)
+        np.add(y, cbar[cl], out=U[row0:row1])
+        i0, row0 = i1, row1
+    return U
