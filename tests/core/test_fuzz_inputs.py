@@ -10,6 +10,7 @@ Case count: ``FUZZ_CASES`` scenario cases + ``ARG_CASES`` argument cases (< 1 mi
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -123,7 +124,9 @@ def test_malformed_arguments_get_one_clean_line(extra, cmd, tmp_path_factory, ca
         argv = ["run", str(p), "--no-progress", "--steps", "1", *extra]
     else:
         argv = ["bounds", "theorem1", "--scenario", str(p), *extra]
-    _check(_main(argv), capsys, argv)
+    with contextlib.chdir(d):  # a relative --out such as "100,,200" lands here, not in the repo
+        rc = _main(argv)
+    _check(rc, capsys, argv)
 
 
 @pytest.mark.parametrize("edit, needle", [
