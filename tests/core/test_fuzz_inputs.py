@@ -64,7 +64,9 @@ def mutated(draw):
             continue
         op = draw(st.sampled_from(["value", "delete", "unknown", "huge"]))
         if op == "value":
-            parent[path[-1]] = draw(BAD_VALUES)
+            # a copy: st.just's dicts and lists are shared between examples, and mutating a
+            # shared one could make a scenario contain itself (infinite nesting)
+            parent[path[-1]] = copy.deepcopy(draw(BAD_VALUES))
         elif op == "delete":
             parent.pop(path[-1], None)
         elif op == "unknown":
