@@ -52,7 +52,6 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import RoundDelays
 from fedsim.engine.setup import RunSetup
-from fedsim.engine.simpy_fast import at
 from fedsim.errors import FedsimError, require
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
@@ -116,23 +115,10 @@ def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
         while True:
             E_i = E_next[i]
             download, compute, upload, think = sampler.next_round(E_i)
-            t = env.now
-            if arrival:
-                t = t + download
-                yield at(env, t)
-                if log.stopped:
-                    return
-            np.copyto(snap, w)
-            r = log.t
-            t_read = t
-            if not arrival:
-                t = t + download
-            for c in compute:
-                t = t + c
-            t = t + upload
-            yield at(env, t)
-            if log.stopped:
+            got = yield from run.read_and_upload(download, compute, upload, arrival, w, snap)
+            if got is None:
                 return
+            r, t_read, t = got
             rule.round(i, snap, beta[i], out, rng, tau=r, E=E_i)
             times = (math.fsum(compute), E_i, download + upload)
             _, diag = server.apply(state, (Upload(i, snap, out, log.t - r, times),))  # eq. (4)

@@ -49,7 +49,6 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.setup import RunSetup, inner_counters
-from fedsim.engine.simpy_fast import at
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
@@ -106,29 +105,17 @@ class AsyncRun(RunSetup):
 
     def _client(self, i: int):
         """A client cycle: read -> download -> compute -> upload -> buffer -> think."""
-        env, log = self.env, self.log
+        log = self.log
         rule_round, rng, sampler = self.rule.round, self.noise[i], self.samplers[i]
         snap, out = self.snaps[i], self.out
         arrival = self.scenario.delays.read_at == "arrival"
         while True:
             download, compute, upload, think = sampler.next_round()
-            t = env.now
-            if arrival:
-                t = t + download
-                yield at(env, t)
-                if log.stopped:
-                    return
-            np.copyto(snap, self.w)
-            omega = log.t
-            t_read = t
-            if not arrival:
-                t = t + download
-            for c in compute:
-                t = t + c
-            t = t + upload
-            yield at(env, t)
-            if log.stopped:
+            got = yield from self.read_and_upload(download, compute, upload, arrival,
+                                                  self.w, snap)
+            if got is None:
                 return
+            omega, t_read, t = got
             rule_round(i, snap, out, rng)
             self.counts[i] += 1
             if self._receive(i, snap, out, omega, t_read):

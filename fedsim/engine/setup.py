@@ -174,6 +174,36 @@ class RunSetup:
             urgent_at(self.env, t_end).callbacks.append(lambda _ev: self.log.halt())
         self.env.run(until=self.done)
 
+    def read_and_upload(self, download: float, compute: Any, upload: float, arrival: bool,
+                        model: np.ndarray, snap: np.ndarray) -> Iterator[simpy.Event]:
+        """Generator: one client round's timeline, from now to its upload.
+
+        The client reads ``model`` into ``snap`` when the download is requested
+        (``arrival`` false) or when it completes (``delays.read_at``), then computes and
+        uploads; times add up as ``((t_read + download) + c_1 + ...) + upload``.  Returns
+        ``(omega, t_read, t_upload)`` -- ``omega`` the server step read -- or ``None`` if the
+        run stopped meanwhile.  Use as ``got = yield from setup.read_and_upload(...)``.
+        """
+        env, log = self.env, self.log
+        t = env.now
+        if arrival:
+            t = t + download
+            yield at(env, t)
+            if log.stopped:
+                return None
+        np.copyto(snap, model)
+        omega = log.t
+        t_read = t
+        if not arrival:
+            t = t + download
+        for c in compute:
+            t = t + c
+        t = t + upload
+        yield at(env, t)
+        if log.stopped:
+            return None
+        return omega, t_read, t
+
     def think_pause(self, t: float, th: float) -> Iterator[simpy.Event]:
         """Generator: a client thinks from ``t`` to ``t + th`` and is not busy meanwhile;
         the busy fraction ``(n - idle)/n`` is recorded at both ends.  Use as
