@@ -19,7 +19,14 @@ the last).  Names: ``grad_sq`` = ||grad f(w)||^2, ``grad_maml_sq`` = ||grad F^(b
 ``pers_acc_maml`` / ``pers_loss_maml`` of the personal models ``w - alpha grad f_i(w)``
 (one step on the client's training rows, alpha = ``record.maml_alpha``);
 ``pers_acc_me`` / ``pers_loss_me`` of ``theta_hat_i(w, lam)`` (lam = ``record.me_lam``),
-each client's model on its own test rows.  For each metric m, ``avg_<m>`` at step t is
+each client's model on its own test rows; ``pers_acc_beta`` / ``pers_loss_beta`` of the
+personal models the clients keep themselves (AsyPFL's ``beta_k``, Ma et al. 2022
+Algorithm 1; an engine that keeps them attaches them as ``Recorder.personal``), client
+k's ``beta_k`` on client k's test rows, averaged over the clients (the paper's "mean
+testing accuracy", Sec. 4.1).  Every held-out metric has a validation twin on the rows
+``[problem] validation_fraction`` carves from the training rows (``val_acc``,
+``val_loss``, ``val_pers_acc_maml``, ..., ``val_pers_acc_beta``, ``val_pers_loss_beta``),
+for choosing hyper-parameters without the test rows.  For each metric m, ``avg_<m>`` at step t is
 the mean of m over the recorded steps before t (the theorems' ``(1/T) sum_{t<T}``; exact when
 ``record.every == 1``).  Quadratics use the problem's O(d^2) closed forms.
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,15 +46,19 @@ import numpy as np
 
 from fedsim.errors import require
 
-__all__ = ["Trace", "Recorder", "KINDS", "METRICS", "HELD_OUT", "metric_functions"]
+__all__ = ["Trace", "Recorder", "KINDS", "METRICS", "HELD_OUT", "PERSONAL", "VALIDATION",
+           "metric_functions"]
 
 KINDS: tuple[str, ...] = ("init", "upload", "aggregate", "client", "server")
-METRICS: tuple[str, ...] = ("grad_sq", "grad_maml_sq", "grad_me_sq", "dist_sq", "f_gap",
-                            "ergodic_f_gap", "test_acc", "test_loss", "pers_acc_maml",
-                            "pers_loss_maml", "pers_acc_me", "pers_loss_me")
+#: metrics of the clients' own personal models (``Recorder.personal``, e.g. AsyPFL's beta_k)
+PERSONAL: tuple[str, ...] = ("pers_acc_beta", "pers_loss_beta")
 #: held-out metrics (:mod:`fedsim.problems.evaluation`): need a problem with test rows
 HELD_OUT: tuple[str, ...] = ("test_acc", "test_loss", "pers_acc_maml", "pers_loss_maml",
-                             "pers_acc_me", "pers_loss_me")
+                             "pers_acc_me", "pers_loss_me") + PERSONAL
+#: the held-out metrics on the validation rows (``validation_fraction``): val_<name>
+VALIDATION: tuple[str, ...] = tuple("val_" + m.removeprefix("test_") for m in HELD_OUT)
+METRICS: tuple[str, ...] = ("grad_sq", "grad_maml_sq", "grad_me_sq", "dist_sq", "f_gap",
+                            "ergodic_f_gap") + HELD_OUT + VALIDATION
 DIVERGE_NORM = 1e150
 _HELD_OUT_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -122,24 +134,71 @@ class Trace:
 
 
 def metric_functions(problem, names: list[str] | tuple[str, ...], maml_alpha: float | None,
-                     me_lam: float | None) -> list[tuple[str, Any]]:
-    """``[(name, fn(w) -> float)]``; O(d^2) closed forms when the problem offers them."""
+                     me_lam: float | None, personal: Callable[[], Any] | None = None
+                     ) -> list[tuple[str, Any]]:
+    """``[(name, fn(w) -> float)]``; O(d^2) closed forms when the problem offers them.
+
+    ``personal()`` returns the clients' personal models (n x dim) for the ``PERSONAL``
+    metrics and their validation twins, or None when the engine keeps none."""
     out: list[tuple[str, Any]] = []
     for name in names:
         require(name in METRICS, "record.metrics", name, f"must be one of {list(METRICS)}")
         if name == "ergodic_f_gap":
             continue
+        if name in PERSONAL or name.removeprefix("val_") in PERSONAL:
+            out.append((name, _personal_fn(problem, name, personal)))
+            continue
         out.append((name, _metric_fn(problem, name, maml_alpha, me_lam)))
     return out
 
 
-def _held_out_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
-    """A held-out metric of :mod:`fedsim.problems.evaluation` (test rows of the problem)."""
+def _rows(problem, name: str) -> tuple[Any, Any]:
+    """The rows a held-out metric is measured on: validation rows for ``val_*``, else None
+    (the problem's test rows)."""
     from fedsim.problems import evaluation
 
+    if name.startswith("val_"):
+        require(getattr(problem, "X_val", None) is not None, "record.metrics", name,
+                f"needs validation rows, which this {type(problem).__name__} does not carry "
+                "(use [problem] kind = 'softmax' with validation_fraction > 0)")
+        return evaluation.validation_rows(problem)
     require(getattr(problem, "X_test", None) is not None, "record.metrics", name,
             f"needs held-out rows, which this {type(problem).__name__} does not carry "
             "(use [problem] kind = 'softmax' with test_fraction > 0)")
+    return None, None
+
+
+def _personal_fn(problem, name: str, personal: Callable[[], Any] | None):
+    """A ``PERSONAL`` metric (or its ``val_`` twin): the clients' own models on their rows,
+    mean over clients; acc and loss of one set of models share one evaluation."""
+    from fedsim.problems import evaluation
+
+    Xs, ys = evaluation.test_rows(problem, *_rows(problem, name))
+    key = "acc" if "_acc_" in name else "loss"
+    per = _HELD_OUT_CACHE.setdefault(problem, {})
+    memo = per.setdefault(("personal", name.startswith("val_")), [None, None])
+
+    def fn(w: np.ndarray) -> float:
+        models = personal() if personal is not None else None
+        require(models is not None, "record.metrics", name,
+                "needs per-client personal models, which only an algorithm whose clients "
+                "keep them records (algorithm.name = 'asypfl')")
+        if memo[0] is None or not np.array_equal(memo[0], models):
+            memo[1] = evaluation.models_metrics(problem, models, weighting="clients",
+                                                X_test=Xs, y_test=ys)
+            memo[0] = np.array(models, copy=True)
+        return float(memo[1][key])
+    return fn
+
+
+def _held_out_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
+    """A held-out metric of :mod:`fedsim.problems.evaluation` (test or validation rows)."""
+    from fedsim.problems import evaluation
+
+    X_rows, y_rows = _rows(problem, name)
+    val = name.startswith("val_")
+    if val:
+        name = "test_" + name[4:] if name in ("val_acc", "val_loss") else name[4:]
     if name.endswith("_maml"):
         require(maml_alpha is not None, "record.maml_alpha", maml_alpha,
                 f"is needed for {name} (the one-step adaptation size)")
@@ -149,13 +208,14 @@ def _held_out_fn(problem, name: str, maml_alpha: float | None, me_lam: float | N
     a = maml_alpha if name.endswith("_maml") else None
     lam = me_lam if name.endswith("_me") else None
     per = _HELD_OUT_CACHE.setdefault(problem, {})
-    if (a, lam) not in per:  # acc and loss of one kind share one set of personal models
-        per[(a, lam)] = evaluation.metric_functions(problem, maml_alpha=a, me_lam=lam)
-    return per[(a, lam)][name]
+    if (a, lam, val) not in per:  # acc and loss of one kind share one set of personal models
+        per[(a, lam, val)] = evaluation.metric_functions(problem, maml_alpha=a, me_lam=lam,
+                                                         X_test=X_rows, y_test=y_rows)
+    return per[(a, lam, val)][name]
 
 
 def _metric_fn(problem, name: str, maml_alpha: float | None, me_lam: float | None):
-    if name in HELD_OUT:
+    if name in HELD_OUT or name in VALIDATION:
         return _held_out_fn(problem, name, maml_alpha, me_lam)
     if name == "grad_sq":
         if hasattr(problem, "Abar") and hasattr(problem, "m"):
@@ -220,7 +280,10 @@ class Recorder:
                  me_lam: float | None = None) -> None:
         self.every = int(every)
         self.names = list(names)
-        self.fns = metric_functions(problem, names, maml_alpha, me_lam)
+        #: the clients' personal models (n x dim), attached by an engine that keeps them
+        self.personal: np.ndarray | None = None
+        self.fns = metric_functions(problem, names, maml_alpha, me_lam,
+                                    personal=lambda: self.personal)
         self.ergodic = "ergodic_f_gap" in self.names
         if self.ergodic:
             self._ergo_fn = _metric_fn(problem, "f_gap", maml_alpha, me_lam)

@@ -36,7 +36,10 @@ does not apply).  ``info`` holds ``pi`` and ``E_k`` (last values per client), ``
 and, when the problem exposes ``f_i_star``, the personalized loss gap ``personal_gap`` =
 ``mean_k (f_k(beta_k) - f_k*)`` at the steps ``personal_gap_steps`` (the metric steps:
 step 0, every ``record.every`` steps, the last; n loss evaluations each, an extra metric
-kept in ``info`` because ``record.metrics`` names only global-model metrics).  The global
+kept in ``info``).  The recorder holds ``beta`` (``RunSetup(personal=...)``), so the
+record metrics ``pers_acc_beta`` / ``pers_loss_beta`` (and their ``val_`` twins) are the
+mean over clients of ``beta_k`` on client k's own held-out rows, at the metric steps,
+after the step's local steps (docs/INTERNALS.md section 4).  The global
 metrics measure ``problem.f = (1/n) sum_k
 f_k``; AsyPFL's eq. (2) weights clients by ``p^k = m_k / m``, which is the same objective
 only for equal sample counts (quadratics; logistic problems with equal ``m_k``).
@@ -51,7 +54,7 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import RoundDelays
-from fedsim.engine.setup import RunSetup
+from fedsim.engine.setup import RunSetup, initial_model
 from fedsim.errors import FedsimError, require
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
@@ -74,12 +77,13 @@ def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
     require(scenario.delays.compute_per == "step", "delays.compute_per",
             scenario.delays.compute_per,
             "must be 'step' for asypfl (DeltaT^g is the time of one local update)")
-    run = RunSetup(scenario, problem, streams, progress)
+    # beta_k^0 = omega^0 (fedsim.local.asypfl); the recorder reads beta for pers_*_beta
+    beta = np.tile(initial_model(problem, scenario), (problem.n, 1))
+    run = RunSetup(scenario, problem, streams, progress, personal=beta)
     env, rule, rec, log, n, d = run.env, run.rule, run.rec, run.log, run.n, run.d
     server = spec.server(a, problem)
     state = server.init(run.w)
     w = state.w
-    beta = np.tile(w, (n, 1))  # beta_k^0 = omega^0 (fedsim.local.asypfl)
     samplers = [RoundDelays(scenario.delays.for_client(i), streams.client(i, "delays"))
                 for i in range(n)]
     noise = run.make_noise()

@@ -90,12 +90,14 @@ class RunSetup:
 
     ``log_model`` is the array whose metrics are recorded at step 0 (default ``w``);
     ``steps`` overrides the step horizon (the window model folds its time horizon in);
-    ``simulate = False`` makes no SimPy environment (the window model has no events).
+    ``simulate = False`` makes no SimPy environment (the window model has no events);
+    ``personal`` (n x dim) are the clients' own personal models when the algorithm keeps
+    them (AsyPFL's beta_k), attached to the recorder before step 0 is recorded.
     """
 
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool, *,
                  log_model: np.ndarray | None = None, steps: int | None = None,
-                 simulate: bool = True) -> None:
+                 simulate: bool = True, personal: np.ndarray | None = None) -> None:
         self.scenario = scenario
         self.algorithm = scenario.algorithm
         self.problem = problem
@@ -104,6 +106,7 @@ class RunSetup:
         self.rule = make_client_rule(scenario.algorithm, problem)
         self.w = initial_model(problem, scenario)
         self.rec = make_recorder(scenario, problem)
+        self.rec.personal = personal
         self.env: simpy.Environment | None = None
         stop: Callable[[], None] | None = None
         if simulate:

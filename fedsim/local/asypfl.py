@@ -42,7 +42,9 @@ Choices where the paper is ambiguous (each stated with the words used):
   the observed and expected Hessians coincide and ``h_k(w) = grad^2 F_k(w) =
   problem.hess(k, w)`` (the ridge ``nu_reg I`` included, as the Gaussian prior's
   curvature); a quadratic is the Gaussian log-likelihood with precision ``A_k``, so
-  ``h_k = A_k`` and ``diag(h_k) = diag(A_k)`` is constant (cached).  The full client data
+  ``h_k = A_k`` and ``diag(h_k) = diag(A_k)`` is constant (cached); softmax regression is
+  the categorical log-likelihood (canonical link again), and its diagonal comes from
+  ``problem.hess_diag`` in O(m d C) without the dense (dC x dC) Hessian.  The full client data
   (not the batch) is used, as the word "expected" says.
 
 The rule is pure NumPy (no SimPy, no time); :meth:`AsyPFLRule.round` writes the uploaded
@@ -116,16 +118,20 @@ class AsyPFLRule(ConfigRule):
         # quadratics: the Hessian A_k does not depend on w, so diag(h_k) is cached
         self._const_h = hasattr(problem, "A_stack")
         self._hdiag: dict[int, np.ndarray] = {}
+        self._hess_diag = getattr(problem, "hess_diag", None)
         self._tmp = np.empty(self.d)
 
     def fisher_diag(self, i: int, w: np.ndarray) -> np.ndarray:
-        """``diag(h_i(w))`` = the diagonal of ``problem.hess(i, w)`` (module docstring)."""
+        """``diag(h_i(w))`` = the diagonal of ``problem.hess(i, w)`` (module docstring);
+        ``problem.hess_diag(i, w)`` when the problem has it (softmax: O(m d C))."""
         if self._const_h:
             h = self._hdiag.get(i)
             if h is None:
                 h = self._hdiag[i] = np.array(np.diagonal(self.problem.hess(i, w)),
                                               dtype=np.float64)
             return h
+        if self._hess_diag is not None:  # softmax: O(m d C), no dense Hessian
+            return self._hess_diag(i, w)
         return np.array(np.diagonal(self.problem.hess(i, w)), dtype=np.float64)
 
     def step(self, i: int, omega: np.ndarray, beta: np.ndarray, rng: np.random.Generator,

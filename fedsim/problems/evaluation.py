@@ -17,6 +17,14 @@ Quantities (all on the test rows; the loss is the data loss, WITHOUT the regular
   ``"me"``: ``w_i = theta_hat_i(w, lam) = argmin f_i(theta) + lam/2 ||theta - w||^2``
   (the Moreau-envelope personal model of pFedMe / PersA-FL-ME);
   :func:`personalised_metrics` evaluates client i's model on client i's test rows;
+* models the clients hold themselves (AsyPFL's personal models ``beta_k``, Ma et al.
+  2022 Algorithm 1): :func:`models_metrics` evaluates client i's given model on client
+  i's rows; the paper's "mean testing accuracy ... the average testing accuracy of all
+  clients" (Sec. 4.1) is ``weighting="clients"``;
+* validation rows (``X_val``/``y_val``, carved from the training rows by
+  :func:`fedsim.problems.splits.validation_split`): :func:`validation_rows` gives them
+  in the form the functions here take as ``X_test``/``y_test``, for choosing
+  hyper-parameters without the test rows;
 * :func:`time_to_accuracy`: the first recorded time at which a (time, accuracy) curve
   reaches a target.
 
@@ -42,11 +50,13 @@ __all__ = [
     "data_loss",
     "global_metrics",
     "metric_functions",
+    "models_metrics",
     "personal_models",
     "personalised_metrics",
     "predict",
     "test_rows",
     "time_to_accuracy",
+    "validation_rows",
 ]
 
 PERSONAL_KINDS: tuple[str, ...] = ("maml", "me")
@@ -187,6 +197,28 @@ def personalised_metrics(problem: Problem, w: Any, kind: str, *, alpha: float | 
     weighting = check_choice("weighting", weighting, ("rows", "clients"))
     Xs, ys = test_rows(problem, X_test, y_test)
     models = personal_models(problem, w, kind, alpha=alpha, lam=lam)
+    return _evaluate(problem, models, Xs, ys, weighting)
+
+
+def models_metrics(problem: Problem, models: Any, *, weighting: str = "clients",
+                   X_test: Sequence[np.ndarray] | None = None,
+                   y_test: Sequence[np.ndarray] | None = None) -> dict[str, Any]:
+    """Client i's own model ``models[i]`` on client i's rows (default: its test rows).
+
+    ``models`` is a sequence (or an ``(n, dim)`` array) of one model per client.
+    ``weighting`` as in :func:`personalised_metrics`; the default ``"clients"`` is the
+    mean over clients (AsyPFL's "mean testing accuracy", Ma et al. 2022 Sec. 4.1).
+    """
+    weighting = check_choice("weighting", weighting, ("rows", "clients"))
+    Xs, ys = test_rows(problem, X_test, y_test)
+    require(len(models) == problem.n, "len(models)", len(models),
+            f"must be one model per client (n = {problem.n})")
+    return _evaluate(problem, [_model(problem, m) for m in models], Xs, ys, weighting)
+
+
+def _evaluate(problem: Problem, models: Sequence[np.ndarray], Xs: list[np.ndarray],
+              ys: list[np.ndarray], weighting: str) -> dict[str, Any]:
+    """Client i's model on client i's (checked) rows; see :func:`personalised_metrics`."""
     n_rows = np.array([X.shape[0] for X in Xs])
     require(int(n_rows.sum()) >= 1, "X_test", "<0 rows>", "must hold at least one test row")
     acc = np.full(problem.n, math.nan)
@@ -247,6 +279,16 @@ def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
         out[f"pers_acc_{kind}"] = lambda w, pm=pm: pm(w)["acc"]
         out[f"pers_loss_{kind}"] = lambda w, pm=pm: pm(w)["loss"]
     return out
+
+
+def validation_rows(problem: Problem) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The problem's per-client validation rows ``(X_val, y_val)``, checked as test rows
+    are; ConfigError if it has none (build it with ``validation_fraction > 0``)."""
+    X_val = getattr(problem, "X_val", None)
+    require(X_val is not None, "X_val", None,
+            f"must exist: this {type(problem).__name__} carries no validation rows "
+            "(build it with validation_fraction > 0)")
+    return test_rows(problem, X_val, problem.y_val)  # type: ignore[attr-defined]
 
 
 def time_to_accuracy(times: Any, accuracy: Any, target: float) -> float:

@@ -104,11 +104,15 @@ class SoftmaxProblem(Problem):
     (row-major; ``dim = d * n_classes``).  ``X_test``/``y_test`` (optional, one
     array per client, possibly empty) are held-out rows used only by
     :mod:`fedsim.problems.evaluation`; they never enter an oracle or a constant.
+    ``X_val``/``y_val`` (optional, likewise) are validation rows carved from the
+    training rows, for choosing hyper-parameters without the test rows.
     """
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray], n_classes: int,
                  reg: float, *, X_test: Sequence[np.ndarray] | None = None,
-                 y_test: Sequence[np.ndarray] | None = None) -> None:
+                 y_test: Sequence[np.ndarray] | None = None,
+                 X_val: Sequence[np.ndarray] | None = None,
+                 y_val: Sequence[np.ndarray] | None = None) -> None:
         C = check_integer("n_classes", n_classes, low=2)
         self.reg = check_positive("reg", reg)
         Xs, ys = _client_arrays(X, y, C, "X", "y", None, allow_empty=False)
@@ -119,17 +123,8 @@ class SoftmaxProblem(Problem):
         self.d = Xs[0].shape[1]
         self.dim = self.d * C
         self.m = np.array([Xi.shape[0] for Xi in Xs], dtype=np.int64)
-        require((X_test is None) == (y_test is None), "X_test", "<given>" if X_test is not None
-                else None, "and y_test must be given together")
-        if X_test is not None:
-            Xt, yt = _client_arrays(X_test, y_test, C, "X_test", "y_test", self.d,
-                                    allow_empty=True)
-            require(len(Xt) == self.n, "len(X_test)", len(Xt), f"must equal n = {self.n}")
-            self.X_test: list[np.ndarray] | None = Xt
-            self.y_test: list[np.ndarray] | None = yt
-        else:
-            self.X_test = None
-            self.y_test = None
+        self.X_test, self.y_test = self._held_rows(X_test, y_test, "X_test", "y_test")
+        self.X_val, self.y_val = self._held_rows(X_val, y_val, "X_val", "y_val")
         self._client = [_SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
                                      C) for Xi, yi in zip(Xs, ys, strict=True)]
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -138,6 +133,18 @@ class SoftmaxProblem(Problem):
         self._client_sol: dict[int, SoftmaxSolution] = {}
         self._table: ConstantsTable | None = None
         self._dc: dict[str, np.ndarray] | None = None
+        self._sq: dict[int, np.ndarray] = {}  # x_rj^2 per client, for hess_diag
+
+    def _held_rows(self, X: Sequence[np.ndarray] | None, y: Sequence[np.ndarray] | None,
+                   xn: str, yn: str) -> tuple[list[np.ndarray] | None, list[np.ndarray] | None]:
+        """Checked per-client held-out rows (one possibly empty array per client) or None."""
+        require((X is None) == (y is None), xn, "<given>" if X is not None else None,
+                f"and {yn} must be given together")
+        if X is None:
+            return None, None
+        Xh, yh = _client_arrays(X, y, self.n_classes, xn, yn, self.d, allow_empty=True)
+        require(len(Xh) == self.n, f"len({xn})", len(Xh), f"must equal n = {self.n}")
+        return Xh, yh
 
     # ---- builders -----------------------------------------------------------------------
     @classmethod
@@ -151,7 +158,8 @@ class SoftmaxProblem(Problem):
     def digits(cls, n_clients: int, *, split: str = "dirichlet", a: float = 0.5,
                classes_per_client: int = 2, seed: int = 0, reg: float = 1e-3,
                test_fraction: float = 0.0, max_features: int | None = None,
-               intercept: bool = True, min_rows: int = 10) -> SoftmaxProblem:
+               intercept: bool = True, min_rows: int = 10,
+               validation_fraction: float = 0.0) -> SoftmaxProblem:
         """scikit-learn's bundled 8x8 digits (1797 rows, 10 classes) split over clients.
 
         Features are pixels / 16 in [0, 1] (or, with ``max_features=k``, the scores on
@@ -162,7 +170,10 @@ class SoftmaxProblem(Problem):
         with ``classes_per_client``), then each client's rows are split into train and
         test by :func:`fedsim.problems.splits.train_test_split` with ``test_fraction``;
         both draw from their own streams of ``seed``, so the test split never changes
-        which rows a client holds.  ``min_rows`` is the minimum of training rows per
+        which rows a client holds.  ``validation_fraction > 0`` then moves that share of
+        each client's training rows into ``X_val``/``y_val``
+        (:func:`fedsim.problems.splits.validation_split`, its own stream; ``0`` leaves
+        every row where it was).  ``min_rows`` is the minimum of training rows per
         client.  Needs scikit-learn (``pip install fedsim[data]``).
         """
         from fedsim.problems import data, splits
@@ -179,11 +190,14 @@ class SoftmaxProblem(Problem):
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         cs = splits.split_dataset(digits, n_clients, split=split, a=a,
                                   classes_per_client=classes_per_client, seed=seed,
-                                  test_fraction=test_fraction, min_train=min_rows)
+                                  test_fraction=test_fraction, min_train=min_rows,
+                                  validation_fraction=validation_fraction)
         return cls(
             [X[p] for p in cs.train], [digits[p] for p in cs.train], 10, reg,
             X_test=[X[p] for p in cs.test] if test_fraction > 0 else None,
-            y_test=[digits[p] for p in cs.test] if test_fraction > 0 else None)
+            y_test=[digits[p] for p in cs.test] if test_fraction > 0 else None,
+            X_val=[X[p] for p in cs.val] if validation_fraction > 0 else None,
+            y_val=[digits[p] for p in cs.val] if validation_fraction > 0 else None)
 
     # ---- deterministic oracles ----------------------------------------------------------
     def _w(self, w: np.ndarray) -> np.ndarray:
@@ -206,6 +220,22 @@ class SoftmaxProblem(Problem):
     def hvp(self, i: int, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         """grad^2 f_i(w) v, matrix-free."""
         return self._client[i].hvp(self._w(w), self._w(v))
+
+    def hess_diag(self, i: int, w: np.ndarray) -> np.ndarray:
+        """diag grad^2 f_i(w) in O(m_i d C), never forming the Hessian.
+
+        The diagonal of ``(x x^T) kron A`` at index ``(j, c)`` is ``x_j^2 A_cc`` with
+        ``A_cc = p_c (1 - p_c)``, so ``diag_{(j,c)} = (1/m_i) sum_r x_rj^2 p_rc (1 - p_rc)
+        + reg`` (row-major ``(j, c) -> j*C + c``).  AsyPFL's elastic weights diag(h) (Ma et
+        al. 2022, eq. (1); h = the Fisher information = this Hessian for the canonical link).
+        """
+        w = self._w(w)
+        Xi = self.X[i]
+        sq = self._sq.get(i)
+        if sq is None:
+            sq = self._sq[i] = Xi * Xi
+        P = softmax(Xi @ w.reshape(self.d, self.n_classes), axis=1)
+        return (sq.T @ (P * (1.0 - P))).ravel() / Xi.shape[0] + self.reg
 
     def f(self, w: np.ndarray) -> float:
         """f(w) = (1/n) sum_i f_i(w), one vectorised pass over all rows."""

@@ -6,12 +6,16 @@ seed, independent of the run seed; docs/INTERNALS.md section 2)::
     partition        SeedSequence(seed, spawn_key=(2,))      # = data.digits_binary's
     test split of i  SeedSequence(seed, spawn_key=(3, i))
     client rates     SeedSequence(seed, spawn_key=(4,))
+    validation of i  SeedSequence(seed, spawn_key=(5, i))
 
 so the rows a client holds never depend on whether (or how large) a test split is
 made: with ``test_fraction = f`` client ``i``'s training rows are its rows at
 ``f = 0`` minus its test rows, in the same order, and the test rows at a smaller
 ``f`` are a subset of those at a larger one (one permutation per client, a prefix of
-it is held out).
+it is held out).  A validation split (``validation_fraction = v``, for choosing
+hyper-parameters without touching the test rows) is carved the same way from each
+client's *training* rows after the test split, from its own stream: ``v = 0`` (the
+default) draws nothing and leaves the training and test rows exactly as before.
 
 Partitions (each returns one sorted ``int64`` index array per client):
 
@@ -52,12 +56,13 @@ __all__ = [
     "split_dataset",
     "stream",
     "train_test_split",
+    "validation_split",
 ]
 
 SPLITS: tuple[str, ...] = ("iid", "dirichlet", "classes")
 
 #: spawn-key heads of the named streams (see the module docstring)
-_KEY = {"partition": 2, "test": 3, "rates": 4}
+_KEY = {"partition": 2, "test": 3, "rates": 4, "validation": 5}
 
 
 def stream(seed: int, purpose: str, *key: int) -> np.random.Generator:
@@ -210,24 +215,59 @@ def train_test_split(parts: list[np.ndarray], test_fraction: float, seed: int = 
         require(p.size >= min_train, f"parts[{i}]", f"<{p.size} rows>",
                 f"must hold at least min_train={min_train} rows")
         t = min(int(math.floor(frac * p.size + 0.5)), p.size - min_train)
-        if t == 0:
-            train.append(p)
-            test.append(np.zeros(0, dtype=np.int64))
-            continue
-        perm = stream(seed, "test", i).permutation(p.size)
-        held = np.zeros(p.size, dtype=bool)
-        held[perm[:t]] = True
-        train.append(p[~held])
-        test.append(p[held])
+        k, h = _hold_out(p, t, stream(seed, "test", i) if t else None)
+        train.append(k)
+        test.append(h)
     return train, test
+
+
+def _hold_out(p: np.ndarray, t: int, rng: np.random.Generator | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(kept, held)``: the first ``t`` of one permutation of ``p`` from ``rng`` held out."""
+    if t == 0:
+        return p, np.zeros(0, dtype=np.int64)
+    perm = rng.permutation(p.size)
+    held = np.zeros(p.size, dtype=bool)
+    held[perm[:t]] = True
+    return p[~held], p[held]
+
+
+def validation_split(train: list[np.ndarray], validation_fraction: float, seed: int = 0, *,
+                     min_train: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Move a seeded share of each client's training rows into a validation set.
+
+    Client ``i`` with ``m_i`` training rows gives
+    ``v_i = min(floor(validation_fraction m_i + 1/2), m_i - min_train)`` rows: the first
+    ``v_i`` of one permutation drawn from the stream ``(5, i)`` (independent of the
+    partition and test streams, so the test rows never change).  Returns ``(train, val)``,
+    both sorted; ``validation_fraction = 0`` returns the rows unchanged (and empty sets)
+    without drawing.  The validation rows are for choosing hyper-parameters (e.g. AsyPFL's
+    lambda, Ma et al. 2022 Sec. 4.3) so that the test rows are never used to choose.
+    """
+    frac = check_probability("validation_fraction", validation_fraction, allow_one=False)
+    seed = check_integer("seed", seed, low=0)
+    min_train = check_integer("min_train", min_train, low=1)
+    kept: list[np.ndarray] = []
+    val: list[np.ndarray] = []
+    for i, p in enumerate(train):
+        p = np.sort(np.asarray(p).astype(np.int64))
+        require(p.size >= min_train, f"train[{i}]", f"<{p.size} rows>",
+                f"must hold at least min_train={min_train} rows")
+        t = min(int(math.floor(frac * p.size + 0.5)), p.size - min_train)
+        k, v = _hold_out(p, t, stream(seed, "validation", i) if t else None)
+        kept.append(k)
+        val.append(v)
+    return kept, val
 
 
 @dataclass(frozen=True)
 class ClientSplit:
-    """Row indices per client: ``train[i]`` and ``test[i]`` (sorted, disjoint)."""
+    """Row indices per client: ``train[i]``, ``test[i]`` and ``val[i]`` (sorted, disjoint;
+    ``val`` is empty per client unless a validation fraction was asked for)."""
 
     train: tuple[np.ndarray, ...]
     test: tuple[np.ndarray, ...]
+    val: tuple[np.ndarray, ...] = ()
 
     @property
     def n_clients(self) -> int:
@@ -237,16 +277,18 @@ class ClientSplit:
 
 def split_dataset(labels: Any, n_clients: int, *, split: str = "iid", a: float = 0.5,
                   classes_per_client: int = 2, seed: int = 0, test_fraction: float = 0.0,
-                  min_train: int = 1) -> ClientSplit:
-    """:func:`partition` then :func:`train_test_split`; each client keeps ``min_train`` rows.
+                  min_train: int = 1, validation_fraction: float = 0.0) -> ClientSplit:
+    """:func:`partition`, :func:`train_test_split`, then :func:`validation_split`; each
+    client keeps ``min_train`` training rows.
 
     The partition asks for ``min_rows = min_train`` (the rows before the test split);
-    the test split then checks that ``min_train`` training rows remain.
+    the test and validation splits then check that ``min_train`` training rows remain.
     """
     parts = partition(labels, n_clients, split=split, a=a,
                       classes_per_client=classes_per_client, seed=seed, min_rows=min_train)
     train, test = train_test_split(parts, test_fraction, seed, min_train=min_train)
-    return ClientSplit(tuple(train), tuple(test))
+    train, val = validation_split(train, validation_fraction, seed, min_train=min_train)
+    return ClientSplit(tuple(train), tuple(test), tuple(val))
 
 
 # ------------------------------------------------------------------------------------------
