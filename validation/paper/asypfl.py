@@ -44,7 +44,7 @@ import numpy as np
 from validation.compare import summarize
 from validation.paper.common import Arm, Claim, Experiment, L_of, Setting, scenario_dict
 
-__all__ = ["fig2_experiment", "fig3_experiment", "judge_contrast", "digits_problem",
+__all__ = ["fig2_experiment", "fig3_experiment", "judge_contrast", "digits_problem", "METRICS",
            "straggler_delays", "RULE"]
 
 RULE = ("step size g/L for g in the grid (eta = delta = g/L for AsyPFL, eta = g/L for "
