@@ -30,7 +30,8 @@ validation_split`; its own seeded stream).
 
 The x-axis is simulated time (the paper's is communication rounds).  Step sizes: the
 same grid ``g/L`` for every algorithm (``eta = delta = g/L`` for AsyPFL, ``eta = g/L``
-for FedAvg), chosen on the validation rows like ``lambda``.
+for FedAvg), chosen on the validation rows like ``lambda``; in Fig. 3 every (method,
+share) pair is its own family, so the step is re-chosen for each share of stragglers.
 """
 
 from __future__ import annotations
@@ -141,8 +142,9 @@ def fig2_experiment(*, replicates: int = 10, tune_replicates: int = 3, n: int = 
               'stabilizes and improves the convergence of the algorithm")',
         analogue=_ANALOGUE.format(n=n, c=classes) + f"; E={E}, batch {batch}, gamma=0; "
                  f"lambda grid {list(lams)} (the paper's values are not given); "
-                 "untested: the stability part of the claim (no arm of a linear model "
-                 "diverges at these steps) and the second row of Figure 2 (training loss)",
+                 "untested: the stability part of the claim (a convex model: lambda = 0 "
+                 "does not diverge at these steps) and the second row of Figure 2 "
+                 "(training loss)",
         settings=(Setting("noniid", f"n={n}, c={classes}", tuple(arms)),),
         claims=claims, horizon=horizon, replicates=replicates, curve_metric="pers_acc",
         metrics=METRICS, rule=RULE, **_two_stage(tune_replicates))
