@@ -101,3 +101,23 @@ def test_cli_dispatches_paper(tmp_path, monkeypatch, capsys):
                str(tmp_path / "r.pdf"), "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0 and "persafl_fig2a:" in out and calls["progress"] is False
+
+
+def test_run_suite_paper_goes_to_the_paper_suite(tmp_path, monkeypatch):
+    import validation.suites as suites
+
+    seen = {}
+
+    def fake(**kw):
+        seen.update(kw)
+        return {"experiments": {}}
+
+    monkeypatch.setattr(paper, "run_paper_suite", fake)
+    assert suites.run_suite("paper", out=tmp_path / "o", report=None, workers=1,
+                            progress=False) == {"experiments": {}}
+    assert seen["out"] == tmp_path / "o" and seen["report"] is None
+    monkeypatch.chdir(tmp_path)
+    suites.run_suite("paper", workers=1, progress=False)
+    assert seen["out"] == "runs/paper" and seen["report"] == "reports/paper-experiments.pdf"
+    with pytest.raises(Exception, match="paper"):
+        suites.run_suite("nope")
