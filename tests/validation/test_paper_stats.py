@@ -166,3 +166,16 @@ def test_time_to_claim_with_censored_baseline_cannot_be_reversed():
     assert judge(exp, c, select(exp, recs), recs)["status"] == "unresolved"
     exp, recs = _exp({"a": [0.9, 0.91, 0.92], "b": [0.5, 0.52, 0.51]}, claims=(c,))
     assert judge(exp, c, select(exp, recs), recs)["status"] == "reversed"
+
+
+def test_table_intervals_are_cut_to_the_metric_support():
+    from validation.paper.stats import _mean_ci, support
+
+    assert support("test_acc") == (0.0, 1.0) and support("test_loss") == (0.0, math.inf)
+    assert support("f_gap") == (-math.inf, math.inf)
+    m, lo, hi = _mean_ci(np.array([0.99, 1.0, 0.95]), "pers_acc_me")
+    assert hi == 1.0 and lo < m < hi
+    m, lo, hi = _mean_ci(np.array([0.1, 8.0, 0.2]), "dist_sq")
+    assert lo == 0.0 and hi > m
+    m, lo, hi = _mean_ci(np.array([-1.0, 1.0, 0.5]), "f_gap")
+    assert lo < -1.0  # unbounded metrics keep the plain interval

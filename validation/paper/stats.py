@@ -25,7 +25,8 @@ from validation.compare import summarize
 from validation.paper.common import Arm, Claim, Experiment, task_id
 from validation.paper.intervals import claim_status, one_sample_ci, paired_ci
 
-__all__ = ["VERDICTS", "select", "judge", "summarise", "arm_values", "verdict_of"]
+__all__ = ["VERDICTS", "select", "judge", "summarise", "arm_values", "verdict_of",
+           "selection_table", "support"]
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive")
 
@@ -164,19 +165,35 @@ def _curve(exp: Experiment, arm: Arm, recs: dict[str, dict], metric: str) -> dic
     return {"mean": mean, "lo": lo, "hi": hi}
 
 
+def support(metric: str) -> tuple[float, float]:
+    """The range a metric's values live in: accuracies and busy fractions in [0, 1],
+    losses and squared distances in [0, inf); anything else unbounded."""
+    if "acc" in metric or metric == "busy":
+        return 0.0, 1.0
+    if "loss" in metric or metric in ("dist_sq", "grad_sq"):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def _mean_ci(x: np.ndarray, metric: str) -> list[float]:
+    """``[mean, lo, hi]``: the Student-t interval of the mean intersected with the metric's
+    support (the true mean lies in the support, so the intersection keeps the coverage)."""
+    sm = summarize(x)
+    lo_s, hi_s = support(metric)
+    return [sm["mean"], min(max(sm["ci_low"], lo_s), hi_s), max(min(sm["ci_high"], hi_s), lo_s)]
+
+
 def _row(exp: Experiment, s, fam: str, arm: Arm, recs: dict[str, dict]) -> dict[str, Any]:
     row: dict[str, Any] = {"setting": s.label, "setting_key": s.key, "family": fam,
                            "label": arm.label, "grid": arm.grid}
     for m in exp.metrics:
-        sm = summarize(arm_values(exp, arm, recs, m))
-        row[m] = [sm["mean"], sm["ci_low"], sm["ci_high"]]
+        row[m] = _mean_ci(arm_values(exp, arm, recs, m), m)
     for m in exp.targets:
         t = arm_values(exp, arm, recs, m, "time_to")
         sm = summarize(t)
         row[f"time_to_{m}"] = [sm["mean"], sm["ci_low"], sm["ci_high"],
                                int(np.sum(t < exp.horizon))]
-    bm = summarize(arm_values(exp, arm, recs, "busy", "mean"))
-    row["busy"] = [bm["mean"], bm["ci_low"], bm["ci_high"]]
+    row["busy"] = _mean_ci(arm_values(exp, arm, recs, "busy", "mean"), "busy")
     got = [r for r in _records(exp, arm, recs) if r is not None]
     row["n"] = len(got)
     row["n_diverged"] = int(sum(r["status"] != "ok" for r in got))

@@ -150,9 +150,9 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
              bbox={"facecolor": VERDICT_FILL[s["verdict"]], "edgecolor": "#777777"})
     y = _wrap(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
     y = _wrap(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
-              size=8, max_lines=3, color="#333333")
+              size=8, max_lines=5, color="#333333")
     y = _wrap(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
-              max_lines=2, color="#333333")
+              max_lines=4, color="#333333")
     if s["extra"].get("gantt"):
         _curves(fig, s, (0.0, 0.45, 0.34, y - 0.52))
         _gantt(fig, s, (0.34, 0.45, 0.66, y - 0.52), run_dir)
