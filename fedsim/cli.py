@@ -47,8 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
-    parser = build_parser()
+    """Entry point of the console script; returns the exit code (130 on Ctrl-C, also while
+    the subcommand modules are still being imported)."""
+    try:
+        parser = build_parser()  # imports numpy, scipy, pandas, simpy: seconds on a cold disk
+    except KeyboardInterrupt:
+        sys.stderr.write("fedsim: interrupted while starting\n")
+        return 130
     args = parser.parse_args(argv)  # a usage error raises SystemExit(2) after one line
     try:
         return int(args.func(args) or 0)

@@ -300,6 +300,10 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
               progress: bool = True, dask_security: Any = None) -> dict[str, Any]:
     """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
 
+    ``suite = "paper"`` runs :func:`validation.paper.run_paper_suite` instead (the default
+    ``out`` and ``report`` become ``runs/paper`` and ``reports/paper-experiments.pdf``) and
+    returns its summary.
+
     The run directory is locked for the whole run (a second process writing it is refused,
     :func:`validation.montecarlo_store.lock_run_dir`).  ``suite.json`` (the manifest that
     ``fedsim report`` checks, :mod:`validation.rundir`) is written before the PDF.
@@ -308,7 +312,15 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
     (``records``: reused / computed / damaged-and-recomputed counts; ``oracle_cache``:
     hits / computed / damaged-and-recomputed entries); also written to ``summary.json``.
     """
-    require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
+    if suite == "paper":  # the papers' own experiments: claimed ordering against measured
+        from validation.paper import run_paper_suite
+
+        return run_paper_suite(
+            out="runs/paper" if str(out) == "runs/quick" else out,
+            report=("reports/paper-experiments.pdf"
+                    if str(report) == "reports/validation-quick.pdf" else report),
+            workers=workers, dask=dask, progress=progress, replicates=replicates)
+    require(suite in SUITES, "suite", suite, f"must be one of {sorted([*SUITES, 'paper'])}")
     with lock_run_dir(out):
         return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,
                           out=Path(out), report=report, progress=progress,

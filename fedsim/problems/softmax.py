@@ -166,8 +166,9 @@ class SoftmaxProblem(Problem):
         the top-k principal axes, as in ``data.digits_binary``), plus a constant 1
         column when ``intercept`` (regularised like the other weights, so mu = reg
         stays exact).  Rows are dealt to clients by :func:`fedsim.problems.splits.partition`
-        (``split`` = ``"iid"``, ``"dirichlet"`` with concentration ``a`` or ``"classes"``
-        with ``classes_per_client``), then each client's rows are split into train and
+        (``split`` = ``"iid"``, ``"dirichlet"`` with concentration ``a``, ``"classes"``
+        with ``classes_per_client`` or ``"perfedavg"``, Per-FedAvg's Sec. 5 half/half
+        construction), then each client's rows are split into train and
         test by :func:`fedsim.problems.splits.train_test_split` with ``test_fraction``;
         both draw from their own streams of ``seed``, so the test split never changes
         which rows a client holds.  ``validation_fraction > 0`` then moves that share of

@@ -2,6 +2,15 @@
 
 One server step consumes exactly one client upload (THEORY_SPEC 2.1), with
 ``Delta = w_read - w_new`` the client's pseudo-gradient.
+
+This is PersA-FL's rule, not Xie, Koyejo and Gupta's original FedAsync mixing
+``w <- (1 - beta) w + beta w_new``.  The two differ whenever the server moved between the
+client's read and its upload: PersA-FL's rule applies the client's *displacement*
+``beta (w_new - w_read)`` to the current model, Xie's pulls the current model towards the
+stale ``w_new`` (``w - beta (w - w_new)``).  They coincide only when ``w = w_read`` (no
+staleness).  PersA-FL's Theorems 1-3 are proved for this rule, so fedsim implements it;
+the name ``fedasync`` follows PersA-FL, which calls its Algorithms 1-2 with Option A
+(local SGD) "FedAsync" ([P] Sec. 3, Theorem 1).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def test_reproducible_and_seed_sensitive(split):
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=True))
     _check_partition(a, LABELS.size)
-    if split != "classes":
+    if split not in ("classes", "perfedavg"):
         assert sum(p.size for p in a) == LABELS.size
 
 
@@ -46,7 +46,7 @@ GOLDEN_PARTITIONS = {
 }
 
 
-@pytest.mark.parametrize("split", splits.SPLITS)
+@pytest.mark.parametrize("split", list(GOLDEN_PARTITIONS))
 def test_same_rows_as_before(split):
     """The partitions draw the rows they drew before the data module delegated to them."""
     import hashlib
@@ -86,6 +86,28 @@ def test_test_split_leaves_training_rows_unchanged(n, frac, split, seed):
         assert np.all(np.isin(some.test[i], more.test[i]))
         if rows.size - 5 >= round(frac * rows.size + 1e-9):
             assert some.test[i].size == int(np.floor(frac * rows.size + 0.5))
+
+
+def test_perfedavg_split_is_the_papers_construction():
+    """[PF] Sec. 5: half the users hold a rows of each of the first five classes, the rest
+    a/2 of one first-half class and 2a of one second-half class; a is the largest even
+    count the rows allow (digits, n = 50: a = 6, since class 0..4 each need 25 a + 5 a/2
+    <= 178 rows while a = 8 needs 220)."""
+    parts = splits.partition(LABELS, 50, split="perfedavg", seed=3)
+    _check_partition(parts, LABELS.size)
+    counts = np.array([np.bincount(LABELS[p], minlength=10) for p in parts])
+    assert np.all(counts[:25, :5] == 6) and np.all(counts[:25, 5:] == 0)
+    for j, row in enumerate(counts[25:]):
+        expect = np.zeros(10, dtype=np.int64)
+        expect[j % 5], expect[5 + j % 5] = 3, 12
+        assert np.array_equal(row, expect)
+    # odd n: floor(n/2) users of type (i); a grows when fewer users share the rows
+    odd = splits.partition(LABELS, 7, split="perfedavg", seed=3)
+    c7 = np.array([np.bincount(LABELS[p], minlength=10) for p in odd])
+    a = int(c7[0, 0])
+    assert a % 2 == 0 and np.all(c7[:3, :5] == a) and c7[3].sum() == a // 2 + 2 * a
+    with pytest.raises(ConfigError):
+        splits.partition(LABELS, 1, split="perfedavg")
 
 
 def test_test_split_stream_is_per_client():

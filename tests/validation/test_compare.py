@@ -132,6 +132,28 @@ def test_oracle_test_hand_and_statistical():
     assert not cmp.oracle_test(s["mean"], s["sem"], 2.5)[1]  # negative control
 
 
+def test_oracle_test_uses_the_student_t_critical_value():
+    """At n = 6 the statistic 4.0 fails the normal 3.29 but passes t_5's 6.87; and the
+    false-alarm rate at far = 0.05 on Gaussian samples of 6 is 0.05 with the t value
+    (0.12 with the normal one).  Acceptance band: binomial(4000, 0.05) 1e-4 quantiles
+    (false-alarm rate of this test 2e-4; fixed seed)."""
+    from scipy import stats as st
+
+    assert not cmp.oracle_test(1.2, 0.05, 1.0)[1]
+    assert cmp.oracle_test(1.2, 0.05, 1.0, n=6)[1]
+    assert not cmp.oracle_test(1.4, 0.05, 1.0, n=6)[1]  # 8.0 > 6.87
+    rng = np.random.default_rng(2024)
+    N, bad_t, bad_z = 4000, 0, 0
+    for _ in range(N):
+        x = rng.normal(1.0, 2.0, 6)
+        s = cmp.summarize(x)
+        bad_t += not cmp.oracle_test(s["mean"], s["sem"], 1.0, far=0.05, n=6)[1]
+        bad_z += not cmp.oracle_test(s["mean"], s["sem"], 1.0, far=0.05)[1]
+    lo, hi = st.binom.ppf(1e-4, N, 0.05), st.binom.ppf(1 - 1e-4, N, 0.05)
+    assert lo <= bad_t <= hi
+    assert bad_z > hi  # the normal critical value is anti-conservative at n = 6
+
+
 def _frames(true_mean: float = 1.0):
     rng = np.random.default_rng(3)
     rows, brows = [], []

@@ -93,3 +93,17 @@ def test_ctrl_c_during_a_real_smoke_suite(tmp_path):
                            "--out", str(run), "--report", str(tmp_path / "r.pdf"),
                            "--no-progress", "--workers", "2"], run, 3, timeout=600)
     _assert_quiet(rc, o, e, run)
+
+
+def test_ctrl_c_while_the_subcommands_import(monkeypatch, capsys):
+    """A Ctrl-C during fedsim's start-up imports (build_parser) is one line and exit 130,
+    not a traceback."""
+    import fedsim.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["run", "x.toml"]) == 130
+    err = capsys.readouterr().err
+    assert err == "fedsim: interrupted while starting\n"

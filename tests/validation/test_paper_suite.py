@@ -11,6 +11,7 @@ import pytest
 import validation.paper as paper
 from fedsim.cli import main
 from validation.paper import EXPERIMENTS, build_experiments, paper_tasks, run_paper_suite
+from validation.paper.common import TUNE_BASE, tuned_families
 from validation.paper.stats import VERDICTS
 
 
@@ -18,8 +19,40 @@ def test_every_experiment_quotes_a_claim_with_its_source():
     for e in build_experiments(small=True):
         assert e.claim.startswith('"') and e.source and e.analogue and e.rule
         assert e.claims and e.replicates >= 2
-        ids = [t.task_id for t in paper_tasks([e])]
+        tune = paper_tasks([e], "tune")
+        meas = paper_tasks([e], "measure", {})
+        ids = [t.task_id for t in tune + meas]
         assert len(ids) == len(set(ids))
+        # stage 1: every grid arm, seeds disjoint from stage 2's replicate indices
+        assert len(tune) == len(tuned_families(e)) * e.tune_replicates
+        assert all(t.payload["replicate"] >= TUNE_BASE for t in tune)
+        assert {t.payload["replicate"] for t in meas} == set(range(e.replicates))
+        # stage 2: one arm per family and setting, the same replicates for every arm
+        fams = sum(len({a.family for a in s.arms}) for s in e.settings)
+        assert len(meas) == fams * e.replicates
+
+
+def test_full_forms_fix_the_design_in_advance():
+    """The replicate counts and the two-stage rule are part of the experiment, not chosen
+    after a run (issue 12: "decide larger R or a paired design before re-looking")."""
+    for name, build in EXPERIMENTS.items():
+        e = build(False)
+        assert e.replicates >= 10 and e.tune_replicates >= 3, name
+    t4 = EXPERIMENTS["area_table4"](False)
+    assert {s.key.split("-")[0] for s in t4.settings} == {"n4", "n64"}
+    assert all(c.stat == "time_to" and c.factor == 0.5 for c in t4.claims)
+    t3 = EXPERIMENTS["area_table3"](False)
+    assert {c.metric for c in t3.claims} == {"test_acc", "test_loss"}
+
+
+def test_fig2b_classes_follow_the_floor_rule():
+    """FIG2B_CLASSES is the smallest c whose untrained model scores <= 0.5 personalised
+    accuracy with both budgets (persafl.py); c - 1 must fail the rule."""
+    from validation.paper.persafl import FIG2B_CLASSES, fig2b_problem, zero_model_floor
+
+    ok = zero_model_floor(fig2b_problem(30, FIG2B_CLASSES))
+    below = zero_model_floor(fig2b_problem(30, FIG2B_CLASSES - 1))
+    assert max(ok.values()) <= 0.5 < max(below.values())
 
 
 def test_full_forms_use_the_papers_settings():
@@ -68,3 +101,23 @@ def test_cli_dispatches_paper(tmp_path, monkeypatch, capsys):
                str(tmp_path / "r.pdf"), "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0 and "persafl_fig2a:" in out and calls["progress"] is False
+
+
+def test_run_suite_paper_goes_to_the_paper_suite(tmp_path, monkeypatch):
+    import validation.suites as suites
+
+    seen = {}
+
+    def fake(**kw):
+        seen.update(kw)
+        return {"experiments": {}}
+
+    monkeypatch.setattr(paper, "run_paper_suite", fake)
+    assert suites.run_suite("paper", out=tmp_path / "o", report=None, workers=1,
+                            progress=False) == {"experiments": {}}
+    assert seen["out"] == tmp_path / "o" and seen["report"] is None
+    monkeypatch.chdir(tmp_path)
+    suites.run_suite("paper", workers=1, progress=False)
+    assert seen["out"] == "runs/paper" and seen["report"] == "reports/paper-experiments.pdf"
+    with pytest.raises(Exception, match="paper"):
+        suites.run_suite("nope")

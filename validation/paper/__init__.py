@@ -1,12 +1,13 @@
 """``fedsim validate --suite paper``: the seed papers' own experiments, claim against measure.
 
 Each experiment (:mod:`validation.paper.common`) quotes one claim of a paper with its
-table or figure, runs every arm's replicates through
-:func:`validation.montecarlo.run_tasks` (process pool, one record per replicate, resumable:
-re-running the same command keeps the finished records), and gets a verdict from 99%
-intervals over replicates (:mod:`validation.paper.stats`).  Outputs under ``out``:
-``paper/<experiment>.json`` (everything a report page shows), ``paper_verdicts.csv`` (one
-row per claim) and the PDF (:mod:`validation.report.paper_pages`).
+table or figure and runs in two stages through :func:`validation.montecarlo.run_tasks`
+(process pool, one record per replicate, resumable: re-running the same command keeps the
+finished records): stage 1 tunes the step size on its own replicates, stage 2 measures the
+kept arms on fresh replicates with common random numbers, and the verdict comes from
+paired 99% intervals (:mod:`validation.paper.stats`, :mod:`validation.paper.intervals`).
+Outputs under ``out``: ``paper/<experiment>.json`` (everything a report page shows),
+``paper_verdicts.csv`` (one row per claim) and the PDF (:mod:`validation.report.paper_pages`).
 
 Experiments (``EXPERIMENTS``; ``small=True`` gives the end-to-end test forms):
 
@@ -26,6 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +36,10 @@ import pandas as pd
 from fedsim.errors import require
 from validation.montecarlo import Task, atomic_write_json, run_tasks
 from validation.paper.area import bias_experiment, tables_experiment
-from validation.paper.common import Experiment
+from validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
 from validation.paper.perfedavg import table1_experiment
 from validation.paper.persafl import fig2a_experiment, fig2b_experiment
-from validation.paper.stats import summarise
+from validation.paper.stats import select, summarise
 
 __all__ = ["EXPERIMENTS", "build_experiments", "paper_tasks", "run_paper_suite"]
 
@@ -68,25 +70,40 @@ def build_experiments(only: list[str] | None = None, small: bool = False) -> lis
     names = list(EXPERIMENTS) if not only else only
     for nm in names:
         require(nm in EXPERIMENTS, "experiment", nm, f"must be one of {list(EXPERIMENTS)}")
-    return [EXPERIMENTS[nm](small) for nm in names]
+    exps = [EXPERIMENTS[nm](small) for nm in names]
+    return [replace(e, tune_replicates=1) for e in exps] if small else exps
 
 
-def paper_tasks(exps: list[Experiment]) -> list[Task]:
-    """One task per (experiment, arm, replicate), in a fixed shuffled order (so the costly
-    arms spread over the pool's chunks)."""
+def _task(e: Experiment, arm, r: int, stage: str) -> Task:
+    payload = {"scenario": arm.scenario, "replicate": (TUNE_BASE + r if stage == "tune" else r),
+               "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets)}
+    if arm.alias:
+        payload["alias"] = dict(arm.alias)
+    return Task(task_id(e, arm, r, stage), "validation.paper.worker:run_arm", payload)
+
+
+def _shuffled(tasks: list[Task]) -> list[Task]:
+    """A fixed pseudo-random order, so the costly arms spread over the pool's chunks."""
+    return sorted(tasks, key=lambda t: hashlib.sha256(t.task_id.encode()).hexdigest())
+
+
+def paper_tasks(exps: list[Experiment], stage: str = "measure",
+                recs: dict[str, dict] | None = None) -> list[Task]:
+    """Stage 1 (``"tune"``): every replicate of every arm of a tuned family.  Stage 2
+    (``"measure"``): the replicates of the arms :func:`validation.paper.stats.select` keeps
+    from the tuning records ``recs`` (every arm of an untuned family)."""
     tasks = []
     for e in exps:
+        if stage == "tune":
+            tasks += [_task(e, a, r, "tune") for a in tuned_families(e)
+                      for r in range(e.tune_replicates)]
+            continue
+        chosen = select(e, recs or {})
         for s in e.settings:
-            for a in s.arms:
-                for r in range(e.replicates):
-                    payload = {"scenario": a.scenario, "replicate": r,
-                               "grid": e.grid.tolist(), "metrics": list(e.metrics),
-                               "targets": dict(e.targets)}
-                    if a.alias:
-                        payload["alias"] = dict(a.alias)
-                    tasks.append(Task(f"paper/{e.name}/{a.key}/r{r}",
-                                      "validation.paper.worker:run_arm", payload))
-    return sorted(tasks, key=lambda t: hashlib.sha256(t.task_id.encode()).hexdigest())
+            keep = set(chosen[s.key].values())
+            tasks += [_task(e, a, r, "measure") for a in s.arms if a.key in keep
+                      for r in range(e.replicates)]
+    return _shuffled(tasks)
 
 
 def _rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,21 +121,22 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
                     ) -> dict[str, Any]:
     """Run the paper experiments into ``out`` (resumable); write the summaries and the PDF.
 
-    ``replicates`` overrides every experiment's replicate count (>= 2).
+    ``replicates`` overrides every experiment's measurement replicate count (>= 2).
     """
     t0 = time.perf_counter()
     out = Path(out)
     exps = build_experiments(only, small)
     if replicates is not None:
         require(int(replicates) >= 2, "replicates", replicates, "must be >= 2")
-        from dataclasses import replace
-
         exps = [replace(e, replicates=int(replicates)) for e in exps]
     if progress:
         sys.stderr.write(f"fedsim: paper suite, {len(exps)} experiments built in "
                          f"{time.perf_counter() - t0:.1f} s\n")
-    recs = run_tasks(paper_tasks(exps), out, workers=workers, dask=dask, progress=progress,
-                     desc="paper replicates", overwrite=True)
+    tune = run_tasks(paper_tasks(exps, "tune"), out, workers=workers, dask=dask,
+                     progress=progress, desc="paper stage 1 (tuning)", overwrite=True)
+    recs = run_tasks(paper_tasks(exps, "measure", tune), out, workers=workers, dask=dask,
+                     progress=progress, desc="paper stage 2 (measurement)", overwrite=True)
+    recs.update(tune)
     rows = []
     for e in exps:
         s = summarise(e, recs)

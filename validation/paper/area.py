@@ -34,8 +34,9 @@ __all__ = ["bias_experiment", "tables_experiment", "RULE"]
 
 RULE = ("step size alpha = g/L for g in the grid (L: the problem's tagged smoothness bound, "
         "UPPER); per algorithm and setting the g with the lowest mean training gap "
-        "f(w) - f* at the horizon among those where no replicate diverged; the same grid "
-        "and rule for every algorithm")
+        "f(w) - f* at the horizon over the tuning replicates (stage 1; seeds disjoint from "
+        "the measurement's) among those where no tuning replicate diverged; the same grid "
+        "and rule for every algorithm; claims use fresh paired replicates (stage 2)")
 
 _LABEL = {"area": "AREA", "fedbuff": "FedBuff", "asfedavg": "AS-FedAvg",
           "sfedavg": "S-FedAvg", "fedasync": "FedAsync"}
@@ -82,7 +83,7 @@ def _arms(tag: str, families: tuple[str, ...], problem: dict, rates: np.ndarray,
     return tuple(arms)
 
 
-def bias_experiment(*, replicates: int = 5, horizon: float = 80.0, n: int = 8,
+def bias_experiment(*, replicates: int = 10, horizon: float = 80.0, n: int = 8,
                     grid: tuple[float, ...] = (0.1, 0.3)) -> Experiment:
     """[A]'s thesis on uneven participation (module docstring)."""
     problem = {"kind": "quadratic", "n": n, "dim": 5, "mu": 0.2, "L": 1.0,
@@ -119,7 +120,7 @@ def _digits(n: int, split: str) -> dict:
             "reg": 1e-3, "seed": 0, "min_rows": 5}
 
 
-def tables_experiment(M: int = 1, *, replicates: int = 4,
+def tables_experiment(M: int = 1, *, replicates: int = 10,
                       grid: tuple[float, ...] | None = None, ns: tuple[int, ...] | None = None,
                       splits: tuple[str, ...] = ("iid", "dirichlet"),
                       rate_kinds: tuple[str, ...] = ("fixed", "normal"),
@@ -128,8 +129,8 @@ def tables_experiment(M: int = 1, *, replicates: int = 4,
     fams = ("area", "fedbuff", "asfedavg", "sfedavg", "fedasync")
     if grid is None:  # M = 50 local steps: the useful steps are smaller (client drift)
         grid = (2.0, 8.0, 32.0) if M == 1 else (0.5, 2.0, 8.0)
-    if ns is None:  # n = 64 with M = 50 costs ~12 s per run: n = 16 keeps the suite < 15 min
-        ns = (4, 64) if M == 1 else (4, 16)
+    if ns is None:
+        ns = (4, 64)
     th = float(horizon) if horizon is not None else (15.0 if M == 1 else 2.0)
     table = 3 if M == 1 else 4
     settings, claims = [], []
@@ -144,9 +145,18 @@ def tables_experiment(M: int = 1, *, replicates: int = 4,
                 label = (f"n={n}, {'IID' if split == 'iid' else 'Dir(0.1)'}, "
                          f"{'lambda=10' if rk == 'fixed' else 'lambda~N(10,5)'}")
                 settings.append(Setting(key, label, arms))
-                claims += [Claim(key, "test_acc", "area", ">", f,
-                                 text=f"{label}: AREA test acc > {_LABEL[f]}")
-                           for f in fams[1:]]
+                if M == 1:  # Table 3: higher final accuracy and the lowest loss
+                    claims += [Claim(key, "test_acc", "area", ">", f,
+                                     text=f"{label}: AREA test acc > {_LABEL[f]}")
+                               for f in fams[1:]]
+                    claims += [Claim(key, "test_loss", "area", "<", f,
+                                     text=f"{label}: AREA test loss < {_LABEL[f]}")
+                               for f in fams[1:]]
+                else:  # Table 4: 80% test accuracy in less than half the baselines' time
+                    claims += [Claim(key, "test_acc", "area", "<", f, stat="time_to",
+                                     factor=0.5, text=f"{label}: AREA's time to 80% test "
+                                     f"acc < 1/2 {_LABEL[f]}'s")
+                               for f in fams[1:]]
     quote = ('"AREA with alpha = 10^3 exceeds all baselines by 2-3% in final accuracy and '
              'achieves the lowest loss" (Sec. 5 on Table 3)' if M == 1 else
              '"AREA with alpha = 10^3 reaches 80% test accuracy in less than half the '
@@ -157,8 +167,12 @@ def tables_experiment(M: int = 1, *, replicates: int = 4,
         source=f"[A] Sec. 5, Table {table} (M={M}, t_h={th:g})", claim=quote,
         analogue="digits (1,797 8x8 images, 10 classes; a stand-in for MNIST), a linear "
                  "softmax model (not [A]'s network), n in {4, 64} (not 128), 20% of each "
-                 "client's rows held out; the ordering tested is final test accuracy (AREA "
-                 "above each baseline in every setting); [A]'s step-size grid "
+                 "client's rows held out; the ordering tested is "
+                 + ("final test accuracy and loss (AREA better than each baseline in every "
+                    "setting)" if M == 1 else "the time to 80% test accuracy (AREA's below "
+                    "half of each baseline's in every setting; times capped at t_h, a "
+                    "censored time never decides a claim against the side it favours)")
+                 + "; [A]'s step-size grid "
                  "{1e-2..1e4} depends on an unreported feature scaling and is replaced by a "
                  "grid relative to 1/L",
         settings=tuple(settings), claims=tuple(claims), horizon=th, replicates=replicates,

@@ -1,4 +1,4 @@
-"""What a paper experiment is: arms (one scenario each), claims, a step-size grid rule.
+"""What a paper experiment is: arms (one scenario each), claims, a two-stage design.
 
 An :class:`Experiment` reproduces one claim of a seed paper on data that ships with
 scikit-learn (``digits``) or on a quadratic whose minimiser is known.  It is a list of
@@ -6,18 +6,24 @@ scikit-learn (``digits``) or on a quadratic whose minimiser is known.  It is a l
 step size: one :class:`fedsim.config.Scenario` as a dict), and a list of :class:`Claim`
 objects, the paper's ordering written as comparisons between arms' replicate samples.
 
-Hyper-parameter rule (the same for every algorithm of an experiment, :func:`select`):
-each algorithm is run at every value of the experiment's step-size grid (multiples of
-``1/L``, with ``L`` the problem's tagged smoothness bound); the value kept is the one with
-the lowest mean *training* objective gap ``f(w) - f*`` at the horizon over the replicates,
-among the values where no replicate diverged.  The test split is never used to choose.
-The selection and the measurement use the same replicates (the choice is made on the
-training rows, the comparison on the held-out rows).
+Two stages, fixed before any result is seen (:mod:`validation.paper.stats`):
 
-Verdicts (:mod:`validation.paper.stats`): every claim is a comparison of means with a 99%
-Student-t (Welch) interval over replicates; ``reproduced`` iff every claim holds with its
-interval on the claimed side, ``not reproduced`` iff some interval lies entirely on the
-wrong side, ``inconclusive`` otherwise.
+1. **Tuning.** Every arm of a family with several grid values runs ``tune_replicates``
+   replicates whose seeds (replicate indices ``TUNE_BASE + r``) are disjoint from the
+   measurement's.  Per setting and family the arm with the best mean ``select_metric`` at
+   the horizon is kept (lowest, or highest with ``select_max``), among the arms where no
+   tuning replicate diverged.  The default metric is the *training* gap ``f(w) - f*``;
+   the test rows are never used to choose.  The rule and the grid are the same for every
+   algorithm of an experiment.
+2. **Measurement.** Only the kept arms run ``replicates`` fresh replicates (indices
+   ``0 .. R-1``), the same indices for every arm: common random numbers, so a claim
+   ``a <rel> factor * b`` is judged by the paired 99% Student-t interval of the per-replicate
+   differences (:mod:`validation.paper.intervals`).  Because the choice was made on other
+   replicates, the measured values carry no selection bias.
+
+Verdicts: ``reproduced`` iff every claim holds with its interval on the claimed side,
+``not reproduced`` iff some interval lies entirely on the wrong side, ``inconclusive``
+otherwise.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ import numpy as np
 from fedsim.errors import check_choice, require
 
 __all__ = ["Arm", "Claim", "Setting", "Experiment", "scenario_dict", "rate_overrides",
-           "exp_delays", "L_of"]
+           "exp_delays", "L_of", "TUNE_BASE", "task_id", "tuned_families"]
+
+#: replicate index of the first tuning replicate (stage 1); measurement uses 0 .. R-1
+TUNE_BASE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -52,9 +61,11 @@ class Arm:
 
 @dataclass(frozen=True)
 class Claim:
-    """``a <rel> b`` on the mean of ``metric`` (``stat``: ``"final"`` value at the horizon or
-    ``"time_to"`` a target, capped at the horizon), or ``a <rel> threshold`` when ``b`` is
-    None.  ``a`` and ``b`` are families (their selected arm) in setting ``setting``."""
+    """``a <rel> factor * b`` on the mean of ``metric`` (``stat``: ``"final"`` value at the
+    horizon, ``"time_to"`` a target capped at the horizon, or ``"mean"`` busy fraction), or
+    ``a <rel> threshold`` when ``b`` is None.  ``a`` and ``b`` are families (their selected
+    arm) in setting ``setting``; ``factor`` writes claims such as "in less than half the
+    time" (``a < 0.5 b``)."""
 
     setting: str
     metric: str
@@ -64,9 +75,12 @@ class Claim:
     threshold: float | None = None
     stat: str = "final"
     text: str = ""
+    factor: float = 1.0
 
     def __post_init__(self) -> None:
         check_choice("rel", self.rel, ("<", ">"))
+        require(math.isfinite(self.factor) and self.factor > 0, "claim.factor", self.factor,
+                "must be finite and > 0")
         check_choice("stat", self.stat, ("final", "time_to", "mean"))
         require((self.b is None) != (self.threshold is None), "claim", self.text,
                 "compares with exactly one of b and threshold")
@@ -101,11 +115,41 @@ class Experiment:
     curve_log: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     timeline: Callable[..., Any] | None = None
+    tune_replicates: int = 3
+    select_metric: str = "f_gap"
+    select_max: bool = False
+
+    def __post_init__(self) -> None:
+        require(int(self.replicates) >= 2, "replicates", self.replicates, "must be >= 2")
+        require(int(self.tune_replicates) >= 1, "tune_replicates", self.tune_replicates,
+                "must be >= 1")
+        tuned = any(len([a for a in s.arms if a.family == f]) > 1
+                    for s in self.settings for f in {a.family for a in s.arms})
+        require(not tuned or self.select_metric in self.metrics, "select_metric",
+                self.select_metric, f"must be one of the recorded metrics {list(self.metrics)}")
 
     @property
     def grid(self) -> np.ndarray:
         """The simulated-time grid of the curves (41 points on [0, horizon])."""
         return np.linspace(0.0, self.horizon, 41)
+
+
+def task_id(exp: Experiment, arm: Arm, replicate: int, stage: str = "measure") -> str:
+    """The run-directory key of one replicate of one arm in one stage."""
+    check_choice("stage", stage, ("tune", "measure"))
+    mid = "tune/" if stage == "tune" else ""
+    return f"paper/{exp.name}/{mid}{arm.key}/r{int(replicate)}"
+
+
+def tuned_families(exp: Experiment) -> list[Arm]:
+    """The arms that stage 1 runs: every arm of a family with more than one arm."""
+    out = []
+    for s in exp.settings:
+        fams: dict[str, list[Arm]] = {}
+        for a in s.arms:
+            fams.setdefault(a.family, []).append(a)
+        out += [a for arms in fams.values() if len(arms) > 1 for a in arms]
+    return out
 
 
 def L_of(problem: dict) -> float:

@@ -1,12 +1,16 @@
 """From replicate records to the measured table, the claims' intervals and the verdict.
 
-* :func:`select` -- the step-size rule of :mod:`validation.paper.common` (lowest mean
-  training gap at the horizon among grid values with no diverged replicate);
-* :func:`diff_ci` -- Welch's 99% interval for a difference of two means;
-* :func:`judge` -- a claim's status: ``holds`` (interval on the claimed side),
-  ``reversed`` (entirely on the other side) or ``unresolved``; the experiment's verdict
-  is ``reproduced`` iff every claim holds, ``not reproduced`` iff one is reversed,
-  ``inconclusive`` otherwise;
+The suite is a two-stage design (:mod:`validation.paper.common`):
+
+* :func:`select` -- stage 1, the hyper-parameter rule: per setting and family, the grid
+  arm with the best mean ``exp.select_metric`` over the *tuning* replicates (seeds
+  disjoint from the measurement's), among the arms where no tuning replicate diverged;
+* :func:`judge` -- stage 2, a claim's paired 99% interval over the *measurement*
+  replicates of the selected arms (:func:`validation.paper.intervals.paired_ci`; the
+  one-sample interval for a threshold claim) and its status ``holds`` (interval on the
+  claimed side), ``reversed`` (entirely on the other side) or ``unresolved``;
+* :func:`verdict_of` -- the experiment's verdict: ``reproduced`` iff every claim holds,
+  ``not reproduced`` iff one is reversed, ``inconclusive`` otherwise;
 * :func:`summarise` -- everything the report page needs, as plain JSON-able data.
 """
 
@@ -16,31 +20,38 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats as st
 
-from validation.compare import CI_LEVEL, summarize
-from validation.paper.common import Arm, Claim, Experiment
+from validation.compare import summarize
+from validation.paper.common import Arm, Claim, Experiment, task_id
+from validation.paper.intervals import claim_status, one_sample_ci, paired_ci
 
-__all__ = ["VERDICTS", "diff_ci", "select", "judge", "summarise", "arm_values"]
+__all__ = ["VERDICTS", "select", "judge", "summarise", "arm_values", "verdict_of",
+           "selection_table", "support"]
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive")
 
 
-def _records(exp: Experiment, arm: Arm, recs: dict[str, dict]) -> list[dict]:
-    out = []
-    for r in range(exp.replicates):
-        rec = recs.get(f"paper/{exp.name}/{arm.key}/r{r}")
-        if rec is not None and rec.get("value") is not None:
-            out.append(rec)
+def _records(exp: Experiment, arm: Arm, recs: dict[str, dict],
+             stage: str = "measure") -> list[dict | None]:
+    """The arm's records of ``stage``, one slot per replicate (None if missing)."""
+    R = exp.tune_replicates if stage == "tune" else exp.replicates
+    out: list[dict | None] = []
+    for r in range(R):
+        rec = recs.get(task_id(exp, arm, r, stage))
+        out.append(rec if rec is not None and rec.get("value") is not None else None)
     return out
 
 
 def arm_values(exp: Experiment, arm: Arm, recs: dict[str, dict], metric: str,
-               stat: str = "final") -> np.ndarray:
-    """One value per replicate: the final metric (NaN if diverged), the time to its target
-    capped at the horizon, or the mean busy fraction (``metric = "busy"``)."""
+               stat: str = "final", stage: str = "measure") -> np.ndarray:
+    """One value per replicate (NaN where missing): the final metric (NaN if diverged), the
+    time to its target capped at the horizon, or the mean busy fraction
+    (``stat = "mean"``)."""
     vals = []
-    for rec in _records(exp, arm, recs):
+    for rec in _records(exp, arm, recs, stage):
+        if rec is None:
+            vals.append(math.nan)
+            continue
         v = rec["value"]
         if stat == "final":
             x = v["final"].get(metric, math.nan) if rec["status"] == "ok" else math.nan
@@ -52,70 +63,82 @@ def arm_values(exp: Experiment, arm: Arm, recs: dict[str, dict], metric: str,
     return np.asarray(vals, dtype=np.float64)
 
 
+def _families(setting) -> dict[str, list[Arm]]:
+    fams: dict[str, list[Arm]] = {}
+    for a in setting.arms:
+        fams.setdefault(a.family, []).append(a)
+    return fams
+
+
+def selection_table(exp: Experiment, recs: dict[str, dict]) -> dict[str, dict[str, list]]:
+    """``setting -> family -> [{key, grid, mean, finite, chosen}]``: stage 1 as measured."""
+    chosen = select(exp, recs)
+    out: dict[str, dict[str, list]] = {}
+    for s in exp.settings:
+        out[s.key] = {}
+        for fam, arms in _families(s).items():
+            if len(arms) == 1:
+                continue
+            out[s.key][fam] = []
+            for a in arms:
+                v = arm_values(exp, a, recs, exp.select_metric, stage="tune")
+                out[s.key][fam].append({
+                    "key": a.key, "grid": a.grid,
+                    "mean": float(np.mean(v)) if np.all(np.isfinite(v)) else math.nan,
+                    "finite": int(np.sum(np.isfinite(v))), "of": int(v.size),
+                    "chosen": a.key == chosen[s.key][fam]})
+    return out
+
+
 def select(exp: Experiment, recs: dict[str, dict]) -> dict[str, dict[str, str]]:
-    """``setting -> family -> arm key`` chosen by the grid rule (module docstring)."""
+    """``setting -> family -> arm key`` chosen by the stage-1 rule (module docstring); a
+    family whose every arm diverged keeps its first arm (reported as such on the page)."""
+    sign = -1.0 if exp.select_max else 1.0
     out: dict[str, dict[str, str]] = {}
     for s in exp.settings:
-        fams: dict[str, list[Arm]] = {}
-        for a in s.arms:
-            fams.setdefault(a.family, []).append(a)
         out[s.key] = {}
-        for fam, arms in fams.items():
-            if len(arms) == 1:
-                out[s.key][fam] = arms[0].key
-                continue
+        for fam, arms in _families(s).items():
             best, best_v = arms[0].key, math.inf
-            for a in arms:
-                v = arm_values(exp, a, recs, "f_gap")
-                if v.size == 0 or not np.all(np.isfinite(v)):
-                    continue
-                if float(np.mean(v)) < best_v:
-                    best, best_v = a.key, float(np.mean(v))
+            if len(arms) > 1:
+                for a in arms:
+                    v = arm_values(exp, a, recs, exp.select_metric, stage="tune")
+                    if v.size == 0 or not np.all(np.isfinite(v)):
+                        continue
+                    score = sign * float(np.mean(v))
+                    if score < best_v:
+                        best, best_v = a.key, score
             out[s.key][fam] = best
     return out
 
 
-def diff_ci(a: np.ndarray, b: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float, float]:
-    """``(mean(a) - mean(b), lo, hi)``: Welch's ``level`` interval (non-finite values
-    dropped; fewer than two values on a side gives an infinite interval)."""
-    a = a[np.isfinite(a)]
-    b = b[np.isfinite(b)]
-    if a.size < 2 or b.size < 2:
-        d = float(np.mean(a) - np.mean(b)) if a.size and b.size else math.nan
-        return d, -math.inf, math.inf
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    d = float(a.mean() - b.mean())
-    se = math.sqrt(va + vb)
-    if se == 0.0:
-        return d, d, d
-    dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    half = float(st.t.ppf(0.5 + level / 2.0, dof)) * se
-    return d, d - half, d + half
+def _censored(exp: Experiment, x: np.ndarray, stat: str) -> bool:
+    return stat == "time_to" and bool(np.any(x[np.isfinite(x)] >= exp.horizon))
 
 
 def judge(exp: Experiment, claim: Claim, chosen: dict[str, dict[str, str]],
           recs: dict[str, dict]) -> dict[str, Any]:
-    """One claim's measured difference, interval and status (module docstring)."""
+    """One claim's measured difference, paired interval and status (module docstring)."""
     setting = next(s for s in exp.settings if s.key == claim.setting)
     arms = {a.key: a for a in setting.arms}
     a = arm_values(exp, arms[chosen[claim.setting][claim.a]], recs, claim.metric, claim.stat)
     if claim.b is not None:
         b = arm_values(exp, arms[chosen[claim.setting][claim.b]], recs, claim.metric,
                        claim.stat)
-        d, lo, hi = diff_ci(a, b)
+        d, lo, hi, pairs = paired_ci(a, b, claim.factor)
+        ok = np.isfinite(a) & np.isfinite(b)
+        b_cens = _censored(exp, b[ok], claim.stat)
+        a_used = a[ok]
     else:
-        s = summarize(a)
-        d, lo, hi = (s["mean"] - claim.threshold, s["ci_low"] - claim.threshold,
-                     s["ci_high"] - claim.threshold)
-    if claim.rel == ">":
-        status = "holds" if lo > 0 else ("reversed" if hi < 0 else "unresolved")
-    else:
-        status = "holds" if hi < 0 else ("reversed" if lo > 0 else "unresolved")
-    n_bad = int(np.sum(~np.isfinite(a)))
+        m, lo0, hi0 = one_sample_ci(a)
+        d, lo, hi = m - claim.threshold, lo0 - claim.threshold, hi0 - claim.threshold
+        pairs, b_cens, a_used = int(np.sum(np.isfinite(a))), False, a
+    status = claim_status(claim.rel, lo, hi, a_censored=_censored(exp, a_used, claim.stat),
+                          b_censored=b_cens)
     return {"setting": claim.setting, "text": claim.text, "metric": claim.metric,
             "stat": claim.stat, "a": claim.a, "b": claim.b, "rel": claim.rel,
-            "threshold": claim.threshold, "diff": d, "lo": lo, "hi": hi, "status": status,
-            "a_nonfinite": n_bad}
+            "factor": claim.factor, "threshold": claim.threshold, "diff": d, "lo": lo,
+            "hi": hi, "status": status, "pairs": pairs,
+            "a_nonfinite": int(np.sum(~np.isfinite(a)))}
 
 
 def verdict_of(statuses: list[str]) -> str:
@@ -129,7 +152,7 @@ def verdict_of(statuses: list[str]) -> str:
 
 def _curve(exp: Experiment, arm: Arm, recs: dict[str, dict], metric: str) -> dict[str, list]:
     rows = [rec["value"]["curves"][metric] if metric != "busy" else rec["value"]["busy"]
-            for rec in _records(exp, arm, recs)]
+            for rec in _records(exp, arm, recs) if rec is not None]
     if not rows:
         return {"mean": [], "lo": [], "hi": []}
     M = np.asarray(rows, dtype=np.float64)
@@ -142,6 +165,41 @@ def _curve(exp: Experiment, arm: Arm, recs: dict[str, dict], metric: str) -> dic
     return {"mean": mean, "lo": lo, "hi": hi}
 
 
+def support(metric: str) -> tuple[float, float]:
+    """The range a metric's values live in: accuracies and busy fractions in [0, 1],
+    losses and squared distances in [0, inf); anything else unbounded."""
+    if "acc" in metric or metric == "busy":
+        return 0.0, 1.0
+    if "loss" in metric or metric in ("dist_sq", "grad_sq"):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def _mean_ci(x: np.ndarray, metric: str) -> list[float]:
+    """``[mean, lo, hi]``: the Student-t interval of the mean intersected with the metric's
+    support (the true mean lies in the support, so the intersection keeps the coverage)."""
+    sm = summarize(x)
+    lo_s, hi_s = support(metric)
+    return [sm["mean"], min(max(sm["ci_low"], lo_s), hi_s), max(min(sm["ci_high"], hi_s), lo_s)]
+
+
+def _row(exp: Experiment, s, fam: str, arm: Arm, recs: dict[str, dict]) -> dict[str, Any]:
+    row: dict[str, Any] = {"setting": s.label, "setting_key": s.key, "family": fam,
+                           "label": arm.label, "grid": arm.grid}
+    for m in exp.metrics:
+        row[m] = _mean_ci(arm_values(exp, arm, recs, m), m)
+    for m in exp.targets:
+        t = arm_values(exp, arm, recs, m, "time_to")
+        sm = summarize(t)
+        row[f"time_to_{m}"] = [sm["mean"], sm["ci_low"], sm["ci_high"],
+                               int(np.sum(t < exp.horizon))]
+    row["busy"] = _mean_ci(arm_values(exp, arm, recs, "busy", "mean"), "busy")
+    got = [r for r in _records(exp, arm, recs) if r is not None]
+    row["n"] = len(got)
+    row["n_diverged"] = int(sum(r["status"] != "ok" for r in got))
+    return row
+
+
 def summarise(exp: Experiment, recs: dict[str, dict]) -> dict[str, Any]:
     """Selected arms, their table rows and curves, the claims and the verdict (JSON-able)."""
     chosen = select(exp, recs)
@@ -152,27 +210,16 @@ def summarise(exp: Experiment, recs: dict[str, dict]) -> dict[str, Any]:
         arms = {a.key: a for a in s.arms}
         for fam, key in chosen[s.key].items():
             arm = arms[key]
-            row: dict[str, Any] = {"setting": s.label, "setting_key": s.key, "family": fam,
-                                   "label": arm.label, "grid": arm.grid}
-            for m in exp.metrics:
-                sm = summarize(arm_values(exp, arm, recs, m))
-                row[m] = [sm["mean"], sm["ci_low"], sm["ci_high"]]
-            for m in exp.targets:
-                t = arm_values(exp, arm, recs, m, "time_to")
-                reached = int(np.sum(t < exp.horizon))
-                sm = summarize(t)
-                row[f"time_to_{m}"] = [sm["mean"], sm["ci_low"], sm["ci_high"], reached]
-            bm = summarize(arm_values(exp, arm, recs, "busy", "mean"))
-            row["busy"] = [bm["mean"], bm["ci_low"], bm["ci_high"]]
-            row["n"] = int(len(_records(exp, arm, recs)))
-            row["n_diverged"] = int(sum(r["status"] != "ok" for r in _records(exp, arm, recs)))
-            table.append(row)
+            table.append(_row(exp, s, fam, arm, recs))
             curves[f"{s.key}|{fam}"] = {"label": arm.label, "setting": s.label,
                                         "curve": _curve(exp, arm, recs, exp.curve_metric),
                                         "busy": _curve(exp, arm, recs, "busy")}
     return {"name": exp.name, "title": exp.title, "source": exp.source, "claim": exp.claim,
             "analogue": exp.analogue, "rule": exp.rule, "horizon": exp.horizon,
-            "replicates": exp.replicates, "curve_metric": exp.curve_metric,
-            "curve_log": exp.curve_log, "grid": exp.grid.tolist(), "metrics": list(exp.metrics),
-            "targets": dict(exp.targets), "chosen": chosen, "table": table, "curves": curves,
+            "replicates": exp.replicates, "tune_replicates": exp.tune_replicates,
+            "select_metric": exp.select_metric, "select_max": exp.select_max,
+            "curve_metric": exp.curve_metric, "curve_log": exp.curve_log,
+            "grid": exp.grid.tolist(), "metrics": list(exp.metrics),
+            "targets": dict(exp.targets), "chosen": chosen,
+            "selection": selection_table(exp, recs), "table": table, "curves": curves,
             "claims": claims, "verdict": verdict, "extra": dict(exp.extra)}

@@ -4,9 +4,11 @@ Reads ``<run_dir>/paper/<experiment>.json`` (:func:`validation.paper.stats.summa
 draws, per experiment: the quoted claim with its table/figure, what the analogue cannot
 test, the step-size rule; the curves against simulated time (mean and 99% band over
 replicates, one panel per setting, at most four); the measured table of the selected arms
-and the claims with their 99% intervals; the verdict.  The PersA-FL Fig. 2(a) page also
-draws the per-client Gantt charts (download / compute / upload) of its first replicate
-(:func:`fedsim.plot.client_timeline`).  A first page lists every verdict.
+and the claims with their paired 99% intervals; the stage-1 selection (every grid value's
+mean selection metric over the tuning replicates, the kept one marked); the verdict.
+The PersA-FL Fig. 2(a) page also draws the per-client Gantt charts (download / compute /
+upload) of its first replicate (:func:`fedsim.plot.client_timeline`).
+A first page lists every verdict.
 """
 
 from __future__ import annotations
@@ -54,18 +56,20 @@ def summary_page(summaries: list[dict]) -> Figure:
     """Every experiment's verdict and claims tally."""
     fig = _page("Paper experiments: claimed ordering against measured (99% CIs)",
                 "fedsim validate --suite paper. Each row: one experiment, its source, its "
-                "verdict (reproduced iff every claim's 99% interval lies on the claimed "
-                "side; not reproduced iff one lies entirely on the other side; else "
-                "inconclusive).")
+                "verdict (reproduced iff every claim's paired 99% interval lies on the "
+                "claimed side; not reproduced iff one lies entirely on the other side; else "
+                "inconclusive).  Two stages: the step size is tuned on R1 replicates, the "
+                "claims are measured on R fresh ones with common random numbers.")
     rows, fills = [], []
     for s in summaries:
         st = [c["status"] for c in s["claims"]]
         rows.append([s["title"], s["source"], s["verdict"],
                      f"{st.count('holds')} hold / {st.count('reversed')} reversed / "
-                     f"{st.count('unresolved')} unresolved", str(s["replicates"])])
+                     f"{st.count('unresolved')} unresolved",
+                     f"{s.get('tune_replicates', 0)} / {s['replicates']}"])
         fills.append([None, None, VERDICT_FILL[s["verdict"]], None, None])
-    _table(fig, 0.03, 0.85, [0.30, 0.27, 0.11, 0.21, 0.05],
-           ["experiment", "source", "verdict", "claims", "R"], rows, fills, size=8,
+    _table(fig, 0.03, 0.85, [0.29, 0.26, 0.11, 0.21, 0.07],
+           ["experiment", "source", "verdict", "claims", "R1 / R"], rows, fills, size=8,
            row_h=0.04, lines=2)
     return fig
 
@@ -103,6 +107,10 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
             ax.set_yscale("log")
         if unit:
             ax.set_ylim(0.0, 1.02)
+        for fk, fv in s["extra"].get("floor", {}).items():  # the untrained model's score
+            ax.axhline(fv, color="#555555", lw=0.8, ls=":")
+            ax.text(grid[-1], fv, f"w=0: {fk.replace('pers_acc_', '')}", fontsize=5,
+                    ha="right", va="bottom", color="#555555")
         ax.set_title(name, fontsize=7)
         ax.set_xlabel("simulated time", fontsize=7)
         if j == 0:
@@ -133,16 +141,18 @@ def _gantt(fig: Figure, s: dict, rect: tuple[float, float, float, float],
 
 def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     """The page (and continuation pages when the table is long) of one experiment."""
-    fig = _page(s["title"], f"Source: {s['source']}.  Replicates R={s['replicates']}; "
-                "curves: mean and 99% Student-t band over replicates against simulated time; "
-                "claims: Welch 99% interval of the difference of means.")
+    fig = _page(s["title"], f"Source: {s['source']}.  Tuning replicates "
+                f"R1={s.get('tune_replicates', 0)}, measurement replicates R={s['replicates']}; "
+                "curves: mean and 99% Student-t band over the measurement replicates against "
+                "simulated time; claims: paired 99% Student-t interval of the per-replicate "
+                "differences (common random numbers).")
     fig.text(0.80, 0.965, f"verdict: {s['verdict']}", fontsize=12, weight="bold", va="top",
              bbox={"facecolor": VERDICT_FILL[s["verdict"]], "edgecolor": "#777777"})
     y = _wrap(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
     y = _wrap(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
-              size=8, max_lines=3, color="#333333")
+              size=8, max_lines=5, color="#333333")
     y = _wrap(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
-              max_lines=2, color="#333333")
+              max_lines=4, color="#333333")
     if s["extra"].get("gantt"):
         _curves(fig, s, (0.0, 0.45, 0.34, y - 0.52))
         _gantt(fig, s, (0.34, 0.45, 0.66, y - 0.52), run_dir)
@@ -167,12 +177,18 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     header = ["setting", "algorithm (selected step)"] + [
         f"{m} at t_h [99% CI]" for m in metrics] + [last, "finite"]
     widths = [0.17, 0.19] + [0.38 / len(metrics)] * len(metrics) + [0.18, 0.05]
-    crow = [[c["text"], _num(c["diff"]), f"[{_num(c['lo'])}, {_num(c['hi'])}]", c["status"]]
-            for c in s["claims"]]
-    cfill = [[None, None, None, STATUS_FILL[c["status"]]] for c in s["claims"]]
-    blocks = [(["claim (a - b, or a - threshold)", "difference", "99% CI", "status"],
-               [0.55, 0.1, 0.22, 0.1], crow, cfill),
+    crow = [[c["text"], _num(c["diff"]), f"[{_num(c['lo'])}, {_num(c['hi'])}]",
+             str(c.get("pairs", "-")), c["status"]] for c in s["claims"]]
+    cfill = [[None, None, None, None, STATUS_FILL[c["status"]]] for c in s["claims"]]
+    srow = _selection_rows(s)
+    blocks = [(["claim (a - factor b, or a - threshold)", "difference", "paired 99% CI",
+                "pairs", "status"], [0.52, 0.1, 0.2, 0.05, 0.1], crow, cfill),
               (header, widths, rows, [[None] * len(widths)] * len(rows))]
+    if srow:
+        sel = "max" if s.get("select_max") else "min"
+        blocks.append((["stage 1: setting / algorithm", f"grid -> mean {s['select_metric']} "
+                        f"over R1 tuning replicates ({sel} kept, *)"], [0.3, 0.66], srow,
+                       [[None, None]] * len(srow)))
     pages = [fig]
     y, row_h = 0.40, 0.022
     for head, wid, body, fill in blocks:
@@ -189,6 +205,18 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
                        row_h=row_h) - 0.015
             k += fit
     return pages
+
+
+def _selection_rows(s: dict) -> list[list[str]]:
+    """One row per tuned (setting, family): every grid value's mean, the kept one starred."""
+    rows = []
+    for setting, fams in s.get("selection", {}).items():
+        for fam, cands in fams.items():
+            cells = [f"{'*' if c['chosen'] else ''}{_num(c['grid'])}: {_num(c['mean'])}"
+                     + ("" if c["finite"] == c["of"] else f" ({c['of'] - c['finite']} div.)")
+                     for c in cands]
+            rows.append([f"{setting} / {fam}", "   ".join(cells)])
+    return rows
 
 
 def build_paper_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike) -> int:
