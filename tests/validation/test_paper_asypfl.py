@@ -4,7 +4,6 @@ forms end to end through run_paper_suite."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 
@@ -56,10 +55,9 @@ def test_full_forms(full):
             assert sc.problem.params["validation_fraction"] == 0.2
             assert set(a.alias) == {"pers_acc", "pers_loss", "val_pers_acc"}
             assert set(a.alias.values()) <= set(sc.record.metrics)
-        names = {f.name for f in dataclasses.fields(Experiment)}
-        if "select_metric" in names:  # the two-stage suite: chosen on validation rows
-            assert e.select_metric == "val_pers_acc" and e.select_max is True
-            assert e.tune_replicates == 3
+        # the two-stage suite: lambda and the step are chosen on validation rows
+        assert e.select_metric == "val_pers_acc" and e.select_max is True
+        assert e.tune_replicates == 3
     lam = {a.scenario["algorithm"]["lam"] for a in _families(f2)["best"]}
     assert lam == {1.0, 4.0, 16.0, 64.0} and 0.0 not in lam
     assert {a.scenario["algorithm"]["lam"] for a in _families(f2)["lam0"]} == {0.0}

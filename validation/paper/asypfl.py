@@ -36,14 +36,12 @@ share) pair is its own family, so the step is re-chosen for each share of stragg
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
-from validation.compare import summarize
 from validation.paper.common import Arm, Claim, Experiment, L_of, Setting, scenario_dict
+from validation.paper.intervals import claim_status, one_sample_ci
 
 __all__ = ["fig2_experiment", "fig3_experiment", "judge_contrast", "digits_problem", "METRICS",
            "straggler_delays", "RULE"]
@@ -71,11 +69,10 @@ _ANALOGUE = ("digits (1,797 8x8 images, not MNIST/EMNIST/CIFAR100/Sentiment140/"
 
 
 def _two_stage(tune_replicates: int) -> dict[str, Any]:
-    """The selection fields of the two-stage suite (passed when ``Experiment`` has them)."""
-    have = {f.name for f in dataclasses.fields(Experiment)}
-    want = {"tune_replicates": tune_replicates, "select_metric": "val_pers_acc",
+    """Stage 1 of the suite (:mod:`validation.paper.common`): ``tune_replicates`` tuning
+    replicates, the arm with the highest mean validation accuracy is kept."""
+    return {"tune_replicates": tune_replicates, "select_metric": "val_pers_acc",
             "select_max": True}
-    return {k: v for k, v in want.items() if k in have}
 
 
 def digits_problem(n: int, classes: int) -> dict:
@@ -218,8 +215,8 @@ def judge_contrast(exp: Experiment, contrast: dict, chosen: dict[str, dict[str, 
     """A linear contrast ``sum_j c_j mean(family_j) <rel> 0`` of the selected arms, judged
     like a claim: per replicate ``r`` the value ``sum_j c_j x_{j,r}`` (the arms share
     replicate r's random streams, so these are i.i.d. over r), then the 99% Student-t
-    interval of its mean (:func:`validation.compare.summarize`); ``holds`` when the
-    interval lies on the claimed side, ``reversed`` when on the other, else ``unresolved``.
+    interval of its mean (:func:`validation.paper.intervals.one_sample_ci`) and the status
+    of :func:`validation.paper.intervals.claim_status`.
     Returns the keys of :func:`validation.paper.stats.judge`."""
     from validation.paper.stats import arm_values
 
@@ -227,16 +224,9 @@ def judge_contrast(exp: Experiment, contrast: dict, chosen: dict[str, dict[str, 
     arms = {a.key: a for a in setting.arms}
     cols = [float(c) * arm_values(exp, arms[chosen[setting.key][fam]], recs,
                                   contrast["metric"]) for c, fam in contrast["terms"]]
-    size = min(c.size for c in cols)
-    x = np.sum([c[:size] for c in cols], axis=0) if size else np.zeros(0)
-    sm = summarize(x)
-    d, lo, hi = sm["mean"], sm["ci_low"], sm["ci_high"]
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        status = "unresolved"
-    elif contrast["rel"] == ">":
-        status = "holds" if lo > 0 else ("reversed" if hi < 0 else "unresolved")
-    else:
-        status = "holds" if hi < 0 else ("reversed" if lo > 0 else "unresolved")
+    x = np.sum(cols, axis=0)  # one value per measurement replicate (NaN where missing)
+    d, lo, hi = one_sample_ci(x)
+    status = claim_status(contrast["rel"], lo, hi)
     return {"setting": setting.key, "text": contrast["text"], "metric": contrast["metric"],
             "stat": "final", "a": contrast["terms"][0][1], "b": None, "rel": contrast["rel"],
             "threshold": 0.0, "diff": d, "lo": lo, "hi": hi, "status": status,
