@@ -16,7 +16,9 @@ Experiments (``EXPERIMENTS``; ``small=True`` gives the end-to-end test forms):
 * ``area_table4``      -- [A] Table 4 analogue (digits, M = 50);
 * ``perfedavg_table1`` -- Per-FedAvg Table 1 analogue (digits, n = 50, r = 0.2);
 * ``persafl_fig2a``    -- [P] Fig. 2(a), concurrency async vs sync, with a Gantt chart;
-* ``persafl_fig2b``    -- [P] Fig. 2(b) analogue (digits, personalised accuracy, six methods).
+* ``persafl_fig2b``    -- [P] Fig. 2(b) analogue (digits, personalised accuracy, six methods);
+* ``asypfl_fig2``      -- AsyPFL Fig. 2 (lambda = 0 against the best lambda, on test rows);
+* ``asypfl_fig3``      -- AsyPFL Fig. 3 analogue (a share of straggling clients).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import pandas as pd
 from fedsim.errors import require
 from validation.montecarlo import Task, atomic_write_json, run_tasks
 from validation.paper.area import bias_experiment, tables_experiment
+from validation.paper.asypfl import fig2_experiment, fig3_experiment
 from validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
 from validation.paper.perfedavg import table1_experiment
 from validation.paper.persafl import fig2a_experiment, fig2b_experiment
@@ -62,6 +65,12 @@ EXPERIMENTS: dict[str, Callable[[bool], Experiment]] = {
     else fig2a_experiment(),
     "persafl_fig2b": lambda small: fig2b_experiment(replicates=2, n=6, horizon=12.0, Q=2)
     if small else fig2b_experiment(),
+    "asypfl_fig2": lambda small: fig2_experiment(replicates=2, n=6, horizon=6.0, lams=(4.0,),
+                                                 grid=(1.0, 2.0)) if small
+    else fig2_experiment(),
+    "asypfl_fig3": lambda small: fig3_experiment(replicates=2, n=6, horizon=25.0,
+                                                 shares=(0.0, 0.5), grid=(1.0, 2.0)) if small
+    else fig3_experiment(),
 }
 
 

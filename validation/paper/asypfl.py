@@ -24,9 +24,9 @@ validation_split`; its own seeded stream).
   one gradient step of size ``1/L`` on each client's training rows (``pers_acc_maml``).
   Claims: (a) more irregular clients hurt each method (accuracy at the horizon falls with
   ``s``); (b) AsyPFL's drop from ``s = 0`` to the largest ``s`` is smaller than the
-  baseline's -- a difference of differences over four arms, which the suite's
-  :class:`~validation.paper.common.Claim` cannot state; it is in ``extra["contrasts"]``
-  and judged by :func:`judge_contrast` (paired over the common-random-number replicates).
+  baseline's -- a difference of differences over four arms, a
+  :class:`~validation.paper.common.Contrast` (judged on the common-random-number
+  replicates by :func:`validation.paper.stats.judge_contrast`).
 
 The x-axis is simulated time (the paper's is communication rounds).  Step sizes: the
 same grid ``g/L`` for every algorithm (``eta = delta = g/L`` for AsyPFL, ``eta = g/L``
@@ -38,12 +38,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from validation.paper.common import (
+    Arm,
+    Claim,
+    Contrast,
+    Experiment,
+    L_of,
+    Setting,
+    scenario_dict,
+)
 
-from validation.paper.common import Arm, Claim, Experiment, L_of, Setting, scenario_dict
-from validation.paper.intervals import claim_status, one_sample_ci
-
-__all__ = ["fig2_experiment", "fig3_experiment", "judge_contrast", "digits_problem", "METRICS",
+__all__ = ["fig2_experiment", "fig3_experiment", "digits_problem", "METRICS",
            "straggler_delays", "RULE"]
 
 RULE = ("step size g/L for g in the grid (eta = delta = g/L for AsyPFL, eta = g/L for "
@@ -184,11 +189,12 @@ def fig3_experiment(*, replicates: int = 10, tune_replicates: int = 3, n: int = 
                          text=f"{name}: accuracy at t_h with s={hi:g} < with s={lo:g}")
                    for lo, hi in zip(shares[:-1], shares[1:], strict=True)]
     s0, s1 = _pct(shares[0]), _pct(shares[-1])
-    contrast = {"setting": "irregular", "metric": "pers_acc", "rel": ">",
-                "terms": [[1.0, f"asypfl_{s1}"], [-1.0, f"asypfl_{s0}"],
-                          [-1.0, f"fedavg_{s1}"], [1.0, f"fedavg_{s0}"]],
-                "text": f"AsyPFL's drop from s={shares[0]:g} to s={shares[-1]:g} is smaller "
-                        "than sync FedAvg's: (A(s1) - A(s0)) - (B(s1) - B(s0)) > 0"}
+    claims.append(Contrast(
+        "irregular", "pers_acc",
+        ((1.0, f"asypfl_{s1}"), (-1.0, f"asypfl_{s0}"), (-1.0, f"fedavg_{s1}"),
+         (1.0, f"fedavg_{s0}")), ">",
+        text=f"AsyPFL's drop from s={shares[0]:g} to s={shares[-1]:g} is smaller than sync "
+             "FedAvg's: (A(s1) - A(s0)) - (B(s1) - B(s0)) > 0"))
     return Experiment(
         name="asypfl_fig3", title="AsyPFL Fig. 3 analogue: irregular clients (stragglers)",
         source="AsyPFL (Ma et al. 2022) Sec. 4.4, Figure 3",
@@ -203,31 +209,8 @@ def fig3_experiment(*, replicates: int = 10, tune_replicates: int = 3, n: int = 
                  "clients (FedProx with mu = 0), which waits for stragglers instead of "
                  "dropping them as the paper's FedProx does, scored after one gradient step "
                  "of size 1/L on each client's training rows; claim (b), the smaller drop, "
-                 "is a difference of differences (extra.contrasts)",
+                 "is a difference of differences (a contrast of four arms)",
         settings=(Setting("irregular", f"n={n}, c={classes}, slow={slow:g}x", tuple(arms)),),
         claims=tuple(claims), horizon=horizon, replicates=replicates, curve_metric="pers_acc",
-        metrics=METRICS, rule=RULE, extra={"contrasts": [contrast], "shares": list(shares)},
+        metrics=METRICS, rule=RULE, extra={"shares": list(shares)},
         **_two_stage(tune_replicates))
-
-
-def judge_contrast(exp: Experiment, contrast: dict, chosen: dict[str, dict[str, str]],
-                   recs: dict[str, dict]) -> dict[str, Any]:
-    """A linear contrast ``sum_j c_j mean(family_j) <rel> 0`` of the selected arms, judged
-    like a claim: per replicate ``r`` the value ``sum_j c_j x_{j,r}`` (the arms share
-    replicate r's random streams, so these are i.i.d. over r), then the 99% Student-t
-    interval of its mean (:func:`validation.paper.intervals.one_sample_ci`) and the status
-    of :func:`validation.paper.intervals.claim_status`.
-    Returns the keys of :func:`validation.paper.stats.judge`."""
-    from validation.paper.stats import arm_values
-
-    setting = next(s for s in exp.settings if s.key == contrast["setting"])
-    arms = {a.key: a for a in setting.arms}
-    cols = [float(c) * arm_values(exp, arms[chosen[setting.key][fam]], recs,
-                                  contrast["metric"]) for c, fam in contrast["terms"]]
-    x = np.sum(cols, axis=0)  # one value per measurement replicate (NaN where missing)
-    d, lo, hi = one_sample_ci(x)
-    status = claim_status(contrast["rel"], lo, hi)
-    return {"setting": setting.key, "text": contrast["text"], "metric": contrast["metric"],
-            "stat": "final", "a": contrast["terms"][0][1], "b": None, "rel": contrast["rel"],
-            "threshold": 0.0, "diff": d, "lo": lo, "hi": hi, "status": status,
-            "a_nonfinite": int(np.sum(~np.isfinite(x)))}

@@ -37,7 +37,7 @@ import numpy as np
 
 from fedsim.errors import check_choice, require
 
-__all__ = ["Arm", "Claim", "Setting", "Experiment", "scenario_dict", "rate_overrides",
+__all__ = ["Arm", "Claim", "Contrast", "Setting", "Experiment", "scenario_dict", "rate_overrides",
            "exp_delays", "L_of", "TUNE_BASE", "task_id", "tuned_families"]
 
 #: replicate index of the first tuning replicate (stage 1); measurement uses 0 .. R-1
@@ -87,6 +87,28 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """``sum_j c_j mean(metric of family_j) <rel> 0`` over the selected arms of one setting
+    (``terms`` = ``((c_1, family_1), ...)``), e.g. a difference of differences "method A
+    loses less than method B": ``(A1 - A0) - (B1 - B0) > 0``.  Judged on the per-replicate
+    values ``sum_j c_j x_{j,r}`` (i.i.d. over the common-random-number replicates r)."""
+
+    setting: str
+    metric: str
+    terms: tuple[tuple[float, str], ...]
+    rel: str
+    text: str = ""
+    stat: str = "final"
+
+    def __post_init__(self) -> None:
+        check_choice("rel", self.rel, ("<", ">"))
+        check_choice("stat", self.stat, ("final",))
+        require(len(self.terms) >= 2 and all(math.isfinite(float(c)) and float(c) != 0.0
+                                             for c, _ in self.terms),
+                "contrast.terms", self.terms, "must hold >= 2 (non-zero coefficient, family)")
+
+
+@dataclass(frozen=True)
 class Setting:
     """One configuration of an experiment (a row block of the paper's table)."""
 
@@ -105,7 +127,7 @@ class Experiment:
     claim: str
     analogue: str
     settings: tuple[Setting, ...]
-    claims: tuple[Claim, ...]
+    claims: tuple[Claim | Contrast, ...]
     horizon: float
     replicates: int
     curve_metric: str

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from validation.compare import summarize
-from validation.paper.common import Arm, Claim, Experiment, task_id
+from validation.paper.common import Arm, Claim, Contrast, Experiment, task_id
 from validation.paper.intervals import claim_status, one_sample_ci, paired_ci
 
-__all__ = ["VERDICTS", "select", "judge", "summarise", "arm_values", "verdict_of",
+__all__ = ["VERDICTS", "select", "judge", "judge_contrast", "summarise", "arm_values", "verdict_of",
            "selection_table", "support"]
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive")
@@ -83,7 +83,7 @@ def selection_table(exp: Experiment, recs: dict[str, dict]) -> dict[str, dict[st
             for a in arms:
                 v = arm_values(exp, a, recs, exp.select_metric, stage="tune")
                 out[s.key][fam].append({
-                    "key": a.key, "grid": a.grid,
+                    "key": a.key, "grid": a.grid, "label": a.label,
                     "mean": float(np.mean(v)) if np.all(np.isfinite(v)) else math.nan,
                     "finite": int(np.sum(np.isfinite(v))), "of": int(v.size),
                     "chosen": a.key == chosen[s.key][fam]})
@@ -115,9 +115,29 @@ def _censored(exp: Experiment, x: np.ndarray, stat: str) -> bool:
     return stat == "time_to" and bool(np.any(x[np.isfinite(x)] >= exp.horizon))
 
 
-def judge(exp: Experiment, claim: Claim, chosen: dict[str, dict[str, str]],
+def judge_contrast(exp: Experiment, c: Contrast, chosen: dict[str, dict[str, str]],
+                   recs: dict[str, dict]) -> dict[str, Any]:
+    """A :class:`Contrast`: per replicate ``r`` the value ``sum_j c_j x_{j,r}`` of the
+    selected arms (they share replicate r's streams, so the values are i.i.d. over r),
+    then the 99% Student-t interval of its mean and its status."""
+    setting = next(s for s in exp.settings if s.key == c.setting)
+    arms = {a.key: a for a in setting.arms}
+    cols = [float(k) * arm_values(exp, arms[chosen[c.setting][fam]], recs, c.metric)
+            for k, fam in c.terms]
+    x = np.sum(cols, axis=0)  # NaN where any arm's replicate is missing or diverged
+    d, lo, hi = one_sample_ci(x)
+    return {"setting": c.setting, "text": c.text, "metric": c.metric, "stat": c.stat,
+            "a": c.terms[0][1], "b": None, "rel": c.rel, "factor": None,
+            "threshold": 0.0, "terms": [[float(k), f] for k, f in c.terms], "diff": d,
+            "lo": lo, "hi": hi, "status": claim_status(c.rel, lo, hi),
+            "pairs": int(np.sum(np.isfinite(x))), "a_nonfinite": int(np.sum(~np.isfinite(x)))}
+
+
+def judge(exp: Experiment, claim: Claim | Contrast, chosen: dict[str, dict[str, str]],
           recs: dict[str, dict]) -> dict[str, Any]:
     """One claim's measured difference, paired interval and status (module docstring)."""
+    if isinstance(claim, Contrast):
+        return judge_contrast(exp, claim, chosen, recs)
     setting = next(s for s in exp.settings if s.key == claim.setting)
     arms = {a.key: a for a in setting.arms}
     a = arm_values(exp, arms[chosen[claim.setting][claim.a]], recs, claim.metric, claim.stat)

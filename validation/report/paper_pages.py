@@ -207,12 +207,21 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     return pages
 
 
+def _arm_tag(c: dict) -> str:
+    """What tells a family's grid arms apart: the label's parenthesis (e.g. ``lambda=4,
+    g=0.5``) when it has one, else the grid value."""
+    lab = str(c.get("label", ""))
+    if "(" in lab and lab.endswith(")"):
+        return lab[lab.rindex("(") + 1:-1]
+    return _num(c["grid"])
+
+
 def _selection_rows(s: dict) -> list[list[str]]:
     """One row per tuned (setting, family): every grid value's mean, the kept one starred."""
     rows = []
     for setting, fams in s.get("selection", {}).items():
         for fam, cands in fams.items():
-            cells = [f"{'*' if c['chosen'] else ''}{_num(c['grid'])}: {_num(c['mean'])}"
+            cells = [f"{'*' if c['chosen'] else ''}{_arm_tag(c)}: {_num(c['mean'])}"
                      + ("" if c["finite"] == c["of"] else f" ({c['of'] - c['finite']} div.)")
                      for c in cands]
             rows.append([f"{setting} / {fam}", "   ".join(cells)])
