@@ -1,0 +1,138 @@
+"""Local-SGD speed on softmax digits: the fused kernel against the generic per-step path.
+
+Two measurements, each timing both paths in this process, alternating (generic, fused,
+generic, fused, ...), CPU time (``time.process_time``), best of ``--repeat``:
+
+* **kernel**: ``SGDRule.round`` of the AREA Table 4 analogue's client work ([A] Sec. 5;
+  :func:`validation.paper.area.tables_experiment` with ``M = 50``): softmax regression on
+  scikit-learn digits split IID over n = 64 clients with an intercept (d*C = 65*10 = 650),
+  M = 50 local steps of batch 32, clients taken in turn; ``--rounds`` rounds per timing.
+  Prints local steps per second of each path and their ratio, after checking that both
+  paths give the same iterate bit for bit (``np.array_equal``).
+* **arms** (skipped with ``--quick``): the five arms of
+  ``tables_experiment(50, ns=(64,), splits=("iid",), rate_kinds=("normal",), grid=(2.0,))``
+  (AREA, FedBuff, AS-FedAvg, S-FedAvg, FedAsync), replicate 0, each run once per path
+  through :func:`validation.paper.worker.run_arm` (the paper suite's worker: engine run,
+  held-out metrics, curves); prints the CPU seconds per arm and path, their ratio, and
+  checks that both paths return the same curves and final values.
+
+The generic path is forced with the private switch ``fedsim.local.sgd._FUSED = False``
+(read when a rule is built).  Output lines::
+
+    kernel generic_steps_per_s=<g> fused_steps_per_s=<f> ratio=<f/g> us_per_step=<g_us>/<f_us>
+    arm <family> generic_s=<g> fused_s=<f> ratio=<g/f> updates=<client uploads>
+    arms total generic_s=<g> fused_s=<f> ratio=<g/f>
+
+Timings move with the load of the shared machine; simulation results never depend on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import fedsim.local.sgd as sgd_mod
+from fedsim.local.sgd import SGDRule
+
+_clock = time.process_time
+
+
+def _set_fused(on: bool) -> None:
+    sgd_mod._FUSED = on
+
+
+def _kernel_time(problem, fused: bool, rounds: int, M: int, batch: int, eta: float
+                 ) -> tuple[float, np.ndarray]:
+    """CPU seconds of ``rounds`` rounds of ``M`` steps (clients in turn) and the last iterate."""
+    _set_fused(fused)
+    try:
+        rule = SGDRule(problem, eta, M, batch)
+    finally:
+        _set_fused(True)
+    assert (rule.fused is not None) == fused
+    rng = np.random.Generator(np.random.PCG64(12345))
+    w = np.zeros(problem.dim)
+    out = np.empty(problem.dim)
+    t0 = _clock()
+    for r in range(rounds):
+        rule.round(r % problem.n, w, out, rng)
+        w, out = out, w
+    return _clock() - t0, w
+
+
+def kernel(repeat: int, rounds: int) -> None:
+    from fedsim.config import ProblemConfig, build_problem
+    from validation.paper.area import _digits
+
+    problem = build_problem(ProblemConfig.from_dict(_digits(64, "iid")))
+    M, batch = 50, 32
+    eta = 2.0 / problem.constants["L"].value
+    best = {False: np.inf, True: np.inf}
+    finals = {}
+    for _ in range(repeat):
+        for fused in (False, True):
+            t, w = _kernel_time(problem, fused, rounds, M, batch, eta)
+            best[fused] = min(best[fused], t)
+            finals[fused] = w
+    assert np.array_equal(finals[False], finals[True]), "fused and generic iterates differ"
+    steps = rounds * M
+    g, f = steps / best[False], steps / best[True]
+    print(f"kernel generic_steps_per_s={g:.0f} fused_steps_per_s={f:.0f} ratio={f / g:.2f} "
+          f"us_per_step={1e6 / g:.1f}/{1e6 / f:.1f} (n=64, dim={problem.dim}, M={M}, "
+          f"batch={batch}, rounds={rounds}, best of {repeat})", flush=True)
+
+
+def arms(repeat: int) -> None:
+    from validation.paper.area import tables_experiment
+    from validation.paper.worker import run_arm
+
+    exp = tables_experiment(50, ns=(64,), splits=("iid",), rate_kinds=("normal",),
+                            grid=(2.0,))
+    tot = {False: 0.0, True: 0.0}
+    for arm in exp.settings[0].arms:
+        payload = {"scenario": arm.scenario, "replicate": 0, "grid": exp.grid.tolist(),
+                   "metrics": list(exp.metrics), "targets": dict(exp.targets)}
+        best = {False: np.inf, True: np.inf}
+        res = {}
+        for _ in range(repeat):
+            for fused in (False, True):
+                _set_fused(fused)
+                try:
+                    t0 = _clock()
+                    res[fused] = run_arm(payload)
+                    best[fused] = min(best[fused], _clock() - t0)
+                finally:
+                    _set_fused(True)
+        a, b = res[False], res[True]
+        same = (a["final"].keys() == b["final"].keys()
+                and all(np.array_equal(a["final"][k], b["final"][k], equal_nan=True)
+                        for k in a["final"])
+                and all(np.array_equal(a["curves"][k], b["curves"][k], equal_nan=True)
+                        for k in a["curves"]))
+        assert same, f"{arm.key}: fused and generic results differ"
+        tot[False] += best[False]
+        tot[True] += best[True]
+        print(f"arm {arm.family} generic_s={best[False]:.2f} fused_s={best[True]:.2f} "
+              f"ratio={best[False] / best[True]:.2f} updates={b['updates']}", flush=True)
+    print(f"arms total generic_s={tot[False]:.2f} fused_s={tot[True]:.2f} "
+          f"ratio={tot[False] / tot[True]:.2f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the kernel only, no arm runs")
+    ap.add_argument("--repeat", type=int, default=5, help="kernel: best of this many (5)")
+    ap.add_argument("--rounds", type=int, default=200, help="kernel: rounds per timing (200)")
+    ap.add_argument("--arm-repeat", type=int, default=1, help="arms: best of this many (1)")
+    args = ap.parse_args(argv)
+    kernel(args.repeat, args.rounds)
+    if not args.quick:
+        arms(args.arm_repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
