@@ -52,8 +52,8 @@ class RowSGD:
     ``rows[i]`` is client i's ``(m_i, d)`` row array, ``reg`` the ridge term of
     ``batch_grad`` (``+ reg w``), ``dim`` the parameter length, ``batch`` the batch size.
     Subclasses implement :meth:`_steps` (``s`` SGD steps on the rows of the gathered
-    chunk) and :meth:`_data_grad` (the data part of one batch gradient, before ``/ b``,
-    into ``self._g``) and may extend :meth:`_gather` with per-row labels.
+    chunk), :meth:`_workspace` and :meth:`_grad_rows` (one batch gradient of any size,
+    for :meth:`grad`) and may extend :meth:`_gather` with per-row labels.
     """
 
     def __init__(self, rows: Sequence[np.ndarray], m: np.ndarray, reg: float, dim: int,
@@ -73,6 +73,7 @@ class RowSGD:
         self._XTq = [x.T for x in self._Xq]
         self._g = np.empty(self.dim)
         self._t = np.empty(self.dim)
+        self._ws: dict[int, tuple] = {}
 
     def _gather(self, i: int, rng: np.random.Generator, s: int) -> np.ndarray:
         """Draw ``s`` steps' indices in one call and gather their rows into ``_X[:s]``."""
@@ -82,9 +83,6 @@ class RowSGD:
         return idx
 
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
-        raise NotImplementedError  # pragma: no cover
-
-    def _data_grad(self, i: int, w: np.ndarray, q: int) -> None:
         raise NotImplementedError  # pragma: no cover
 
     def run(self, i: int, w: np.ndarray, rng: np.random.Generator, eta: float, Q: int) -> None:
@@ -98,13 +96,27 @@ class RowSGD:
             self._steps(i, w, s, eta0)
             left -= s
 
-    def batch_grad(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """``problem.batch_grad(i, w, problem.sample_batch(i, b, rng))`` (a new array)."""
-        self._gather(i, rng, 1)
-        self._data_grad(i, w, 0)
-        np.divide(self._g, self._b0, self._g)
-        np.multiply(w, self._reg0, self._t)
-        return np.add(self._g, self._t)
+    def grad(self, i: int, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``problem.batch_grad(i, w, idx)`` bit for bit, as a new array; ``idx`` are row
+        indices of client i (drawn by ``sample_batch`` or an equivalent draw: they are not
+        checked).  Any batch size (MAML's |D|, |D'|, |D''|); buffers are kept per size."""
+        k = idx.shape[0]
+        ws = self._ws.get(k)
+        if ws is None:
+            ws = self._ws[k] = self._workspace(k)
+        Xb = ws[0]
+        np.take(self.rows[i], idx, axis=0, out=Xb, mode="clip")
+        g = self._grad_rows(i, w, idx, ws)
+        np.divide(g, ws[1], g)                           # ... / b
+        return np.add(g, np.multiply(w, self._reg0))     # ... + reg * w
+
+    def _workspace(self, k: int) -> tuple:
+        """Buffers of :meth:`grad` for batches of ``k`` rows: ``(X_D, float(k), ...)``."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _grad_rows(self, i: int, w: np.ndarray, idx: np.ndarray, ws: tuple) -> np.ndarray:
+        """The data part of :meth:`grad` (before ``/ b``) on the gathered rows ``ws[0]``."""
+        raise NotImplementedError  # pragma: no cover
 
 
 class SoftmaxSGD(RowSGD):
@@ -137,20 +149,28 @@ class SoftmaxSGD(RowSGD):
         self._sel_used = s * self.b
         return idx
 
-    def _data_grad(self, i: int, w: np.ndarray, q: int) -> None:
-        """``(X_D^T (softmax(X_D W) - Y_D)).ravel()`` into ``_g`` (batch_grad before ``/ b``)."""
-        Z, mx, sm = self._Z, self._mx, self._sum
-        self._Xq[q].dot(w.reshape(self.d, self.C), Z)       # Z = Xb @ W
+    def _workspace(self, k: int) -> tuple:
+        C = self.C
+        return (np.empty((k, self.d)), np.array(float(k)), np.empty((k, C)),
+                np.empty((k, 1)), np.empty((k, 1)), np.empty(self.dim),
+                np.arange(k, dtype=np.int64) * C, np.empty(k, dtype=np.int64))
+
+    def _grad_rows(self, i: int, w: np.ndarray, idx: np.ndarray, ws: tuple) -> np.ndarray:
+        """``(X_D^T (softmax(X_D W) - Y_D)).ravel()`` (batch_grad before ``/ b``)."""
+        Xb, _, Z, mx, sm, g, off, sel = ws
+        Xb.dot(w.reshape(self.d, self.C), Z)                # Z = Xb @ W
         np.maximum.reduce(Z, 1, None, mx, True)             # scipy softmax: x_max
         np.subtract(Z, mx, Z)                               #   x - x_max
         np.exp(Z, Z)                                        #   exp(...)
         np.add.reduce(Z, 1, None, sm, True)                 #   sum(exp(...), axis=1)
         np.divide(Z, sm, Z)                                 #   exp(...) / sum
-        np.subtract(Z, self._Yq[q], Z)                      # R[j, y_j] -= 1
-        self._XTq[q].dot(Z, self._G)                        # Xb.T @ R
+        np.add(off, self.labels[i][idx], sel)
+        Z.reshape(-1)[sel] -= 1.0                           # R[arange(b), y_D] -= 1
+        Xb.T.dot(Z, g.reshape(self.d, self.C))              # Xb.T @ R
+        return g
 
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
-        """:meth:`_data_grad` then the update, inlined (the hot loop)."""
+        """:meth:`_grad_rows` on chunk row ``q``, then the update, inlined (the hot loop)."""
         Z, mx, sm, G, g, t = self._Z, self._mx, self._sum, self._G, self._g, self._t
         b0, reg0 = self._b0, self._reg0
         maxr, addr = np.maximum.reduce, np.add.reduce
@@ -182,17 +202,21 @@ class LogisticSGD(RowSGD):
         super().__init__(rows, m, nu_reg, rows[0].shape[1], batch)
         self._z = np.empty(self.b)
 
-    def _data_grad(self, i: int, w: np.ndarray, q: int) -> None:
-        """``-(rows_D^T expit(-(rows_D w)))`` into ``_g`` (batch_grad before ``/ b``)."""
-        z, g = self._z, self._g
-        self._Xq[q].dot(w, z)                    # rows @ w
+    def _workspace(self, k: int) -> tuple:
+        return (np.empty((k, self.d)), np.array(float(k)), np.empty(k), np.empty(self.dim))
+
+    def _grad_rows(self, i: int, w: np.ndarray, idx: np.ndarray, ws: tuple) -> np.ndarray:
+        """``-(rows_D^T expit(-(rows_D w)))`` (batch_grad before ``/ b``)."""
+        Xb, _, z, g = ws
+        Xb.dot(w, z)                             # rows @ w
         np.negative(z, z)                        # -(...)
         expit(z, z)                              # expit(...)
-        self._XTq[q].dot(z, g)                   # rows.T @ ...
+        Xb.T.dot(z, g)                           # rows.T @ ...
         np.negative(g, g)                        # -(...)
+        return g
 
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
-        """:meth:`_data_grad` then the update, inlined (the hot loop)."""
+        """:meth:`_grad_rows` on chunk row ``q``, then the update, inlined (the hot loop)."""
         z, g, t, b0, reg0 = self._z, self._g, self._t, self._b0, self._reg0
         neg, sub, div, mul, add = np.negative, np.subtract, np.divide, np.multiply, np.add
         Xq, XTq = self._Xq, self._XTq

@@ -19,6 +19,7 @@ import fedsim.local.sgd as sgd_mod
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run
 from fedsim.engine.reference import run_reference
+from fedsim.local.maml import MAMLRule
 from fedsim.local.sgd import SGDRule
 from fedsim.problems import fused_sgd
 from fedsim.problems.logistic import LogisticProblem
@@ -75,14 +76,19 @@ def test_kernel_rounds_equal_the_generic_steps(kind, Q, b, eta, client, seed, sc
     assert r1.bit_generator.state == r2.bit_generator.state
 
 
-@pytest.mark.parametrize("kind", sorted(PROBLEMS))
-def test_kernel_batch_grad_equals_the_problem(kind):
+@settings(max_examples=100, deadline=None)
+@given(kind=st.sampled_from(sorted(PROBLEMS)), b=st.integers(1, 120), client=st.integers(0, 4),
+       seed=st.integers(0, 2**32), scale=st.sampled_from([0.0, 1.0, 50.0]))
+def test_kernel_grad_equals_batch_grad(kind, b, client, seed, scale):
+    """``grad(i, w, idx)`` (any batch size: MAML's |D|, |D'|, |D''|) is ``batch_grad``; sizes
+    reuse their buffers, so a second call with another w must not see the first."""
     p = PROBLEMS[kind]
     k = p.fused_sgd(7)
-    w = np.random.default_rng(3).standard_normal(p.dim)
-    for i in range(p.n):
-        r1, r2 = _pcg(i), _pcg(i)
-        assert np.array_equal(k.batch_grad(i, w, r1), p.batch_grad(i, w, p.sample_batch(i, 7, r2)))
+    r = np.random.default_rng(seed)
+    idx = p.sample_batch(client, b, r)
+    for _ in range(2):
+        w = scale * r.standard_normal(p.dim)
+        assert np.array_equal(k.grad(client, w, idx), p.batch_grad(client, w, idx))
 
 
 @pytest.mark.parametrize("kind", sorted(PROBLEMS))
@@ -224,5 +230,53 @@ def test_whole_logistic_runs_equal_the_generic_path(alg, monkeypatch):
     sc = _scenario(alg, prob)
     assert isinstance(problem_for(sc), LogisticProblem)
     fast, slow = _both(sc, monkeypatch)
+    assert np.array_equal(fast.final_w, slow.final_w)
+    assert fast.equals(slow)
+
+
+# ---- MAML (Option B) steps: one draw of D, D', D'' and the kernel's grad -------------------
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(sorted(PROBLEMS)), variant=st.sampled_from(["maml", "fomaml",
+                                                                          "hfmaml"]),
+       b=st.integers(1, 20), b1=st.integers(1, 20), b2=st.integers(1, 20),
+       client=st.integers(0, 4), seed=st.integers(0, 2**32), Q=st.integers(1, 4))
+def test_maml_steps_equal_the_generic_path(kind, variant, b, b1, b2, client, seed, Q):
+    p = PROBLEMS[kind]
+    args = (p, 0.3, Q, b, 0.2, variant, 1e-3)
+    kw = {"batch_inner": b1, "batch_hess": b2}
+    fused = MAMLRule(*args, **kw)
+    sgd_mod._FUSED = False
+    try:
+        generic = MAMLRule(*args, **kw)
+    finally:
+        sgd_mod._FUSED = True
+    assert fused.fused is not None and generic.fused is None
+    w0 = np.random.default_rng(seed).standard_normal(p.dim)
+    r1, r2 = _pcg(seed), _pcg(seed)
+    a, c = np.empty(p.dim), np.empty(p.dim)
+    fused.round(client, w0, a, r1)
+    generic.round(client, w0, c, r2)
+    assert np.array_equal(a, c)
+    assert r1.bit_generator.state == r2.bit_generator.state
+
+
+_MAML_RUNS = {
+    "perfedavg-fo": {"name": "fedavg", "client_rule": "fomaml", "participation": 0.5,
+                     "batch_inner": 9},
+    "perfedavg-hf": {"name": "fedavg", "client_rule": "hfmaml", "participation": 0.5,
+                     "batch_inner": 9, "batch_hess": 5, "hf_delta": 1e-3},
+    "persafl-maml": {"name": "fedasync", "client_rule": "maml", "beta": 0.5},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MAML_RUNS))
+def test_whole_maml_runs_equal_the_generic_path(case, monkeypatch):
+    alg = {**_MAML_RUNS[case], "Q": 3, "eta": 0.3, "batch": 7, "alpha": 0.1}
+    sc = Scenario.from_dict({
+        "name": f"fused-{case}", "seed": 4, "problem": dict(_DIGITS), "algorithm": alg,
+        "delays": _DELAYS, "horizon": {"steps": 20},
+        "record": {"every": 2, "metrics": ["grad_sq", "pers_acc_maml"], "maml_alpha": 0.1}})
+    fast, slow = _both(sc, monkeypatch)
+    assert fast.steps_done == 20
     assert np.array_equal(fast.final_w, slow.final_w)
     assert fast.equals(slow)
