@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_integer, check_number, require
-from fedsim.local import sgd as _sgd
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
+from fedsim.local.sgd import fused_kernel
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule"]
@@ -86,8 +86,7 @@ class MAMLRule(ConfigRule, StepRule):
         self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
         require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
                 (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
-        make = getattr(problem, "fused_sgd", None) if _sgd._FUSED else None
-        self.fused = make(self.batch) if make is not None else None
+        self.fused = fused_kernel(problem, self.batch)
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""

@@ -41,11 +41,20 @@ from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 
-__all__ = ["SGDRule", "QuadKernel"]
+__all__ = ["SGDRule", "QuadKernel", "fused_kernel"]
 
 #: Use a problem's fused local-SGD kernel when it has one (``fused_sgd``); ``False``
 #: forces the generic per-step ``sample_batch``/``batch_grad`` path (same numbers).
 _FUSED: bool = True
+
+
+def fused_kernel(problem: Problem, batch: int) -> Any:
+    """``problem.fused_sgd(batch)`` (:mod:`fedsim.problems.fused_sgd`), or ``None`` when
+    ``_FUSED`` is off or the problem's CLASS has no such method -- looked up on the class,
+    so a wrapper that forwards attributes (and may count or change the batches) gets the
+    per-call path it wraps."""
+    make = getattr(type(problem), "fused_sgd", None) if _FUSED else None
+    return None if make is None else make(problem, batch)
 
 
 class QuadKernel:
@@ -130,8 +139,7 @@ class SGDRule(ConfigRule, StepRule):
         self.n = problem.n
         self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
         self.kernel = QuadKernel(problem, self.batch) if self.fast else None
-        make = None if self.fast or not _FUSED else getattr(problem, "fused_sgd", None)
-        self.fused = make(self.batch) if make is not None else None
+        self.fused = None if self.fast else fused_kernel(problem, self.batch)
         self._tmp = np.empty(self.d)
         self._blk = np.empty(self.Q * self.d)
         self._v = np.empty(self.d)

@@ -78,8 +78,8 @@ class RowSGD:
     def _gather(self, i: int, rng: np.random.Generator, s: int) -> np.ndarray:
         """Draw ``s`` steps' indices in one call and gather their rows into ``_X[:s]``."""
         idx = rng.integers(0, self.m[i], size=s * self.b)
-        np.take(self.rows[i], idx, axis=0, out=self._X[:s].reshape(s * self.b, self.d),
-                mode="clip")  # indices < m_i by construction; "raise" would buffer
+        # ndarray.take (no dispatch); indices < m_i by construction ("raise" would buffer)
+        self.rows[i].take(idx, 0, self._X[:s].reshape(s * self.b, self.d), "clip")
         return idx
 
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
@@ -105,7 +105,7 @@ class RowSGD:
         if ws is None:
             ws = self._ws[k] = self._workspace(k)
         Xb = ws[0]
-        np.take(self.rows[i], idx, axis=0, out=Xb, mode="clip")
+        self.rows[i].take(idx, 0, Xb, "clip")
         g = self._grad_rows(i, w, idx, ws)
         np.divide(g, ws[1], g)                           # ... / b
         return np.add(g, np.multiply(w, self._reg0))     # ... + reg * w

@@ -236,10 +236,11 @@ class LogisticProblem(Problem):
     def fused_sgd(self, batch: int) -> LogisticSGD | None:
         """The fused local-SGD kernel for batches of ``batch`` rows
         (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass overrides either."""
-        cls = type(self)
+        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
+        cls, own = type(self), vars(self)
         if (cls.sample_batch is not LogisticProblem.sample_batch
-                or cls.batch_grad is not LogisticProblem.batch_grad):
+                or cls.batch_grad is not LogisticProblem.batch_grad
+                or "sample_batch" in own or "batch_grad" in own):
             return None
         batch = check_integer("batch", batch, low=1)
         return LogisticSGD(self._rows, self.m, self.nu_reg, batch)

@@ -237,10 +237,11 @@ class SoftmaxProblem(Problem):
     def fused_sgd(self, batch: int) -> SoftmaxSGD | None:
         """The fused local-SGD kernel for batches of ``batch`` rows
         (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass overrides either."""
-        cls = type(self)
+        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
+        cls, own = type(self), vars(self)
         if (cls.sample_batch is not SoftmaxProblem.sample_batch
-                or cls.batch_grad is not SoftmaxProblem.batch_grad):
+                or cls.batch_grad is not SoftmaxProblem.batch_grad
+                or "sample_batch" in own or "batch_grad" in own):
             return None
         batch = check_integer("batch", batch, low=1)
         return SoftmaxSGD(self.X, self.y, self.m, self.n_classes, self.reg, batch)

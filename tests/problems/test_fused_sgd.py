@@ -20,6 +20,7 @@ from fedsim.config import Scenario
 from fedsim.engine import problem_for, run
 from fedsim.engine.reference import run_reference
 from fedsim.local.maml import MAMLRule
+from fedsim.local.moreau import MoreauRule
 from fedsim.local.sgd import SGDRule
 from fedsim.problems import fused_sgd
 from fedsim.problems.logistic import LogisticProblem
@@ -134,6 +135,18 @@ def test_switch_and_overrides_fall_back_to_the_generic_path(monkeypatch):
 
     q = Noisy(_SOFTMAX.X, _SOFTMAX.y, 10, _SOFTMAX.reg)
     assert q.fused_sgd(4) is None and SGDRule(q, 0.1, 2, 4).fused is None
+    inst = SoftmaxProblem(_SOFTMAX.X, _SOFTMAX.y, 10, _SOFTMAX.reg)
+    inst.sample_batch = lambda i, size, rng: np.zeros(size, dtype=np.int64)
+    assert inst.fused_sgd(4) is None and SGDRule(inst, 0.1, 2, 4).fused is None
+
+    class Proxy:  # forwards attributes; the kernel is looked up on the class
+        def __init__(self, p):
+            self.p = p
+
+        def __getattr__(self, name):
+            return getattr(self.p, name)
+
+    assert SGDRule(Proxy(_SOFTMAX), 0.1, 2, 4).fused is None
     assert SGDRule(_SOFTMAX, 0.1, 2, 4).fused is not None
     monkeypatch.setattr(sgd_mod, "_FUSED", False)
     assert SGDRule(_SOFTMAX, 0.1, 2, 4).fused is None
@@ -280,3 +293,32 @@ def test_whole_maml_runs_equal_the_generic_path(case, monkeypatch):
     assert fast.steps_done == 20
     assert np.array_equal(fast.final_w, slow.final_w)
     assert fast.equals(slow)
+
+
+# ---- Moreau (Option C) GD inner solves: the kernel's grad -----------------------------------
+@pytest.mark.parametrize("name", ["fedavg", "fedasync"])  # pFedMe, PersA-FL-ME
+def test_whole_moreau_runs_equal_the_generic_path(name, monkeypatch):
+    sc0 = _scenario("fedasync")
+    L = float(problem_for(sc0).constants["L"].value)
+    alg = {"name": name, "client_rule": "moreau", "Q": 3, "eta": 0.5 / L, "batch": 7,
+           "lam": 2.0 * L, "nu": 1e-3, "inner_max_iter": 30}
+    alg.update({"participation": 0.5} if name == "fedavg" else {"beta": 0.5})
+    sc = Scenario.from_dict({
+        "name": f"fused-moreau-{name}", "seed": 4, "problem": dict(_DIGITS), "algorithm": alg,
+        "delays": _DELAYS, "horizon": {"steps": 12},
+        "record": {"every": 2, "metrics": ["grad_sq"]}})
+    fast, slow = _both(sc, monkeypatch)
+    assert fast.steps_done == 12
+    assert np.array_equal(fast.final_w, slow.final_w)
+    assert fast.equals(slow)
+    assert fast.info == slow.info and fast.info["inner_iters"] > 0
+
+
+def test_maml_and_moreau_rules_take_the_kernel_unless_switched_off(monkeypatch):
+    p = _SOFTMAX
+    L = float(p.constants["L"].value)
+    assert MAMLRule(p, 0.1, 2, 4, 0.1, "hfmaml").fused is not None
+    assert MoreauRule(p, 0.1, 2, 4, 2 * L, 1e-3, 10, "gd", L).fused is not None
+    monkeypatch.setattr(sgd_mod, "_FUSED", False)
+    assert MAMLRule(p, 0.1, 2, 4, 0.1, "hfmaml").fused is None
+    assert MoreauRule(p, 0.1, 2, 4, 2 * L, 1e-3, 10, "gd", L).fused is None
