@@ -9,6 +9,11 @@ generic, fused, ...), CPU time (``time.process_time``), best of ``--repeat``:
   M = 50 local steps of batch 32, clients taken in turn; ``--rounds`` rounds per timing.
   Prints local steps per second of each path and their ratio, after checking that both
   paths give the same iterate bit for bit (``np.array_equal``).
+* **personalised rules**: the same comparison for ``round`` of FO-MAML, HF-MAML, MAML
+  (Option B) and Moreau/GD (Option C) on the [PF] Table 1 analogue's problem
+  (``validation/paper/perfedavg.py``: digits, n = 50, 3 classes per client, Q = 10;
+  |D| = |D'| = 40, |D''| = 20 for HF; Moreau batch 16, lam = 2L, nu = 1e-3, at most 50
+  inner iterations); ``--rounds // 4`` rounds per timing.
 * **arms** (skipped with ``--quick``): the five arms of
   ``tables_experiment(50, ns=(64,), splits=("iid",), rate_kinds=("normal",), grid=(2.0,))``
   (AREA, FedBuff, AS-FedAvg, S-FedAvg, FedAsync), replicate 0, each run once per path
@@ -20,6 +25,7 @@ The generic path is forced with the private switch ``fedsim.local.sgd._FUSED = F
 (read when a rule is built).  Output lines::
 
     kernel generic_steps_per_s=<g> fused_steps_per_s=<f> ratio=<f/g> us_per_step=<g_us>/<f_us>
+    local <rule> generic_steps_per_s=<g> fused_steps_per_s=<f> ratio=<f/g> us_per_step=...
     arm <family> generic_s=<g> fused_s=<f> ratio=<g/f> updates=<client uploads>
     arms total generic_s=<g> fused_s=<f> ratio=<g/f>
 
@@ -85,6 +91,52 @@ def kernel(repeat: int, rounds: int) -> None:
           f"batch={batch}, rounds={rounds}, best of {repeat})", flush=True)
 
 
+def personalised(repeat: int, rounds: int) -> None:
+    """Option B/C steps on the [PF] Table 1 analogue's problem (validation/paper/perfedavg.py:
+    digits, n = 50, 3 classes per client; |D| = |D'| = 40, |D''| = 20; Moreau lam = 2L)."""
+    from fedsim.config import ProblemConfig, build_problem
+    from fedsim.local.maml import MAMLRule
+    from fedsim.local.moreau import MoreauRule
+
+    problem = build_problem(ProblemConfig.from_dict({
+        "kind": "softmax", "n_clients": 50, "split": "classes", "classes_per_client": 3,
+        "test_fraction": 0.2, "reg": 1e-3, "seed": 0, "min_rows": 5}))
+    L = float(problem.constants["L"].value)
+    Q = 10
+    makers = {
+        "fomaml": lambda: MAMLRule(problem, 1.0 / L, Q, 40, 1.0 / L, "fomaml",
+                                   batch_inner=40),
+        "hfmaml": lambda: MAMLRule(problem, 1.0 / L, Q, 40, 1.0 / L, "hfmaml", 1e-3,
+                                   batch_inner=40, batch_hess=20),
+        "maml": lambda: MAMLRule(problem, 1.0 / L, Q, 40, 1.0 / L, "maml"),
+        "moreau": lambda: MoreauRule(problem, 1.0 / L, Q, 16, 2.0 * L, 1e-3, 50, "gd", L),
+    }
+    for name, make in makers.items():
+        best = {False: np.inf, True: np.inf}
+        finals = {}
+        for _ in range(repeat):
+            for fused in (False, True):
+                _set_fused(fused)
+                try:
+                    rule = make()
+                finally:
+                    _set_fused(True)
+                assert (rule.fused is not None) == fused
+                rng = np.random.Generator(np.random.PCG64(7))
+                w, out = np.zeros(problem.dim), np.empty(problem.dim)
+                t0 = _clock()
+                for r in range(rounds):
+                    rule.round(r % problem.n, w, out, rng)
+                    w, out = out, w
+                best[fused] = min(best[fused], _clock() - t0)
+                finals[fused] = w
+        assert np.array_equal(finals[False], finals[True]), f"{name}: paths differ"
+        steps = rounds * Q
+        g, f = steps / best[False], steps / best[True]
+        print(f"local {name} generic_steps_per_s={g:.0f} fused_steps_per_s={f:.0f} "
+              f"ratio={f / g:.2f} us_per_step={1e6 / g:.1f}/{1e6 / f:.1f}", flush=True)
+
+
 def arms(repeat: int) -> None:
     from validation.paper.area import tables_experiment
     from validation.paper.worker import run_arm
@@ -129,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arm-repeat", type=int, default=1, help="arms: best of this many (1)")
     args = ap.parse_args(argv)
     kernel(args.repeat, args.rounds)
+    personalised(args.repeat, max(1, args.rounds // 4))
     if not args.quick:
         arms(args.arm_repeat)
     return 0

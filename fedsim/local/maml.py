@@ -22,9 +22,9 @@ On a problem with a fused kernel (``problem.fused_sgd``: softmax, binary logisti
 :mod:`fedsim.problems.fused_sgd`) the step draws D, D' and D'' with ONE
 ``rng.integers(0, m_i, size=|D| + |D'| + |D''|)`` (the indices, in that order, of the three
 ``sample_batch`` calls, and the same generator state after) and evaluates every
-``batch_grad`` with the kernel's bit-identical ``grad``; the arithmetic between them is
-the expressions above, unchanged.  ``fedsim.local.sgd._FUSED = False`` forces the
-per-call path (tests, benchmarks).
+``batch_grad`` / ``batch_hvp`` with the kernel's bit-identical ``grad`` / ``hvp``; the
+arithmetic between them is the expressions above, unchanged.
+``fedsim.local.sgd._FUSED = False`` forces the per-call path (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class MAMLRule(ConfigRule, StepRule):
         if first:
             return g
         if self.variant == "maml":
-            return g - a * self.problem.batch_hvp(i, w, g, D2)
+            return g - a * k.hvp(i, w, g, D2)
         dl = self.hf_delta
         hv = (k.grad(i, w + dl * g, D2) - k.grad(i, w - dl * g, D2)) / (2.0 * dl)
         return g - a * hv

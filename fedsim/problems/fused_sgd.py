@@ -110,6 +110,20 @@ class RowSGD:
         np.divide(g, ws[1], g)                           # ... / b
         return np.add(g, np.multiply(w, self._reg0))     # ... + reg * w
 
+    def hvp(self, i: int, w: np.ndarray, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``problem.batch_hvp(i, w, v, idx)`` bit for bit, as a new array (MAML's exact
+        Hessian-vector product; ``idx`` as in :meth:`grad`)."""
+        k = idx.shape[0]
+        ws = self._ws.get(k)
+        if ws is None:
+            ws = self._ws[k] = self._workspace(k)
+        self.rows[i].take(idx, 0, ws[0], "clip")
+        return self._hvp_rows(w, v, ws) / k + self._reg0 * v
+
+    def _hvp_rows(self, w: np.ndarray, v: np.ndarray, ws: tuple) -> np.ndarray:
+        """The data part of :meth:`hvp` (before ``/ b``) on the gathered rows ``ws[0]``."""
+        raise NotImplementedError  # pragma: no cover
+
     def _workspace(self, k: int) -> tuple:
         """Buffers of :meth:`grad` for batches of ``k`` rows: ``(X_D, float(k), ...)``."""
         raise NotImplementedError  # pragma: no cover
@@ -169,6 +183,20 @@ class SoftmaxSGD(RowSGD):
         Xb.T.dot(Z, g.reshape(self.d, self.C))              # Xb.T @ R
         return g
 
+    def _hvp_rows(self, w: np.ndarray, v: np.ndarray, ws: tuple) -> np.ndarray:
+        """``(X_D^T (P U - P sum_c(P U))).ravel()``, ``P = softmax(X_D W)``, ``U = X_D V``."""
+        Xb, _, Z, mx, sm = ws[:5]
+        shape = (self.d, self.C)
+        Xb.dot(w.reshape(shape), Z)                         # Xb @ W
+        np.maximum.reduce(Z, 1, None, mx, True)             # P = softmax(..., axis=1)
+        np.subtract(Z, mx, Z)
+        np.exp(Z, Z)
+        np.add.reduce(Z, 1, None, sm, True)
+        np.divide(Z, sm, Z)
+        PU = Z * Xb.dot(v.reshape(shape))                   # P * U, U = Xb @ V
+        AU = PU - Z * np.add.reduce(PU, 1, None, None, True)  # - P * sum(P * U, axis=1)
+        return Xb.T.dot(AU).ravel()                         # (Xb.T @ AU).ravel()
+
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
         """:meth:`_grad_rows` on chunk row ``q``, then the update, inlined (the hot loop)."""
         Z, mx, sm, G, g, t = self._Z, self._mx, self._sum, self._G, self._g, self._t
@@ -214,6 +242,12 @@ class LogisticSGD(RowSGD):
         Xb.T.dot(z, g)                           # rows.T @ ...
         np.negative(g, g)                        # -(...)
         return g
+
+    def _hvp_rows(self, w: np.ndarray, v: np.ndarray, ws: tuple) -> np.ndarray:
+        """``rows_D^T (expit(z) expit(-z) (rows_D v))``, ``z = rows_D w``."""
+        Xb = ws[0]
+        z = Xb.dot(w)
+        return Xb.T.dot(expit(z) * expit(-z) * Xb.dot(v))
 
     def _steps(self, i: int, w: np.ndarray, s: int, eta0: np.ndarray) -> None:
         """:meth:`_grad_rows` on chunk row ``q``, then the update, inlined (the hot loop)."""

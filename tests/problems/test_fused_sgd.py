@@ -81,15 +81,18 @@ def test_kernel_rounds_equal_the_generic_steps(kind, Q, b, eta, client, seed, sc
 @given(kind=st.sampled_from(sorted(PROBLEMS)), b=st.integers(1, 120), client=st.integers(0, 4),
        seed=st.integers(0, 2**32), scale=st.sampled_from([0.0, 1.0, 50.0]))
 def test_kernel_grad_equals_batch_grad(kind, b, client, seed, scale):
-    """``grad(i, w, idx)`` (any batch size: MAML's |D|, |D'|, |D''|) is ``batch_grad``; sizes
-    reuse their buffers, so a second call with another w must not see the first."""
+    """``grad(i, w, idx)`` / ``hvp(i, w, v, idx)`` (any batch size: MAML's |D|, |D'|, |D''|)
+    are ``batch_grad`` / ``batch_hvp``; sizes reuse their buffers, so a second call with
+    another w must not see the first."""
     p = PROBLEMS[kind]
     k = p.fused_sgd(7)
     r = np.random.default_rng(seed)
     idx = p.sample_batch(client, b, r)
     for _ in range(2):
         w = scale * r.standard_normal(p.dim)
+        v = r.standard_normal(p.dim)
         assert np.array_equal(k.grad(client, w, idx), p.batch_grad(client, w, idx))
+        assert np.array_equal(k.hvp(client, w, v, idx), p.batch_hvp(client, w, v, idx))
 
 
 @pytest.mark.parametrize("kind", sorted(PROBLEMS))
