@@ -86,8 +86,9 @@ class RowSGD:
         raise NotImplementedError  # pragma: no cover
 
     def run(self, i: int, w: np.ndarray, rng: np.random.Generator, eta: float, Q: int) -> None:
-        """``Q`` SGD steps with step ``eta`` on ``w`` in place (C-contiguous float64),
-        batches from ``rng``: ``Q`` times ``w -= eta * batch_grad(i, w, sample_batch(...))``."""
+        """``Q`` SGD steps with step ``eta`` on ``w`` in place (float64; a strided ``w`` is
+        reshaped per step, as ``batch_grad`` does), batches from ``rng``: ``Q`` times
+        ``w -= eta * batch_grad(i, w, sample_batch(i, b, rng))``."""
         eta0 = np.array(eta, dtype=np.float64)
         left = Q
         while left > 0:
