@@ -17,6 +17,14 @@ divides by ``2 delta``; [P]'s Appendix D (D1) prints ``/delta``, a typo (the quo
 The three batch sizes may differ (Per-FedAvg, Fallah et al. 2020, Algorithm 1 and Sec. 5:
 |D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner`` |D'| and ``batch_hess`` |D''|; both
 default to ``batch``, which draws exactly as before.
+
+On a problem with a fused kernel (``problem.fused_sgd``: softmax, binary logistic;
+:mod:`fedsim.problems.fused_sgd`) the step draws D, D' and D'' with ONE
+``rng.integers(0, m_i, size=|D| + |D'| + |D''|)`` (the indices, in that order, of the three
+``sample_batch`` calls, and the same generator state after) and evaluates every
+``batch_grad`` / ``batch_hvp`` with the kernel's bit-identical ``grad`` / ``hvp``; the
+arithmetic between them is the expressions above, unchanged.
+``fedsim.local.sgd._FUSED = False`` forces the per-call path (tests, benchmarks).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 from fedsim.errors import check_integer, check_number, require
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
+from fedsim.local.sgd import fused_kernel
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule"]
@@ -77,9 +86,12 @@ class MAMLRule(ConfigRule, StepRule):
         self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
         require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
                 (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
+        self.fused = fused_kernel(problem, self.batch)
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""
+        if self.fused is not None:
+            return self._fused_direction(i, w, rng)
         p, a, b = self.problem, self.alpha, self.batch
         D = p.sample_batch(i, b, rng)
         D1 = p.sample_batch(i, self.batch_inner, rng)
@@ -92,6 +104,22 @@ class MAMLRule(ConfigRule, StepRule):
             return g - a * p.batch_hvp(i, w, g, D2)
         dl = self.hf_delta
         hv = (p.batch_grad(i, w + dl * g, D2) - p.batch_grad(i, w - dl * g, D2)) / (2.0 * dl)
+        return g - a * hv
+
+    def _fused_direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """:meth:`direction` with one index draw per step and the kernel's ``grad``."""
+        k, a, b, b1 = self.fused, self.alpha, self.batch, self.batch_inner
+        first = self.variant == "fomaml"
+        idx = rng.integers(0, k.m[i], size=b + b1 + (0 if first else self.batch_hess))
+        D, D1, D2 = idx[:b], idx[b:b + b1], idx[b + b1:]
+        inner = w - a * k.grad(i, w, D1)
+        g = k.grad(i, inner, D)
+        if first:
+            return g
+        if self.variant == "maml":
+            return g - a * k.hvp(i, w, g, D2)
+        dl = self.hf_delta
+        hv = (k.grad(i, w + dl * g, D2) - k.grad(i, w - dl * g, D2)) / (2.0 * dl)
         return g - a * hv
 
     def step(self, i: int, w: np.ndarray, rng: np.random.Generator,

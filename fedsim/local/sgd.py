@@ -18,7 +18,11 @@ Two code paths, the same mathematics:
   (``C_i = s^2 I``) is scaled elementwise for the whole block; otherwise each step
   multiplies by a square-root factor ``F_i`` of ``C_i / b``.
 * **generic path** (any other :class:`~fedsim.problems.base.Problem`): ``sample_batch``
-  then ``batch_grad`` at each step, from the same ``noise`` stream.
+  then ``batch_grad`` at each step, from the same ``noise`` stream.  A problem with a
+  ``fused_sgd(batch)`` method (softmax and binary logistic regression) supplies a kernel
+  (:mod:`fedsim.problems.fused_sgd`) that runs the steps with preallocated buffers and
+  gives bit-identical iterates and the same draws; ``_FUSED = False`` (module switch,
+  read when a rule is built; for tests and benchmarks only) forces the per-step calls.
 
 :meth:`SGDRule.round` (all Q steps at once, used by the engine) and :meth:`SGDRule.step`
 (one step, used by the per-step reference engine) give bit-identical results for the
@@ -37,7 +41,20 @@ from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 
-__all__ = ["SGDRule", "QuadKernel"]
+__all__ = ["SGDRule", "QuadKernel", "fused_kernel"]
+
+#: Use a problem's fused local-SGD kernel when it has one (``fused_sgd``); ``False``
+#: forces the generic per-step ``sample_batch``/``batch_grad`` path (same numbers).
+_FUSED: bool = True
+
+
+def fused_kernel(problem: Problem, batch: int) -> Any:
+    """``problem.fused_sgd(batch)`` (:mod:`fedsim.problems.fused_sgd`), or ``None`` when
+    ``_FUSED`` is off or the problem's CLASS has no such method -- looked up on the class,
+    so a wrapper that forwards attributes (and may count or change the batches) gets the
+    per-call path it wraps."""
+    make = getattr(type(problem), "fused_sgd", None) if _FUSED else None
+    return None if make is None else make(problem, batch)
 
 
 class QuadKernel:
@@ -122,6 +139,7 @@ class SGDRule(ConfigRule, StepRule):
         self.n = problem.n
         self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
         self.kernel = QuadKernel(problem, self.batch) if self.fast else None
+        self.fused = None if self.fast else fused_kernel(problem, self.batch)
         self._tmp = np.empty(self.d)
         self._blk = np.empty(self.Q * self.d)
         self._v = np.empty(self.d)
@@ -208,6 +226,9 @@ class SGDRule(ConfigRule, StepRule):
         if not self.fast:
             if out is not w0:
                 np.copyto(out, w0)
+            if self.fused is not None:
+                self.fused.run(i, out, rng, eta, Q)
+                return out
             for _ in range(Q):
                 self._generic_step(i, out, rng, eta)
             return out
@@ -242,7 +263,10 @@ class SGDRule(ConfigRule, StepRule):
         """One local step in place (draws one step's noise from ``rng``)."""
         eta = self.eta if eta is None else float(eta)
         if not self.fast:
-            self._generic_step(i, w, rng, eta)
+            if self.fused is not None:
+                self.fused.run(i, w, rng, eta, 1)
+            else:
+                self._generic_step(i, w, rng, eta)
             return w
         k = self.kernel
         R, c = k.get(i, eta)

@@ -79,6 +79,7 @@ from scipy.special import softmax
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
+from fedsim.problems.fused_sgd import SoftmaxSGD
 from fedsim.problems.softmax_kernel import (
     _EPS,
     SoftmaxSolution,
@@ -263,6 +264,18 @@ class SoftmaxProblem(Problem):
         R = softmax(Xb @ w.reshape(self.d, self.n_classes), axis=1)
         R[np.arange(Xb.shape[0]), self.y[i][batch]] -= 1.0
         return (Xb.T @ R).ravel() / Xb.shape[0] + self.reg * w
+
+    def fused_sgd(self, batch: int) -> SoftmaxSGD | None:
+        """The fused local-SGD kernel for batches of ``batch`` rows
+        (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
+        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
+        cls, own = type(self), vars(self)
+        if (cls.sample_batch is not SoftmaxProblem.sample_batch
+                or cls.batch_grad is not SoftmaxProblem.batch_grad
+                or "sample_batch" in own or "batch_grad" in own):
+            return None
+        batch = check_integer("batch", batch, low=1)
+        return SoftmaxSGD(self.X, self.y, self.m, self.n_classes, self.reg, batch)
 
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
         """Mean per-sample Hessian over the batch rows times ``v``, plus ``reg v``."""
