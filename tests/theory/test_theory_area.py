@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError
@@ -489,6 +489,7 @@ def test_certified_dominates_exact_moments_long(M, kappa):
     st.floats(0.1, 0.6),
     st.integers(0, 2**31 - 1),
 )
+@example([1.9375, 4.0, 3.5], 1, 0.0, -1.625, 0.5, 197953)  # x_0 near x*: rounding case
 def test_certified_dominates_exact_moments_random(a, M, sigma, xs0, ps, seed):
     """THEORY_SPEC 12.5: min(C1, C2) >= exact E||x_{s,k}-x*||^2 at every k (rel tol 1e-12)."""
     rng = np.random.default_rng(seed)
@@ -503,7 +504,14 @@ def test_certified_dominates_exact_moments_random(a, M, sigma, xs0, ps, seed):
     u = rng.normal(scale=2.0, size=n)
     exact, res, _ = _instance_bound_vs_exact(a, u, p, ps, M, sigma, xs0, K=120)
     assert res.status is Status.CERTIFIED_CORRECTED
-    assert np.all(res.value >= exact * (1 - 1e-12) - 1e-300)
+    # The oracle forms E(x - x*)^2 as S - 2 x* m + x*^2 (second moments), so its absolute
+    # rounding error is ~eps (|x| + |x*|)^2 whatever the size of the result: when x_0 is
+    # close to x* (R0^2 = 5.4e-5 against x*^2 = 2.7 in the case hypothesis found), a purely
+    # relative 1e-12 is below that error.  The noise-free iterates stay in the hull of
+    # x_0 and the u_i, so 64 eps (max(|x_0|, |u_i|) + |x*|)^2 bounds it.
+    xstar = float(np.dot(a, u) / np.sum(a))
+    atol = 64 * np.finfo(float).eps * (max(abs(xs0), float(np.max(np.abs(u)))) + abs(xstar)) ** 2
+    assert np.all(res.value >= exact * (1 - 1e-12) - atol)
 
 
 # ------------------------------------------------------------------------------------------
