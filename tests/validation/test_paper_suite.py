@@ -41,6 +41,8 @@ def test_full_forms_fix_the_design_in_advance():
     t4 = EXPERIMENTS["area_table4"](False)
     assert {s.key.split("-")[0] for s in t4.settings} == {"n4", "n64"}
     assert all(c.stat == "time_to" and c.factor == 0.5 for c in t4.claims)
+    # times to a target are exact only if every server step is recorded
+    assert all(a.scenario["record"]["every"] == 1 for s in t4.settings for a in s.arms)
     t3 = EXPERIMENTS["area_table3"](False)
     assert {c.metric for c in t3.claims} == {"test_acc", "test_loss"}
 
