@@ -210,8 +210,9 @@ def _row(exp: Experiment, s, fam: str, arm: Arm, recs: dict[str, dict]) -> dict[
         row[m] = _mean_ci(arm_values(exp, arm, recs, m), m)
     for m in exp.targets:
         t = arm_values(exp, arm, recs, m, "time_to")
-        sm = summarize(t)
-        row[f"time_to_{m}"] = [sm["mean"], sm["ci_low"], sm["ci_high"],
+        sm = summarize(t)  # a time lies in [0, horizon] (capped): cut the interval to it
+        row[f"time_to_{m}"] = [sm["mean"], min(max(sm["ci_low"], 0.0), exp.horizon),
+                               max(min(sm["ci_high"], exp.horizon), 0.0),
                                int(np.sum(t < exp.horizon))]
     row["busy"] = _mean_ci(arm_values(exp, arm, recs, "busy", "mean"), "busy")
     got = [r for r in _records(exp, arm, recs) if r is not None]

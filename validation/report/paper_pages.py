@@ -63,10 +63,12 @@ def summary_page(summaries: list[dict]) -> Figure:
     rows, fills = [], []
     for s in summaries:
         st = [c["status"] for c in s["claims"]]
+        tuned = any(s.get("selection", {}).values())
+        r1 = s.get("tune_replicates", 0) if tuned else "-"
         rows.append([s["title"], s["source"], s["verdict"],
                      f"{st.count('holds')} hold / {st.count('reversed')} reversed / "
                      f"{st.count('unresolved')} unresolved",
-                     f"{s.get('tune_replicates', 0)} / {s['replicates']}"])
+                     f"{r1} / {s['replicates']}"])
         fills.append([None, None, VERDICT_FILL[s["verdict"]], None, None])
     _table(fig, 0.03, 0.85, [0.29, 0.26, 0.11, 0.21, 0.07],
            ["experiment", "source", "verdict", "claims", "R1 / R"], rows, fills, size=8,
@@ -141,8 +143,10 @@ def _gantt(fig: Figure, s: dict, rect: tuple[float, float, float, float],
 
 def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     """The page (and continuation pages when the table is long) of one experiment."""
-    fig = _page(s["title"], f"Source: {s['source']}.  Tuning replicates "
-                f"R1={s.get('tune_replicates', 0)}, measurement replicates R={s['replicates']}; "
+    tuning = (f"Tuning replicates R1={s.get('tune_replicates', 0)}"
+              if any(s.get("selection", {}).values()) else "No tuning stage (no grid)")
+    fig = _page(s["title"], f"Source: {s['source']}.  {tuning}, measurement replicates "
+                f"R={s['replicates']}; "
                 "curves: mean and 99% Student-t band over the measurement replicates against "
                 "simulated time; claims: paired 99% Student-t interval of the per-replicate "
                 "differences (common random numbers).")
@@ -150,14 +154,17 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
              bbox={"facecolor": VERDICT_FILL[s["verdict"]], "edgecolor": "#777777"})
     y = _wrap(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
     y = _wrap(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
-              size=8, max_lines=5, color="#333333")
+              size=8, max_lines=8, color="#333333")
     y = _wrap(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
               max_lines=4, color="#333333")
+    # the curves get a fixed height below the text; the tables start under them
+    height = 0.22
+    bottom = y - 0.07 - height
     if s["extra"].get("gantt"):
-        _curves(fig, s, (0.0, 0.45, 0.34, y - 0.52))
-        _gantt(fig, s, (0.34, 0.45, 0.66, y - 0.52), run_dir)
+        _curves(fig, s, (0.0, bottom, 0.34, height))
+        _gantt(fig, s, (0.34, bottom, 0.66, height), run_dir)
     else:
-        _curves(fig, s, (0.0, 0.45, 1.0, y - 0.52))
+        _curves(fig, s, (0.0, bottom, 1.0, height))
     metrics = s["metrics"][:2]
     rows = []
     for r in s["table"]:
@@ -190,7 +197,7 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
                         f"over R1 tuning replicates ({sel} kept, *)"], [0.3, 0.66], srow,
                        [[None, None]] * len(srow)))
     pages = [fig]
-    y, row_h = 0.40, 0.022
+    y, row_h = bottom - 0.05, 0.022
     for head, wid, body, fill in blocks:
         k = 0
         while k < len(body):
