@@ -224,7 +224,8 @@ def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
 
     try:
         result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
-                                 progress=not args.no_progress, replicates=args.replicates)
+                                 progress=not args.no_progress, replicates=args.replicates,
+                                 dask_security=dask_security(args))
     except KeyboardInterrupt:
         sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
                          "re-run the same command to resume\n")

@@ -319,7 +319,8 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
             out="runs/paper" if str(out) == "runs/quick" else out,
             report=("reports/paper-experiments.pdf"
                     if str(report) == "reports/validation-quick.pdf" else report),
-            workers=workers, dask=dask, progress=progress, replicates=replicates)
+            workers=workers, dask=dask, progress=progress, replicates=replicates,
+            dask_security=dask_security)
     require(suite in SUITES, "suite", suite, f"must be one of {sorted([*SUITES, 'paper'])}")
     with lock_run_dir(out):
         return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,

@@ -123,3 +123,18 @@ def test_run_suite_paper_goes_to_the_paper_suite(tmp_path, monkeypatch):
     assert seen["out"] == "runs/paper" and seen["report"] == "reports/paper-experiments.pdf"
     with pytest.raises(Exception, match="paper"):
         suites.run_suite("nope")
+
+
+def test_cli_passes_the_tls_security_to_the_paper_suite(tmp_path, monkeypatch):
+    """--dask-tls-* reach the paper suite's run_tasks (they were dropped before)."""
+    import validation.cli as vcli
+
+    sentinel = object()
+    seen = {}
+    monkeypatch.setattr(vcli, "dask_security", lambda args: sentinel)
+    monkeypatch.setattr(paper, "run_paper_suite",
+                        lambda **kw: seen.update(kw) or {"verdicts": "v", "report": None,
+                                                         "experiments": {}})
+    assert main(["validate", "--suite", "paper", "--out", str(tmp_path / "o"), "--report",
+                 str(tmp_path / "r.pdf"), "--no-progress"]) == 0
+    assert seen["dask_security"] is sentinel

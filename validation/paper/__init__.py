@@ -126,11 +126,13 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
                     report: str | os.PathLike | None = "reports/paper-experiments.pdf",
                     workers: int | None = None, dask: str | None = None,
                     progress: bool = True, small: bool = False,
-                    only: list[str] | None = None, replicates: int | None = None
-                    ) -> dict[str, Any]:
+                    only: list[str] | None = None, replicates: int | None = None,
+                    dask_security: Any = None) -> dict[str, Any]:
     """Run the paper experiments into ``out`` (resumable); write the summaries and the PDF.
 
-    ``replicates`` overrides every experiment's measurement replicate count (>= 2).
+    ``replicates`` overrides every experiment's measurement replicate count (>= 2);
+    ``dask_security``: a ``distributed.Security`` for a ``tls://`` scheduler (as
+    :func:`validation.suites.run_suite`).
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -141,10 +143,11 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
     if progress:
         sys.stderr.write(f"fedsim: paper suite, {len(exps)} experiments built in "
                          f"{time.perf_counter() - t0:.1f} s\n")
-    tune = run_tasks(paper_tasks(exps, "tune"), out, workers=workers, dask=dask,
-                     progress=progress, desc="paper stage 1 (tuning)", overwrite=True)
-    recs = run_tasks(paper_tasks(exps, "measure", tune), out, workers=workers, dask=dask,
-                     progress=progress, desc="paper stage 2 (measurement)", overwrite=True)
+    net = {"workers": workers, "dask": dask, "progress": progress, "overwrite": True,
+           "dask_security": dask_security}
+    tune = run_tasks(paper_tasks(exps, "tune"), out, desc="paper stage 1 (tuning)", **net)
+    recs = run_tasks(paper_tasks(exps, "measure", tune), out,
+                     desc="paper stage 2 (measurement)", **net)
     recs.update(tune)
     rows = []
     for e in exps:
