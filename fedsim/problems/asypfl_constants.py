@@ -33,13 +33,20 @@ def asypfl_weights(problem) -> np.ndarray:
     On a :class:`~fedsim.problems.logistic.LogisticProblem`, ``m_k`` is the client's number
     of REAL data rows, ``problem.m_data``: THEORY_SPEC 9.4's 2d synthetic anchor rows (which
     every client gets by default) are part of ``f_i`` but are not samples the client holds,
-    and counting them would pull the weights toward uniform.  Problems without sample counts
+    and counting them would pull the weights toward uniform.  On the softmax (digits) and
+    autodiff problems ``m_k`` is the client's number of training rows, ``problem.m`` (the
+    test and validation rows are not training samples).  Problems without sample counts
     (quadratics) get ``1/n`` each.
     """
+    from fedsim.problems.autodiff import AutogradProblem
     from fedsim.problems.logistic import LogisticProblem
+    from fedsim.problems.softmax import SoftmaxProblem
 
     if isinstance(problem, LogisticProblem):
         m = np.asarray(problem.m_data, dtype=np.float64)
+        return m / m.sum()
+    if isinstance(problem, (SoftmaxProblem, AutogradProblem)):
+        m = np.asarray(problem.m, dtype=np.float64)
         return m / m.sum()
     return np.full(int(problem.n), 1.0 / int(problem.n))
 

@@ -92,3 +92,16 @@ def test_anchor_rows_is_validated(bad, match):
     X, y = _data((5, 6))
     with pytest.raises(ConfigError, match=match):
         LogisticProblem(X, y, anchor_rows=bad)
+
+
+def test_softmax_weights_count_training_rows_only():
+    """Digits softmax: p^k = (training rows of k) / (all training rows); the held-out test
+    and validation rows are not samples the client trains on."""
+    from fedsim.problems.softmax import SoftmaxProblem
+
+    prob = SoftmaxProblem.digits(n_clients=5, split="classes", classes_per_client=3,
+                                 test_fraction=0.2, validation_fraction=0.2, seed=1)
+    m = np.array([len(y) for y in prob.y], dtype=np.float64)
+    assert len(set(m.tolist())) > 1  # unequal counts, so the test can tell 1/n apart
+    np.testing.assert_allclose(client_weights(prob), m / m.sum(), rtol=0, atol=1e-16)
+    assert np.sum(m) < 1797 * 0.8  # test and validation rows are excluded
