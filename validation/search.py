@@ -283,7 +283,11 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
         if bar is not None:
             bar.close()
     conf = _confirm(fam, list(rows.values()), st, out) if st.confirm > 0 else {}
-    df = pd.DataFrame(list(rows.values()))
+    # a budget spent before the first point leaves no rows: keep the columns (the table, the
+    # summary and the page still describe an empty search)
+    df = pd.DataFrame(list(rows.values()), columns=None if rows else
+                      list(dict.fromkeys([p.name for p in fam.params if p.kind != "list"]
+                                         + _COLUMNS)))
     for col in ("verdict", "ci_low", "ci_high", "mc_mean", "oracle_z"):
         df[col] = [conf.get(p, {}).get(col, "" if col == "verdict" else math.nan)
                    for p in df["point"]]
