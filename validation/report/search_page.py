@@ -83,14 +83,19 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
     ax_t.text(0, 1, "\n".join(lines), va="top", ha="left", fontsize=SMALL + 1,
               family="monospace", color=colour, transform=ax_t.transAxes, wrap=True)
     ax = fig.add_axes((0.47, 0.1, 0.45, 0.78))
-    if axes is None:
+    grid = df[(df["phase"] == "grid") & np.isfinite(df["ratio"].astype(float))]
+    piv, why = None, "heat map needs two searched parameters with several grid values"
+    if axes is not None and not set(axes) <= set(df.columns):
+        why = f"no column {', '.join(a for a in axes if a not in df.columns)} in the table"
+    elif axes is not None:
+        piv = grid.pivot_table(index=axes[1], columns=axes[0], values="ratio", aggfunc="max")
+        why = ("" if np.isfinite(piv.to_numpy(float)).any() else
+               f"no grid point with a finite ratio and values of {axes[0]}, {axes[1]}")
+    if why:
         ax.axis("off")
-        ax.text(0.5, 0.5, "heat map needs two searched parameters with several grid values",
-                ha="center", fontsize=FONT)
+        ax.text(0.5, 0.5, why, ha="center", fontsize=FONT)
     else:
         x, y = axes
-        grid = df[(df["phase"] == "grid") & np.isfinite(df["ratio"].astype(float))]
-        piv = grid.pivot_table(index=y, columns=x, values="ratio", aggfunc="max")
         vals = piv.to_numpy(float)
         lo, hi = np.nanmin(vals), np.nanmax(vals)
         norm = TwoSlopeNorm(1.0, min(lo, 0.999), max(hi, 1.001)) if lo < 1 < hi else None
