@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from fedsim.errors import require
+from fedsim.errors import check_positive, require
 from theory import oracle, persafl
 from validation.families.base import (
     Family,
@@ -79,6 +79,7 @@ _QUAD_PARAMS = (
 
 
 def _quad(q: dict[str, Any]) -> tuple[dict, Any]:
+    check_positive("L", q["L"])        # eta = 1/(Q sqrt(L T)) and L_c divide by L
     pcfg = {"kind": "quadratic", "n": int(q["n"]), "dim": 2, "mu": float(q["L"]) / float(
         q["kappa"]), "L": float(q["L"]), "heterogeneity": float(q["heterogeneity"]),
             "noise_sd": float(q["noise_sd"]), "shared_hessian": True, "seed": int(q["seed"])}
@@ -146,6 +147,8 @@ def _build3(q: dict[str, Any]) -> Instance:
     L, Q, tau, b = float(q["L"]), int(q["Q"]), int(q["tau"]), 1
     lam, nu = float(q["lam_over_L"]) * L, float(q["nu"])
     require(lam > L, "lam_over_L", q["lam_over_L"], "must be > 1 (L_c = lam L/(lam - L))")
+    require(nu > 0, "nu", nu, "must be > 0 (the engine's inner gradient descent stops at "
+                              "||grad h~|| <= nu)")
     Lc = lam * L / (lam - L)
     cv = prob.constants.values()
     sig, gam = float(cv["sigma_g2"]), float(cv["gamma_g2"])
