@@ -58,24 +58,34 @@ class Param:
         if value is None:
             return None
         if self.kind == "list":
-            vals = [float(v) for v in (value if isinstance(value, (list, tuple, np.ndarray))
-                                       else str(value).split(","))]
+            vals = [self._number(v) for v in (value if isinstance(value, (list, tuple,
+                                                                          np.ndarray))
+                                              else str(value).split(","))]
             return vals
         if self.kind == "choice":
             require(value in self.choices, self.name, value, f"must be one of {self.choices}")
             return value
         if self.kind == "int":
-            f = float(value)
+            f = self._number(value)
             require(math.isfinite(f) and f == round(f), self.name, value, "must be an integer")
             value = int(round(f))
         else:
-            value = float(value)
+            value = self._number(value)
             require(math.isfinite(value), self.name, value, "must be finite")
         if self.low is not None:
             require(value >= self.low, self.name, value, f"must be >= {self.low:g}")
         if self.high is not None:
             require(value <= self.high, self.name, value, f"must be <= {self.high:g}")
         return value
+
+
+    def _number(self, value: Any) -> float:
+        """``float(value)``; a value that is not a number is a ConfigError naming ``self``."""
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{self.name} must be a number, got {self.name}={value!r}"
+                              ) from None
 
 
 @dataclass(frozen=True)
