@@ -47,6 +47,18 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _overlay_refinement(ax: Any, df: pd.DataFrame, x: str, y: str, xs: list, ys: list) -> None:
+    """Refinement points as dots on the heat map: each coordinate placed between the cells of
+    its neighbouring grid levels (linear in the level index); numeric axes only."""
+    ref = df[(df["phase"] != "grid") & np.isfinite(df["ratio"].astype(float))]
+    if ref.empty or not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                            for v in xs + ys):
+        return
+    px = np.interp(ref[x].astype(float), np.asarray(xs, float), np.arange(len(xs)))
+    py = np.interp(ref[y].astype(float), np.asarray(ys, float), np.arange(len(ys)))
+    ax.scatter(px, py, s=9, c="black", marker=".", label="refinement points")
+
+
 def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objective: str,
                 axes: tuple[str, str] | None = None, searched: list[str] | None = None) -> Path:
     """Write the one-page PDF of a search table (``search.csv`` rows) to ``pdf``."""
@@ -110,6 +122,7 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
         for (i, j), v in np.ndenumerate(vals):
             if np.isfinite(v) and vals.size <= 120:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL - 1)
+        _overlay_refinement(ax, df, x, y, list(piv.columns), list(piv.index))
         fig.colorbar(im, ax=ax, fraction=0.04)
     with PdfPages(pdf) as pp:
         pp.savefig(fig)
