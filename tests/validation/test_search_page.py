@@ -212,3 +212,36 @@ def test_heat_axes_choice():
     # refinement points do not count: b's grid values are {1, 2}, a refine-only value is not
     df2 = df.assign(b=[1, 1, 1, 1, 1, 9])
     assert sp.heat_axes(df2, ["a", "b"]) is None
+
+
+def _between(v: float, levels: list[float]) -> float:
+    """Index position of v between its neighbouring levels, by hand."""
+    for j in range(len(levels) - 1):
+        if levels[j] <= v <= levels[j + 1]:
+            return j + (v - levels[j]) / (levels[j + 1] - levels[j])
+    raise AssertionError((v, levels))
+
+
+def test_refinement_points_are_dots_between_their_grid_levels(tmp_path, figures):
+    st = SearchSettings(budget=40, grid=9, refine=1, refine_iter=1, confirm=0, workers=1,
+                        progress=False)
+    df = run_search("theorem8-norm", "K=3..9, p_s=0.3..0.5, M=[10]", st, out=tmp_path,
+                    fixed={"n": 2})
+    ref = df[df["phase"] == "refine"]
+    assert len(ref) > 0 and (df["phase"] == "grid").sum() == 9
+    sp.search_page(df, tmp_path / "p.pdf", title="t", objective="violation",
+                   axes=("K", "p_s"))
+    ax, _ = _heat(figures[0])
+    (dots,) = ax.collections
+    off = np.asarray(dots.get_offsets(), dtype=float)
+    assert len(off) == len(ref)
+    kx = sorted(df.loc[df["phase"] == "grid", "K"].unique())
+    py = sorted(df.loc[df["phase"] == "grid", "p_s"].unique())
+    for (a, b), (_, r) in zip(off, ref.iterrows(), strict=True):
+        assert a == pytest.approx(_between(float(r["K"]), kx), abs=1e-12)
+        assert b == pytest.approx(_between(float(r["p_s"]), py), abs=1e-12)
+    # a categorical axis gets no dots (there is no position between two categories)
+    cat = df.assign(mode=np.where(df["K"] > 5, "paper", "corrected"))
+    sp.search_page(cat, tmp_path / "q.pdf", title="t", objective="violation",
+                   axes=("mode", "p_s"))
+    assert not _heat(figures[1])[0].collections
