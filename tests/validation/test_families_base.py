@@ -189,3 +189,33 @@ def test_register_family_and_search_it(monkeypatch, tmp_path):
     df = run_search("my-norm", "K=[3,4,5], M=[10]", st, out=tmp_path, fixed={"n": 2})
     assert len(df) == 3 and (df["status"] == "CERTIFIED_CORRECTED").all()
     assert (df["ratio"] < 1).all() and set(df["K"]) == {3, 4, 5}
+
+
+def test_engine_mc_is_seeded_and_reports_the_student_t_interval():
+    """The Monte-Carlo fallback: a function of (scenario, seed), the scenario untouched, the
+    99% Student-t half-width t_{0.995, n-1} * se of the replicates."""
+    from scipy import stats
+
+    from validation.families.mc import engine_mc
+
+    inst = get_family("theorem8-norm").build({"n": 3, "K": 6, "M": 3})
+    before = json.dumps(inst.scenario, sort_keys=True)
+    a = engine_mc(inst.scenario, inst.metric, inst.horizon, 6, seed=1)
+    assert json.dumps(inst.scenario, sort_keys=True) == before
+    assert engine_mc(inst.scenario, inst.metric, inst.horizon, 6, seed=1) == a
+    b = engine_mc(inst.scenario, inst.metric, inst.horizon, 6, seed=2)
+    assert b.value != a.value
+    assert a.method == "mc" and a.n == 6 and a.se > 0
+    assert a.error == pytest.approx(stats.t.ppf(0.995, 5) * a.se, rel=1e-9)
+
+
+def test_norm_ergodic_mc_is_a_function_of_its_seed():
+    from validation.families.norm_mc import norm_ergodic_mc
+
+    c = np.array([-1.5, -1.0, -0.5])
+    args = (c, 1.0, float(np.mean(np.abs(-1.0 - c))), np.array([0.2, 0.2, 0.2]), 0.4, 5, 0.1,
+            0.0, 8, 2000)
+    m0, s0 = norm_ergodic_mc(*args, seed=4)
+    assert norm_ergodic_mc(*args, seed=4) == (m0, s0)
+    assert norm_ergodic_mc(*args, seed=5)[0] != m0
+    assert m0 > 0 and s0 > 0
