@@ -231,7 +231,9 @@ def _selection_rows(s: dict) -> list[list[str]]:
             cells = [f"{'*' if c['chosen'] else ''}{_arm_tag(c)}: {_num(c['mean'])}"
                      + ("" if c["finite"] == c["of"] else f" ({c['of'] - c['finite']} div.)")
                      for c in cands]
-            rows.append([f"{setting} / {fam}", "   ".join(cells)])
+            for j in range(0, len(cells), 4):  # four candidates a line, so none is cut off
+                rows.append([f"{setting} / {fam}" if j == 0 else "",
+                             "   ".join(cells[j:j + 4])])
     return rows
 
 
