@@ -77,7 +77,7 @@ def details_page(run: Run, th: str, sc: str) -> Figure:
         ov = group_verdict(list(s["verdict"]))
         ex = s["exact"].to_numpy(float)
         if len(s) and is_exact_row(s).all():
-            oracle = "exact rows: no MC, no CI"
+            oracle = "exact: no MC, no CI"
         elif np.isfinite(ex).any() and "oracle_z" in s.columns:
             z = s["oracle_z"].to_numpy(float)[np.isfinite(ex)]
             npass = int(np.sum(np.abs(z) <= _Z_CRIT))

@@ -72,11 +72,11 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         width = _chars(0.27, SMALL)
         sl = _fmt(sub["slope"].iloc[0] if len(sub) else None)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
+        last = (f"EXACT value, no CI; bound/exact {_rng(sub['tightness'])}" if exact else
+                f"slope {sl} (order {_fmt(es, 2)}), bound/mean {_rng(sub['tightness'])}")
         ax.set_title("\n".join([_mid(f"{sc} [{md}]" if md else sc, width),
-                                _trunc(f"{status}" + ("; EXACT value, no CI" if exact else ""),
-                                       width),
-                                _trunc(f"slope {sl} (order {_fmt(es, 2)}), bound/mean "
-                                       f"{_rng(sub['tightness'])}", width)]), fontsize=SMALL)
+                                _trunc(f"{status}", width), _trunc(last, width)]),
+                     fontsize=SMALL)
     for k in range(len(groups), nrow * ncol):
         fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
     fig.legend(handles=_legend_handles(), loc="upper center", ncol=8, fontsize=SMALL,

@@ -38,7 +38,7 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
         if not rep:
             v = run.verdicts
             sub = v[(v["theorem"] == th) & (v["scenario"] == sc)]
-            why = ("exact oracle rows only, nothing was simulated"
+            why = ("exact rows only, nothing simulated"
                    if len(sub) and is_exact_row(sub).all()
                    else "no representative run was recorded")
             for ax in (a1, a2):

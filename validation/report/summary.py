@@ -96,12 +96,12 @@ def summary_page(run: Run, idx: int) -> Figure:
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
         ctext, cfill = control_cell(sub)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
-        mcell = _mid(md, _chars(0.08) - 1 - (8 if exact else 0)) or "-"
+        slope = "exact, no CI" if exact else f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})"
         rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - 1),
-                     mcell + (" (exact)" if exact else ""),
+                     _mid(md, _chars(0.08) - 1) or "-",
                      _mid(_uniq(list(sub["status"].astype(str)))[0], _chars(0.15) - 1),
                      str(len(sub)), "/".join(str(n) for n in c), _SHORT[overall].upper(),
-                     _rng(sub["tightness"]), f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})",
+                     _rng(sub["tightness"]), slope,
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
@@ -119,9 +119,9 @@ def summary_page(run: Run, idx: int) -> Figure:
             f"the MC mean vs T or K; in brackets the theorem's order. CI: {CI_METHOD}, level "
             f"{CI_LEVEL}; oracle z-tests at false-alarm rate {ORACLE_FAR:g}. Control: for a "
             f"deliberate negative control, the verdict it must get and whether it got it. "
-            f"Mode '(exact)': the measured value is an exact oracle value (a counterexample no "
-            f"simulation reaches), no CI: holds = exact <= bound, violated = exact > bound, "
-            f"beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; tightness = bound / "
-            f"exact.")
+            f"'exact, no CI' (slope column): the measured value is an exact oracle value (a "
+            f"counterexample no simulation reaches), no CI: holds = exact <= bound, violated = "
+            f"exact > bound, beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; "
+            f"tightness = bound / exact.")
     _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
     return fig
