@@ -78,10 +78,22 @@ def test_rounding_band():
 @given(st.floats(1e-300, 1e300), st.floats(1e-300, 1e300))
 def test_exact_verdict_is_the_comparison_outside_the_band(x, b):
     v = exact_verdict(x, b, True, True)
-    if abs(x - b) > 2 * EXACT_BOUND_RTOL * b:
+    band = EXACT_BOUND_RTOL * b
+    if abs(x - b) > band * (1 + 1e-6):
         assert v == ("violated" if x > b else "holds")
-    else:
+    elif abs(x - b) < band * (1 - 1e-6):
+        assert v == "inconclusive"   # equal up to rounding
+
+
+@given(st.floats(1e-300, 1e300), st.floats(-1.0, 1.0))
+def test_exact_verdict_near_the_bound(b, u):
+    """x = b (1 + 3u * rtol): inside the band (|u| < 1/3) inconclusive, outside decided."""
+    x = b * (1 + 3 * u * EXACT_BOUND_RTOL)
+    v = exact_verdict(x, b, True, True)
+    if abs(u) < 0.33:
         assert v == "inconclusive"
+    elif abs(u) > 0.34:
+        assert v == ("violated" if u > 0 else "holds")
 
 
 def test_simulated_rows_are_unchanged_and_not_exact():
