@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: test validate lint bench slow clean
+.PHONY: test validate lint bench slow explore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,13 @@ $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --hypothesis-profile=ci
 
 slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -m slow --hypothesis-profile=ci
+
+explore: $(STAMP)
+	$(BIN)/python -m pytest --hypothesis-profile=explore
 
 lint: $(STAMP)
 	$(BIN)/ruff check fedsim theory validation tests benchmarks

@@ -25,6 +25,14 @@ Issue 6 item 3.  Pure functions on numbers, numpy arrays and DataFrames.
   the Student-t critical value with ``n - 1`` degrees of freedom (exact for Gaussian
   replicates; 3.29, the normal value, only as ``n`` grows: at ``n = 6`` the normal value
   would give a false-alarm rate of 0.022, the t value 6.87 gives 1e-3).
+* Exact rows (``measured_exactly`` in the bounds table): the measured quantity is an exact
+  oracle value, not a Monte-Carlo mean (a counterexample no simulation reaches).  The row has
+  ``mean = ci_low = ci_high = exact``, ``n_ok = 0``, ``sem = 0`` (the marker,
+  :func:`is_exact_row`: a simulated row with no replicate has ``sem`` NaN), ``ci_level``
+  empty (no CI), no oracle test; verdict :func:`exact_verdict`: ``holds`` iff ``exact <=
+  bound - EXACT_BOUND_RTOL |bound|``, ``violated`` iff ``exact > bound + EXACT_BOUND_RTOL
+  |bound|``, ``inconclusive`` within that rounding band (a bound that is exactly tight),
+  ``not_applicable`` as for any row.  Tightness = bound / exact.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ __all__ = [
     "mean_ci",
     "summarize",
     "verdict",
+    "exact_verdict",
+    "is_exact_row",
+    "EXACT_BOUND_RTOL",
     "tightness",
     "loglog_slope",
     "oracle_test",
@@ -65,6 +76,9 @@ CI_LEVEL = 0.99
 ORACLE_FAR = 1e-3
 #: exactness tolerance of a zero-spread (deterministic) oracle comparison (relative)
 EXACT_RTOL = 1e-9
+#: rounding band of an exact row's exact-vs-bound comparison (relative to |bound|): the two
+#: float64 evaluations (oracle and bound) agree to far better than this when they are equal
+EXACT_BOUND_RTOL = 1e-9
 VERDICTS = ("holds", "violated", "inconclusive", "not_applicable")
 VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
                    "bound", "status", "verdict", "tightness", "slope", "exact"]
@@ -132,6 +146,40 @@ def verdict(ci_low: float, ci_high: float, bound: float, bound_is_certified: boo
     if ci_low > bound:
         return "violated"
     return "inconclusive"
+
+
+def exact_verdict(exact: float, bound: float, bound_is_certified: bool,
+                  hypotheses_hold: bool | None) -> str:
+    """Verdict of an exact row: the measured quantity is the exact value ``exact``.
+
+    ``not_applicable`` as in :func:`verdict`; ``holds`` iff ``exact <= bound - EXACT_BOUND_RTOL
+    |bound|``; ``violated`` iff ``exact > bound + EXACT_BOUND_RTOL |bound|``; otherwise
+    (equal up to rounding, or a NaN) ``inconclusive``.  An infinite bound holds.
+    """
+    if hypotheses_hold is False or not bound_is_certified:
+        return "not_applicable"
+    x, b = float(exact), float(bound)
+    if math.isnan(x) or math.isnan(b) or math.isinf(x):
+        return "inconclusive"
+    if b == math.inf:
+        return "holds"
+    if b == -math.inf:
+        return "violated"
+    band = EXACT_BOUND_RTOL * abs(b)
+    if x <= b - band:
+        return "holds"
+    if x > b + band:
+        return "violated"
+    return "inconclusive"
+
+
+def is_exact_row(df: pd.DataFrame) -> pd.Series:
+    """Boolean mask of the exact rows of a verdict table (``n_ok == 0`` and ``sem == 0``)."""
+    if "n_ok" not in df.columns or "sem" not in df.columns:
+        return pd.Series(False, index=df.index)
+    n_ok = pd.to_numeric(df["n_ok"], errors="coerce")
+    sem = pd.to_numeric(df["sem"], errors="coerce")
+    return (n_ok == 0) & (sem == 0)
 
 
 def tightness(bound: Any, mean: Any) -> Any:
@@ -208,6 +256,32 @@ def _float(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
+_NOT_CARRIED = ("bound_is_certified", "hypotheses_hold", "measured_exactly")
+
+
+def _flag(x: Any) -> bool:
+    """A True/False cell (None, NaN: False)."""
+    return isinstance(x, (bool, np.bool_)) and bool(x)
+
+
+def _exact_row(b: dict, key: tuple, exact: float, bound: float, hyp: bool | None
+               ) -> dict[str, Any]:
+    """One exact row of :func:`verdict_table` (module docstring: the measured value is the
+    exact oracle value; no replicates, no CI, no oracle test)."""
+    row = dict(zip(_KEYS, key, strict=True))
+    row.update(mean=exact, ci_low=exact, ci_high=exact, bound=bound,
+               status=str(getattr(b["status"], "value", b["status"])),
+               verdict=exact_verdict(exact, bound, bool(b["bound_is_certified"]), hyp),
+               tightness=tightness(bound, exact), slope=math.nan, exact=exact,
+               expected_slope=_float(b.get("expected_slope")), slope_stderr=math.nan,
+               n_ok=0, n_nonfinite=0, sem=0.0, oracle_z=math.nan, oracle_pass=None,
+               ci_level=math.nan)
+    for k, val in b.items():
+        if k not in row and k not in _NOT_CARRIED:
+            row[k] = val
+    return row
+
+
 def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
                   level: float = CI_LEVEL, far: float = ORACLE_FAR) -> pd.DataFrame:
     """One verdict row per (theorem, scenario, mode, horizon).
@@ -216,8 +290,10 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     mode, horizon, value (the measured quantity of that replicate; NaN/inf allowed).
     ``bounds``: one row per (theorem, scenario, mode, horizon) with columns ``bound``,
     ``status``, ``bound_is_certified`` (bool), ``hypotheses_hold`` (True/False/None) and
-    optionally ``exact`` (oracle value, NaN if none) and ``expected_slope``; any other
-    column is carried through.  Horizons without samples get n_ok = 0 (inconclusive).
+    optionally ``exact`` (oracle value, NaN if none), ``expected_slope`` and
+    ``measured_exactly`` (True: an exact row, its measured value is ``exact``, no samples;
+    module docstring); any other column is carried through.  Horizons without samples get
+    n_ok = 0 (inconclusive).
     The slope is fitted per (theorem, scenario, mode) over its horizons.
     Returns VERDICT_COLUMNS + EXTRA_COLUMNS + carried columns.
     """
@@ -232,14 +308,18 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     rows: list[dict[str, Any]] = []
     for b in bounds.to_dict("records"):
         key = tuple(b[k] for k in _KEYS)
-        s = summarize(groups.get(key, np.empty(0)), level)
         bound = _float(b["bound"])
         hyp = b["hypotheses_hold"]
         hyp = None if hyp is None or (isinstance(hyp, float) and math.isnan(hyp)) else bool(hyp)
+        exact = _float(b.get("exact"))
+        if _flag(b.get("measured_exactly")):
+            require(key not in groups, "samples", key, "must be empty for an exact row")
+            rows.append(_exact_row(b, key, exact, bound, hyp))
+            continue
+        s = summarize(groups.get(key, np.empty(0)), level)
         v = verdict(s["ci_low"], s["ci_high"], bound, bool(b["bound_is_certified"]), hyp)
         if v == "holds" and s["n_nonfinite"] > 0:
             v = "inconclusive"
-        exact = _float(b.get("exact"))
         z, passed = (math.nan, False)
         if math.isfinite(exact):
             z, passed = oracle_test(s["mean"], s["sem"], exact, far,
@@ -253,7 +333,7 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
                    sem=s["sem"], oracle_z=z,
                    oracle_pass=passed if math.isfinite(exact) else None, ci_level=level)
         for k, val in b.items():
-            if k not in row and k not in ("bound_is_certified", "hypotheses_hold"):
+            if k not in row and k not in _NOT_CARRIED:
                 row[k] = val
         rows.append(row)
     out = pd.DataFrame(rows)

@@ -161,4 +161,9 @@ def max_quadratic_on_ball(H: np.ndarray, h: np.ndarray, k: float, R: float) -> f
     else:
         t = scipy.optimize.brentq(g, t_lo, t_hi, xtol=1e-15 * max(t_hi, 1e-300),
                                   rtol=4 * np.finfo(np.float64).eps, maxiter=500)
-    return value(vec(t))
+    v = vec(t)
+    nv = float(np.linalg.norm(v))
+    # the maximiser lies on the sphere: put v exactly on it.  The root t is only known to
+    # ~eps relative, and ||v(t)|| - R moves the value to first order (2 lam_max R^2 dR/R),
+    # while the direction error moves it to second order only.
+    return value(v * (R / nv)) if nv > 0 else value(v)

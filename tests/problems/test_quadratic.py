@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.optimize
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError
@@ -434,6 +434,7 @@ def _grid_max(H, h, k, R, num=200_001):
 
 @SETTINGS
 @given(st.integers(0, 10_000), st.floats(0.01, 100.0))
+@example(827, 95.5)  # the root t was 3e-12 short: ||v(t)|| < R lowered the value to 1st order
 def test_max_quadratic_on_ball_vs_dense_grid(seed, R):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(2, 2))

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy import stats
 
-from validation.compare import ORACLE_FAR
+from validation.compare import ORACLE_FAR, is_exact_row
 from validation.report.layout import (
     _SHORT,
     FILL,
@@ -76,7 +76,9 @@ def details_page(run: Run, th: str, sc: str) -> Figure:
         se = s["slope_stderr"].iloc[0] if "slope_stderr" in s.columns else math.nan
         ov = group_verdict(list(s["verdict"]))
         ex = s["exact"].to_numpy(float)
-        if np.isfinite(ex).any() and "oracle_z" in s.columns:
+        if len(s) and is_exact_row(s).all():
+            oracle = "exact: no MC, no CI"
+        elif np.isfinite(ex).any() and "oracle_z" in s.columns:
             z = s["oracle_z"].to_numpy(float)[np.isfinite(ex)]
             npass = int(np.sum(np.abs(z) <= _Z_CRIT))
             oracle = f"{npass}/{z.size} pass, max|z| {_fmt(np.nanmax(np.abs(z)), 2)}"
@@ -102,8 +104,10 @@ def details_page(run: Run, th: str, sc: str) -> Figure:
           f"+- its standard error; exact oracle: z-tests of the MC mean against the exact "
           f"expectation at false-alarm rate {ORACLE_FAR:g} each; failed = replicates that "
           f"raised, diverged or gave NaN/inf at the worst horizon (excluded from the mean; a "
-          f"horizon with a non-finite replicate is never 'holds').",
-          0.94, size=SMALL, max_lines=2, color="#333333")
+          f"horizon with a non-finite replicate is never 'holds')."
+          + (" Exact rows: the measured value is the exact oracle value (nothing simulated, "
+             "no CI); tightness = bound / exact." if is_exact_row(sub).any() else ""),
+          0.94, size=SMALL, max_lines=3, color="#333333")
     steps = meta.get("step_sizes", {}) or {}
     st_txt = ", ".join(f"{k} = {_fmt(val, 4)}" for k, val in steps.items()) or "-"
     y = _wrap(fig, 0.03, 0.2, f"Step sizes: {st_txt}", 0.94, size=SMALL, max_lines=2)

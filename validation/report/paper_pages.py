@@ -87,6 +87,9 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
         names = [names[int(k * step)] for k in range(4)]
     x0, y0, w, h = rect
     k = len(names)
+    colour: dict[str, str] = {}  # one colour per algorithm on every panel of the page
+    for c in s["curves"].values():
+        colour.setdefault(c["label"].split(" (")[0], f"C{len(colour) % 10}")
     unit = s["curve_metric"] == "busy" or "acc" in s["curve_metric"]
     for j, name in enumerate(names):
         ax = fig.add_axes([x0 + j * w / k + 0.03, y0, w / k - 0.045, h])
@@ -94,7 +97,8 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
             cur = c["busy"] if s["curve_metric"] == "busy" else c["curve"]
             if not cur["mean"]:
                 continue
-            line, = ax.plot(grid, cur["mean"], label=c["label"].split(" (")[0], lw=1.2)
+            name_ = c["label"].split(" (")[0]
+            line, = ax.plot(grid, cur["mean"], label=name_, lw=1.2, color=colour[name_])
             lo = [a if math.isfinite(a) else m for a, m in zip(cur["lo"], cur["mean"],
                                                                strict=True)]
             hi = [a if math.isfinite(a) else m for a, m in zip(cur["hi"], cur["mean"],
@@ -231,7 +235,9 @@ def _selection_rows(s: dict) -> list[list[str]]:
             cells = [f"{'*' if c['chosen'] else ''}{_arm_tag(c)}: {_num(c['mean'])}"
                      + ("" if c["finite"] == c["of"] else f" ({c['of'] - c['finite']} div.)")
                      for c in cands]
-            rows.append([f"{setting} / {fam}", "   ".join(cells)])
+            for j in range(0, len(cells), 4):  # four candidates a line, so none is cut off
+                rows.append([f"{setting} / {fam}" if j == 0 else "",
+                             "   ".join(cells[j:j + 4])])
     return rows
 
 

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-from validation.compare import CI_LEVEL, CI_METHOD
+from validation.compare import CI_LEVEL, CI_METHOD, is_exact_row
 from validation.report.layout import (
     FONT,
     INK,
@@ -71,10 +71,12 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
             else meta.get("expected_slope", math.nan)
         width = _chars(0.27, SMALL)
         sl = _fmt(sub["slope"].iloc[0] if len(sub) else None)
+        exact = len(sub) > 0 and bool(is_exact_row(sub).all())
+        last = (f"EXACT value, no CI; bound/exact {_rng(sub['tightness'])}" if exact else
+                f"slope {sl} (order {_fmt(es, 2)}), bound/mean {_rng(sub['tightness'])}")
         ax.set_title("\n".join([_mid(f"{sc} [{md}]" if md else sc, width),
-                                _trunc(f"{status}", width),
-                                _trunc(f"slope {sl} (order {_fmt(es, 2)}), bound/mean "
-                                       f"{_rng(sub['tightness'])}", width)]), fontsize=SMALL)
+                                _trunc(f"{status}", width), _trunc(last, width)]),
+                     fontsize=SMALL)
     for k in range(len(groups), nrow * ncol):
         fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
     fig.legend(handles=_legend_handles(), loc="upper center", ncol=8, fontsize=SMALL,
@@ -84,7 +86,9 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
            "that horizon. Blue line: the theorem's bound at the scenario's constants (solid: "
            "certified; dashed: not a certified bound). Black crosses: exact expectation (oracle). "
            "Dotted grey: the theorem's order, anchored at the first MC mean. Title lines: "
-           "scenario [mode]; bound status; fitted log-log slope (expected order), bound / mean.")
+           "scenario [mode]; bound status; fitted log-log slope (expected order), bound / mean."
+           + (" Squares: an exact oracle value (nothing simulated, no CI)."
+              if is_exact_row(v).any() else ""))
     _wrap(fig, 0.04, 0.125, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
     return fig
 
@@ -138,7 +142,8 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     ax.errorbar(h[ok], mean[ok], yerr=np.clip(yerr, 0, None), fmt="none", ecolor="#555555",
                 elinewidth=0.9, capsize=2.5, zorder=2)
     colours = [INK.get(str(x), "#000000") for x in sub["verdict"].to_numpy()[ok]]
-    ax.scatter(h[ok], mean[ok], c=colours, s=22, zorder=3)
+    ax.scatter(h[ok], mean[ok], c=colours, s=22, zorder=3,
+               marker="s" if bool(is_exact_row(sub).all()) else "o")
     status = str(sub["status"].iloc[0])
     gb = np.isfinite(bound) & (bound > 0)
     if gb.any():

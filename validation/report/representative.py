@@ -8,6 +8,7 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
+from validation.compare import is_exact_row
 from validation.report.layout import (
     FONT,
     SMALL,
@@ -35,9 +36,14 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
         for ax in (a1, a2):
             ax.tick_params(labelsize=SMALL)
         if not rep:
+            v = run.verdicts
+            sub = v[(v["theorem"] == th) & (v["scenario"] == sc)]
+            why = ("exact rows only, nothing simulated"
+                   if len(sub) and is_exact_row(sub).all()
+                   else "no representative run was recorded")
             for ax in (a1, a2):
                 ax.set_axis_off()
-                ax.text(0.5, 0.5, f"{sc}: no representative run was recorded", ha="center",
+                ax.text(0.5, 0.5, f"{sc}: {why}", ha="center",
                         va="center", fontsize=FONT, transform=ax.transAxes)
             continue
         stale = np.asarray(rep.get("staleness_steps", []), dtype=float)

@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from validation.compare import CI_LEVEL, CI_METHOD, ORACLE_FAR
+from validation.compare import CI_LEVEL, CI_METHOD, EXACT_BOUND_RTOL, ORACLE_FAR, is_exact_row
 from validation.report.layout import (
     _ORDER,
     _SHORT,
@@ -76,7 +76,10 @@ def summary_page(run: Run, idx: int) -> Figure:
                 f"{len(run.theorems)} theorem(s), {sum(len(g) for g in run.groups.values())} "
                 f"(scenario, mode) group(s), {len(v)} comparison(s) (one per horizon). "
                 f"Each comparison: Monte-Carlo mean with a {CI_LEVEL:.0%} {CI_METHOD} confidence "
-                "interval vs the theorem's bound.")
+                "interval vs the theorem's bound" + (
+                    f"; {int(is_exact_row(v).sum())} rows marked 'exact': the exact oracle "
+                    "value itself (nothing simulated, no CI) vs the bound."
+                    if is_exact_row(v).any() else "."))
     x = 0.03
     for k in _ORDER:
         fig.add_artist(Rectangle((x, 0.862), 0.018, 0.022, transform=fig.transFigure,
@@ -92,11 +95,13 @@ def summary_page(run: Run, idx: int) -> Figure:
         overall = group_verdict(list(sub["verdict"]))
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
         ctext, cfill = control_cell(sub)
+        exact = len(sub) > 0 and bool(is_exact_row(sub).all())
+        slope = "exact, no CI" if exact else f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})"
         rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - 1),
                      _mid(md, _chars(0.08) - 1) or "-",
                      _mid(_uniq(list(sub["status"].astype(str)))[0], _chars(0.15) - 1),
                      str(len(sub)), "/".join(str(n) for n in c), _SHORT[overall].upper(),
-                     _rng(sub["tightness"]), f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})",
+                     _rng(sub["tightness"]), slope,
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
@@ -113,6 +118,10 @@ def summary_page(run: Run, idx: int) -> Figure:
             f"bound / MC mean (range over horizons). Slope = least-squares log-log slope of "
             f"the MC mean vs T or K; in brackets the theorem's order. CI: {CI_METHOD}, level "
             f"{CI_LEVEL}; oracle z-tests at false-alarm rate {ORACLE_FAR:g}. Control: for a "
-            f"deliberate negative control, the verdict it must get and whether it got it.")
+            f"deliberate negative control, the verdict it must get and whether it got it. "
+            f"'exact, no CI' (slope column): the measured value is an exact oracle value (a "
+            f"counterexample no simulation reaches), no CI: holds = exact <= bound, violated = "
+            f"exact > bound, beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; "
+            f"tightness = bound / exact.")
     _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
     return fig

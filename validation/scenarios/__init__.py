@@ -43,22 +43,27 @@ the theorem registry (:func:`theory.registry.register_scenarios`), from which
 from __future__ import annotations
 
 from validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
-from validation.scenarios.asypfl import asypfl_case, asypfl_counterexample
+from validation.scenarios.asypfl import (
+    asypfl_case,
+    asypfl_counterexample,
+    asypfl_periods_counterexample,
+)
 from validation.scenarios.common import (
     CLAIM_STATUSES,
     SEED,
     Case,
+    ExactSpec,
     Row,
     RunSpec,
     SimCheck,
     set_oracle_cache,
 )
-from validation.scenarios.perfedavg import perfedavg_case
+from validation.scenarios.perfedavg import perfedavg_case, perfedavg_counterexample
 from validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
 
 __all__ = [
-    "RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",
+    "RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",
     "theorem1_case", "theorem2_case", "theorem3_case", "theorem7_case", "theorem8_case",
     "theorem8_counterexample", "set_oracle_cache", "SEED", "perfedavg_case", "asypfl_case",
-    "asypfl_counterexample",
+    "asypfl_counterexample", "asypfl_periods_counterexample", "perfedavg_counterexample",
 ]

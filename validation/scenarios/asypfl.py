@@ -4,8 +4,10 @@ Simulation, one client only: fedsim's AsyPFL engine (Algorithm 1 with ``lam = 0`
 personal model irrelevant) is the theorems' tick model exactly when n = 1 (pi = 1, server
 step t <-> tick t E, and the decay index r_k is the tick when E = 1).  For n >= 2 the engine
 is *not* the tick model (sequential reads, adaptive pi_k, decay index r_k), so the n >= 2
-instances -- reader 2's counterexample with periods (5, 8) in particular -- are checked
-against the exact oracle :func:`theory.asypfl.tick_oracle` in the tests, not simulated here.
+instances are not simulated here.  Reader 2's counterexample with periods (5, 8) (R2-4,
+docs/theory/asypfl.md) is a suite case all the same, as *exact* rows
+(:func:`asypfl_periods_counterexample`: the measured value is
+:func:`theory.asypfl.tick_oracle`'s exact gap, :class:`validation.scenarios.common.ExactSpec`).
 
 * Theorem 1: strongly convex 2-d quadratic, additive noise, ``eta = 1/(4L)``, E = 1 at L = 1
   and L = 0.01 (corrected form: CERTIFIED_CORRECTED).  Known counterexample CE1 (E-Y2):
@@ -15,6 +17,11 @@ against the exact oracle :func:`theory.asypfl.tick_oracle` in the tests, not sim
   Algorithm 1's ``eta/(1 + gamma_alg tau)``.  Known counterexample CE3 (E-Y4): noiseless,
   ``||w0 - w*|| = 100``: the literal (6) is ``violated`` at T = 1, 10; corrected holds.
 * Out of regime (a): eta 10x 1/(4L) (H8), mu = 0 (H2).
+* R2-4 (Theorem 1, exact rows): two clients F_k = w^2/2, p = (1/2, 1/2), E = 1, periods
+  pi = (5, 8), eta = 1/4, w0 = 1, at the common sync ticks T = 40, 80: exact 8.4805e-6 vs
+  bound 5.0283e-6 at T = 40 (bound/exact 0.593), 1.4384e-10 vs 5.0567e-11 at T = 80.  The
+  literal (5) is ``violated``; the corrected form is ``not_applicable`` (H12: distinct pi_k
+  with some E_k > 1), its row showing the same exact value above the same number.
 """
 
 from __future__ import annotations
@@ -27,9 +34,19 @@ from fedsim.errors import require
 from fedsim.problems.asypfl_constants import asypfl_constants_table
 from theory.asypfl import gamma_t2, theorem1, theorem2, tick_oracle
 from theory.registry import register_scenarios
-from validation.scenarios.common import Case, Row, RunSpec, _cached, _consts, _problem, _scenario
+from validation.scenarios.common import (
+    Case,
+    ExactSpec,
+    Row,
+    RunSpec,
+    _cached,
+    _consts,
+    _problem,
+    _scenario,
+)
 
-__all__ = ["asypfl_case", "asypfl_counterexample", "R_ORACLE"]
+__all__ = ["asypfl_case", "asypfl_counterexample", "asypfl_periods_counterexample",
+           "R2_4", "R_ORACLE"]
 
 #: replicates of every run compared with the exact oracle (at least; the suite's R if larger).
 #: The measured quantity is one iterate's ``F(w^T) - F*``, a scaled non-central chi-square
@@ -158,13 +175,63 @@ def asypfl_counterexample(theorem: str, *, replicates: int = 32) -> Case:
                 "counterexample", "")
 
 
+#: reader 2's R2-4 (docs/theory/asypfl.md): two identical clients F_k = w^2/2, periods (5, 8)
+R2_4 = dict(p=[0.5, 0.5], pi=[5, 8], E=1, eta=0.25, w0=1.0, T=(40, 80))
+
+
+def asypfl_periods_counterexample() -> Case:
+    """R2-4: the corrected Theorem 1 fails for unequal periods; exact rows (tick model).
+
+    Rows ``paper_literal`` (expected ``violated``) and ``corrected`` (status NOT_APPLICABLE by
+    H12, expected ``not_applicable``; mean = exact above the bound, tightness < 1) at the
+    common synchronisation ticks T = 40, 80 (lcm(5, 8) E = 40), with chi^2 the oracle's
+    synchronised chi^2 (0: the clients are identical and noiseless).
+    """
+    c = R2_4
+    T = list(c["T"])
+
+    def compute() -> list[list[float]]:
+        o = tick_oracle(A=[[[1.0]], [[1.0]]], b=[[0.0], [0.0]], p=c["p"], pi=c["pi"],
+                        E=c["E"], eta=c["eta"], w0=[c["w0"]], T=max(T))
+        return [[float(o["gap"][t]) for t in T], [float(np.max(np.abs(o["chi2_sync"])))]]
+
+    gaps, (chi2,) = _cached("asypfl-r2-4", (c,), compute)
+    common = dict(L=1.0, mu=1.0, eta=c["eta"], p=c["p"], sigma2=[0.0, 0.0], Gamma=0.0,
+                  E=c["E"], pi=c["pi"], chi2=chi2, D2=c["w0"] ** 2, T=np.array(T))
+    name = "counterexample-R2-4-periods-5-8"
+    key = f"asypfl_theorem1/{name}"
+    oracle = ("theory.asypfl.tick_oracle(A=[[[1]],[[1]]], b=[[0],[0]], p=[1/2,1/2], "
+              "pi=[5,8], E=1, eta=1/4, w0=[1], T=80)")
+    spec = ExactSpec(key, tuple(T), tuple(gaps), oracle)
+    rows = []
+    for mode, expv in (("paper_literal", "violated"), ("corrected", "not_applicable")):
+        res = theorem1(mode=mode, **common)
+        vals = np.atleast_1d(res.value)
+        rows += [Row(mode, t, key, res, float(vals[j]), float(gaps[j]), "counterexample", expv)
+                 for j, t in enumerate(T)]
+    consts = [dict(name="L", value=1.0, tag="EXACT", reason="F_k = w^2/2"),
+              dict(name="mu", value=1.0, tag="EXACT", reason="F_k = w^2/2"),
+              dict(name="sigma2", value=0.0, tag="EXACT", reason="exact gradients"),
+              dict(name="Gamma", value=0.0, tag="EXACT", reason="identical clients"),
+              dict(name="chi2", value=chi2, tag="EXACT",
+                   reason="synchronised chi^2 of the exact tick oracle")]
+    return Case("asypfl_theorem1", name, "[Y] AsyPFL Thm 1, R2-4 periods (5, 8) (exact)",
+                "two clients F_k = w^2/2, p = (1/2, 1/2), E = 1, periods pi = (5, 8), "
+                "eta = 1/4, w0 = 1, at the common sync ticks: exact tick-model gap, nothing "
+                "simulated.", "T", "E F(w^T) - F*", math.nan, [], rows, consts, [],
+                ["Exact rows (no simulation, no CI): the measured value is " + oracle + ".",
+                 "R2-4: the corrected Theorem 1 (rate (1 - mu eta)^T) is below the exact gap "
+                 "for distinct periods: NOT_APPLICABLE by H12; the literal (5) is violated."],
+                "counterexample", "", exacts=[spec])
+
+
 def _grids(theorem: str):
     def quick(R: int, c: int) -> list[Case]:
         return [asypfl_case(theorem, "L1", replicates=2 * R),
                 asypfl_case(theorem, "Lsmall", replicates=2 * R),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="step10x"),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="mu0"),
-                asypfl_counterexample(theorem, replicates=max(32, 2 * R))]
+                asypfl_counterexample(theorem, replicates=max(32, 2 * R)), *_r2_4(theorem)]
 
     def full(R: int, c: int) -> list[Case]:
         hz = [5, 20, 60, 200] if theorem.endswith("1") else [10, 40, 160, 640]
@@ -172,13 +239,18 @@ def _grids(theorem: str):
                 asypfl_case(theorem, "Lsmall", horizons=hz, replicates=R),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="step10x"),
                 asypfl_case(theorem, "L1", horizons=[10], replicates=c, variant="mu0"),
-                asypfl_counterexample(theorem, replicates=max(64, R))]
+                asypfl_counterexample(theorem, replicates=max(64, R)), *_r2_4(theorem)]
 
     def smoke(R: int, c: int) -> list[Case]:
         return [asypfl_case(theorem, "L1", horizons=[10], replicates=R),
-                asypfl_counterexample(theorem, replicates=32)]
+                asypfl_counterexample(theorem, replicates=32), *_r2_4(theorem)]
 
     return {"quick": quick, "full": full, "smoke": smoke}
+
+
+def _r2_4(theorem: str) -> list[Case]:
+    """R2-4's exact rows belong to Theorem 1 only."""
+    return [asypfl_periods_counterexample()] if theorem == "asypfl_theorem1" else []
 
 
 # bound/1000 controls: the scenario whose rows are all decisive at the quick suite's R (Theorem

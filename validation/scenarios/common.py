@@ -5,6 +5,13 @@ scenario dict (THEORY_SPEC 9.3, 10).
 A :class:`Case` holds the simulated run sets of one (theorem, scenario) pair and its verdict
 rows: the bound (a :class:`theory.result.BoundResult` for exactly the simulated constants),
 the exact oracle value where one exists, and the checks only the simulation can make.
+
+A row can also be *exact*: its run key names an :class:`ExactSpec` instead of a
+:class:`RunSpec`, and its measured value is the exact oracle value, nothing is simulated
+(:func:`validation.compare.verdict_table` with ``measured_exactly``; the convention in
+verdicts.csv is ``mean = ci_low = ci_high = exact``, ``n_ok = 0``, ``sem = 0``, no CI level).
+This is how counterexamples that no simulation can reach (Per-FedAvg E-F1 at K = 1e11, AsyPFL
+with two clients in the tick model) become rows of the suites.
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ from typing import Any
 from fedsim.config import ProblemConfig, build_problem
 from theory.result import BoundResult, Hypothesis, Status
 
-__all__ = ["RunSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED", "set_oracle_cache",
-           "oracle_cache_stats"]
+__all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED",
+           "set_oracle_cache", "oracle_cache_stats"]
 
 #: statuses whose value the verdict tests as an upper bound: the certified ones, and the
 #: paper-literal ones (the paper claims them; testing that claim is the point of E-A6)
@@ -127,6 +134,26 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class ExactSpec:
+    """Exact oracle values that stand in for a simulation: ``values[j]`` is the measured
+    quantity itself at ``horizons[j]`` (no replicates, no CI); ``oracle`` names the function
+    and arguments that computed it (shown in the notes)."""
+
+    key: str
+    horizons: tuple[int, ...]
+    values: tuple[float, ...]
+    oracle: str
+
+    def __post_init__(self) -> None:
+        if len(self.horizons) != len(self.values) or not self.horizons:
+            raise ValueError(f"ExactSpec {self.key}: one value per horizon, at least one")
+
+    def value(self, horizon: int) -> float:
+        """The exact value at ``horizon``."""
+        return float(self.values[self.horizons.index(horizon)])
+
+
+@dataclass(frozen=True)
 class SimCheck:
     """A hypothesis only the simulation can check, evaluated on every replicate's record.
 
@@ -166,7 +193,8 @@ _LOGI_SMOOTH = (True, "logistic: L = max_i lam_max(X_i^T X_i)/(4 m_i) EXACT, f_i
 
 @dataclass
 class Row:
-    """One verdict row's theory side."""
+    """One verdict row's theory side.  ``run_key`` names a :class:`RunSpec` of the case, or
+    one of its :class:`ExactSpec` (then ``exact`` is the measured value itself)."""
 
     mode: str
     horizon: int
@@ -196,6 +224,11 @@ class Case:
     notes: list[str] = field(default_factory=list)
     control: str = ""
     expected_verdict: str = ""
+    exacts: list[ExactSpec] = field(default_factory=list)   # rows measured exactly
+
+    def exact_keys(self) -> frozenset[str]:
+        """The run keys whose rows are exact oracle values (no simulation)."""
+        return frozenset(e.key for e in self.exacts)
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,8 +10,12 @@ cannot measure it; :func:`theory.perfedavg.perfedavg_quadratic_exact` covers tau
 tests).  Each in-regime row also carries the exact oracle value (z-test column).
 
 Out of regime (negative control (a)): participation r = 1/2 (H9, E-F1) and a step 10x
-``1/(10 tau L_F)`` (H8).  The r < 1 counterexample of E-F1 needs tau = 1e4, K = 1e11: it is
-checked against the exact oracle in tests/theory/test_perfedavg_oracle.py, not simulated.
+``1/(10 tau L_F)`` (H8).  The r < 1 counterexample of E-F1 needs tau = 1e4, K = 1e11: no
+simulation reaches it, so :func:`perfedavg_counterexample` gives it as *exact* rows (the
+measured value is the exact oracle value, :class:`validation.scenarios.common.ExactSpec`):
+the appendix constant B_45 (``paper_literal``, the same number as ``corrected`` with r
+ignored) against the exact LHS at tau = 4096 (below the threshold: holds, bound/exact 1.54)
+and tau = 1e4 (violated, bound/exact 0.688, docs/theory/per-fedavg.md section 4).
 """
 
 from __future__ import annotations
@@ -25,9 +29,18 @@ from fedsim.problems.perfedavg_constants import perfedavg_constants_table
 from theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
 from theory.registry import register_scenarios
 from theory.result import Hypothesis, Status
-from validation.scenarios.common import Case, Row, RunSpec, _cached, _consts, _problem, _scenario
+from validation.scenarios.common import (
+    Case,
+    ExactSpec,
+    Row,
+    RunSpec,
+    _cached,
+    _consts,
+    _problem,
+    _scenario,
+)
 
-__all__ = ["perfedavg_case", "R_ORACLE"]
+__all__ = ["perfedavg_case", "perfedavg_counterexample", "CX", "R_ORACLE"]
 
 #: replicates of every in-regime run (compared with the exact oracle), at least: the z-test of
 #: :func:`validation.compare.oracle_test` divides by the *sample* SEM, so for near-Gaussian
@@ -109,23 +122,89 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
                      "Exact oracle: theory.perfedavg.perfedavg_quadratic_exact."], ctrl, expv)
 
 
+#: E-F1's counterexample CX (docs/theory/per-fedavg.md section 4): n = 2, r = 1/2 (s = 1),
+#: f_i = phi(w - c_i), c = (-1, 1), phi quadratic on |x| <= 2 with a C^2 ramp beyond; the
+#: iterates stay in the quadratic region, where the exact oracle is the quadratic one.
+CX = dict(L=1.0, alpha=1e-3, sigma_G2=0.0, gamma_G2=1.0, gamma_H2=0.25, rho=1.0, B=2.5,
+          f_gap=0.0, n=2, r=0.5, beta=1e-12)
+#: the rounds of CX (the average over K = 1e11 rounds is the stationary value to ~1e-10)
+CX_K = 10**11
+
+_CX_CONSTS = [
+    dict(name="L", value=1.0, tag="EXACT", reason="phi'' <= 1 (quadratic part 1, ramp below)"),
+    dict(name="rho", value=1.0, tag="UPPER", reason="Hessian Lipschitz constant of the C^2 ramp"),
+    dict(name="B", value=2.5, tag="UPPER", reason="|phi'| <= 2.5 on the ramp"),
+    dict(name="sigma_G2", value=0.0, tag="EXACT", reason="exact gradients (no noise)"),
+    dict(name="gamma_G2", value=1.0, tag="EXACT",
+         reason="mean |grad f_i - grad f|^2 = 1 for c = (-1, 1) on the quadratic part"),
+    dict(name="gamma_H2", value=0.25, tag="UPPER", reason="Hessian dissimilarity <= 1/4"),
+    dict(name="f_gap", value=0.0, tag="EXACT", reason="w0 = cbar = 0 minimises F"),
+]
+
+
+def perfedavg_counterexample(tau: int, expected: str = "") -> Case:
+    """E-F1 (r = 1/2) at ``tau`` local steps, beta = 1e-12, K = 1e11: exact rows.
+
+    Mode ``paper_literal`` (PAPER_LITERAL_KNOWN_ERRATUM: B_45 for any r, as the appendix
+    proves it) at horizon K = 1e11 with the exact LHS of
+    :func:`theory.perfedavg.perfedavg_quadratic_exact` as the measured value.  ``expected``:
+    the verdict the row must get (fixed in advance from the docs, so the control can fail).
+    """
+    tau = int(tau)
+    res = theorem4_5(**CX, tau=tau, K=CX_K, mode="paper_literal")
+
+    def compute() -> float:
+        return float(perfedavg_quadratic_exact(
+            A=[[1.0]], centers=[[-1.0], [1.0]], alpha=CX["alpha"], beta=CX["beta"], tau=tau,
+            K=float(CX_K), w0=[0.0], s=1))
+
+    exact = float(_cached("perfedavg-cx", (CX, tau, CX_K), compute))
+    name = f"counterexample-EF1-tau{tau}"
+    key = f"perfedavg_theorem4_5/{name}"
+    oracle = (f"theory.perfedavg.perfedavg_quadratic_exact(A=[[1]], centers=[[-1],[1]], "
+              f"alpha=1e-3, beta=1e-12, tau={tau}, K=1e11, w0=[0], s=1)")
+    spec = ExactSpec(key, (CX_K,), (exact,), oracle)
+    bound = float(res.value)
+    rows = [Row("paper_literal", CX_K, key, res, bound, exact, "counterexample", expected)]
+    return Case("perfedavg_theorem4_5", name,
+                f"[F] Per-FedAvg Thm 4.5, E-F1 counterexample, tau = {tau} (exact)",
+                f"n = 2, r = 1/2 (one client per round), f_i = phi(w - c_i), c = (-1, 1), "
+                f"alpha = 1e-3, beta = 1e-12, tau = {tau}, K = 1e11, w0 = cbar: exact oracle "
+                "value, nothing simulated.", "K",
+                "(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2", math.nan, [], rows,
+                [dict(c) for c in _CX_CONSTS], [],
+                ["Exact row (no simulation, no CI): the measured value is " + oracle + ".",
+                 "E-F1: Theorem 4.5 is false for r < 1 whatever its O(1); at this beta and K "
+                 "B_45 is below the exact value from tau = 6481 on (bound/exact 1.00013 at "
+                 "6480, 0.99999 at 6481; docs/theory/per-fedavg.md section 4)."],
+                "counterexample", "", exacts=[spec])
+
+
 def _quick(R: int, c: int) -> list[Case]:
     return [perfedavg_case("L1", horizons=[10, 40, 160], replicates=R),
             perfedavg_case("Lsmall", horizons=[10, 40, 160], replicates=R),
             perfedavg_case("L1", horizons=[10], replicates=c, variant="r_half"),
-            perfedavg_case("L1", horizons=[10], replicates=c, variant="step10x")]
+            perfedavg_case("L1", horizons=[10], replicates=c, variant="step10x"),
+            *_cx()]
+
+
+def _cx() -> list[Case]:
+    """E-F1's exact rows on both sides of the threshold (holds at 4096, violated at 1e4)."""
+    return [perfedavg_counterexample(4096, "holds"), perfedavg_counterexample(10000, "violated")]
 
 
 def _full(R: int, c: int) -> list[Case]:
     return [perfedavg_case("L1", horizons=[10, 40, 160, 640], replicates=R),
             perfedavg_case("Lsmall", horizons=[10, 40, 160, 640], replicates=R),
             perfedavg_case("L1", horizons=[10, 160], replicates=c, variant="r_half"),
-            perfedavg_case("L1", horizons=[10, 160], replicates=c, variant="step10x")]
+            perfedavg_case("L1", horizons=[10, 160], replicates=c, variant="step10x"),
+            *_cx()]
 
 
 def _smoke(R: int, c: int) -> list[Case]:
     return [perfedavg_case("L1", horizons=[10], replicates=R),
-            perfedavg_case("L1", horizons=[10], replicates=c, variant="r_half")]
+            perfedavg_case("L1", horizons=[10], replicates=c, variant="r_half"),
+            *_cx()]
 
 
 for _suite, _builder in (("quick", _quick), ("full", _full), ("smoke", _smoke)):
