@@ -39,11 +39,21 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["CHUNK_ROWS", "LogisticSGD", "RowSGD", "SoftmaxSGD"]
+__all__ = ["CHUNK_ROWS", "LogisticSGD", "RowSGD", "SoftmaxSGD", "overrides_batch_oracles"]
 
 #: Rows drawn and gathered at once (a round of Q steps of b rows runs in chunks of
 #: ``max(1, CHUNK_ROWS // b)`` steps; the buffers hold one chunk).
 CHUNK_ROWS: int = 2048
+
+
+def overrides_batch_oracles(problem: object, base: type) -> bool:
+    """True if ``problem``'s class or the instance itself replaces ``base``'s
+    ``sample_batch`` or ``batch_grad``: the fused kernel would then bypass the replacement,
+    so the caller must keep the per-call path."""
+    cls, own = type(problem), vars(problem)
+    return (cls.sample_batch is not base.sample_batch
+            or cls.batch_grad is not base.batch_grad
+            or "sample_batch" in own or "batch_grad" in own)
 
 
 class RowSGD:

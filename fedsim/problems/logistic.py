@@ -45,7 +45,7 @@ from scipy.special import expit
 from fedsim.errors import FedsimError, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
-from fedsim.problems.fused_sgd import LogisticSGD
+from fedsim.problems.fused_sgd import LogisticSGD, overrides_batch_oracles
 from fedsim.problems.logistic_certificate import (
     Certificate,
     Solution,
@@ -237,10 +237,7 @@ class LogisticProblem(Problem):
         """The fused local-SGD kernel for batches of ``batch`` rows
         (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
         ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        cls, own = type(self), vars(self)
-        if (cls.sample_batch is not LogisticProblem.sample_batch
-                or cls.batch_grad is not LogisticProblem.batch_grad
-                or "sample_batch" in own or "batch_grad" in own):
+        if overrides_batch_oracles(self, LogisticProblem):
             return None
         batch = check_integer("batch", batch, low=1)
         return LogisticSGD(self._rows, self.m, self.nu_reg, batch)

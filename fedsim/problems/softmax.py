@@ -79,7 +79,7 @@ from scipy.special import softmax
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.fused_sgd import SoftmaxSGD
+from fedsim.problems.fused_sgd import SoftmaxSGD, overrides_batch_oracles
 from fedsim.problems.softmax_kernel import (
     _EPS,
     SoftmaxSolution,
@@ -269,10 +269,7 @@ class SoftmaxProblem(Problem):
         """The fused local-SGD kernel for batches of ``batch`` rows
         (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
         ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        cls, own = type(self), vars(self)
-        if (cls.sample_batch is not SoftmaxProblem.sample_batch
-                or cls.batch_grad is not SoftmaxProblem.batch_grad
-                or "sample_batch" in own or "batch_grad" in own):
+        if overrides_batch_oracles(self, SoftmaxProblem):
             return None
         batch = check_integer("batch", batch, low=1)
         return SoftmaxSGD(self.X, self.y, self.m, self.n_classes, self.reg, batch)

@@ -260,20 +260,27 @@ def train_test_split(parts: list[np.ndarray], test_fraction: float, seed: int = 
     frac = check_probability("test_fraction", test_fraction, allow_one=False)
     seed = check_integer("seed", seed, low=0)
     min_train = check_integer("min_train", min_train, low=1)
-    train: list[np.ndarray] = []
-    test: list[np.ndarray] = []
+    return _hold_out_each(parts, frac, seed, "test", min_train, "parts")
+
+
+def _hold_out_each(parts: Any, frac: float, seed: int, purpose: str, min_train: int,
+                   label: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per client ``i``: ``t_i = min(floor(frac m_i + 1/2), m_i - min_train)`` rows held out
+    by :func:`_hold_out` on the stream ``(purpose, i)``; ``(kept, held)`` lists."""
+    kept: list[np.ndarray] = []
+    held: list[np.ndarray] = []
     for i, p in enumerate(parts):
         p = np.asarray(p)
-        require(p.ndim == 1 and np.issubdtype(p.dtype, np.integer), f"parts[{i}]",
+        require(p.ndim == 1 and np.issubdtype(p.dtype, np.integer), f"{label}[{i}]",
                 f"<shape {p.shape}, dtype {p.dtype}>", "must be a 1-D integer index array")
         p = np.sort(p.astype(np.int64))
-        require(p.size >= min_train, f"parts[{i}]", f"<{p.size} rows>",
+        require(p.size >= min_train, f"{label}[{i}]", f"<{p.size} rows>",
                 f"must hold at least min_train={min_train} rows")
         t = min(int(math.floor(frac * p.size + 0.5)), p.size - min_train)
-        k, h = _hold_out(p, t, stream(seed, "test", i) if t else None)
-        train.append(k)
-        test.append(h)
-    return train, test
+        k, h = _hold_out(p, t, stream(seed, purpose, i) if t else None)
+        kept.append(k)
+        held.append(h)
+    return kept, held
 
 
 def _hold_out(p: np.ndarray, t: int, rng: np.random.Generator | None
@@ -302,17 +309,7 @@ def validation_split(train: list[np.ndarray], validation_fraction: float, seed: 
     frac = check_probability("validation_fraction", validation_fraction, allow_one=False)
     seed = check_integer("seed", seed, low=0)
     min_train = check_integer("min_train", min_train, low=1)
-    kept: list[np.ndarray] = []
-    val: list[np.ndarray] = []
-    for i, p in enumerate(train):
-        p = np.sort(np.asarray(p).astype(np.int64))
-        require(p.size >= min_train, f"train[{i}]", f"<{p.size} rows>",
-                f"must hold at least min_train={min_train} rows")
-        t = min(int(math.floor(frac * p.size + 0.5)), p.size - min_train)
-        k, v = _hold_out(p, t, stream(seed, "validation", i) if t else None)
-        kept.append(k)
-        val.append(v)
-    return kept, val
+    return _hold_out_each(train, frac, seed, "validation", min_train, "train")
 
 
 @dataclass(frozen=True)
