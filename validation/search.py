@@ -19,6 +19,11 @@ Sequential, within a wall-clock budget:
    CI over ``confirm_replicates`` replicates, the same ``holds`` / ``violated`` /
    ``inconclusive`` / ``not_applicable`` verdicts, the exact value z-tested against it.
 
+A point the family refuses (a ``ConfigError`` from building or measuring it, e.g. a
+parameter combination outside a theorem's setting) is a row with ``status = REFUSED``, the
+reason in ``oracle`` and no ratio; the search goes on (before, the first refusal ended it
+and kept no points).  ``summary.json`` counts them (``refused``).
+
 Every evaluated point is a JSON record under ``out/points/`` (written atomically), so an
 interrupted search resumes where it stopped; confirmation records live under ``out/confirm``
 (:func:`validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
@@ -42,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedsim.errors import require
+from fedsim.errors import ConfigError, require
 from validation.families import Family, get_family, params_digest
 from validation.montecarlo import atomic_write_json
 from validation.search_space import Dim, coarse_grid, levels, parse_space
@@ -98,8 +103,14 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
         row = json.loads(path.read_text())["row"]
     else:
         t0 = time.perf_counter()
-        inst = family.build(full)
-        m = inst.measure(max_states=st.max_states, replicates=st.replicates, seed=st.seed)
+        try:
+            inst = family.build(full)
+            m = inst.measure(max_states=st.max_states, replicates=st.replicates, seed=st.seed)
+        except ConfigError as exc:  # the family refuses this point: a row, not a crash
+            row = _refused_row(full, digest, phase, str(exc), time.perf_counter() - t0)
+            if path is not None:
+                atomic_write_json(path, {"key": key, "row": row})
+            return dict(row)
         row = {**{k: v for k, v in full.items() if not isinstance(v, list)},
                "params": json.dumps(full, sort_keys=True), "point": digest,
                "theorem": inst.theorem, "mode": inst.mode,
@@ -117,6 +128,20 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
     row = dict(row)
     row["ratio"] = _ratio(row["measured"], row["bound"], st.objective)
     return row
+
+
+def _refused_row(full: dict[str, Any], digest: str, phase: str, reason: str,
+                 seconds: float) -> dict[str, Any]:
+    """The row of a point the family refuses to build or measure (status ``REFUSED``, the
+    reason in ``oracle``; no bound, no measurement, never a candidate)."""
+    nan = math.nan
+    return {**{k: v for k, v in full.items() if not isinstance(v, list)},
+            "params": json.dumps(full, sort_keys=True), "point": digest, "theorem": "",
+            "mode": "", "horizon": nan, "bound": nan, "status": "REFUSED", "claim": False,
+            "unknown_hypotheses": "", "failing_hypotheses": "", "measured": nan,
+            "error": nan, "method": "refused", "oracle": reason.splitlines()[0],
+            "n_oracle": 0, "phase": phase, "seconds": seconds, "violation_ratio": nan,
+            "ratio": nan}
 
 
 class _Clock:
@@ -297,7 +322,9 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
     df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
     df.to_csv(out / "search.csv", index=False, float_format="%.10g")
     atomic_write_json(out / "summary.json", {
-        "points": int(len(df)), "seconds": time.perf_counter() - clock.t0,
+        "points": int(len(df)),
+        "refused": int((df["status"] == "REFUSED").sum()) if len(df) else 0,
+        "seconds": time.perf_counter() - clock.t0,
         "budget_exhausted": clock.left() <= 0,
         "violations": int((df["violation_ratio"] > 1).sum()),
         "confirmed": {k: v["verdict"] for k, v in conf.items()},

@@ -134,3 +134,24 @@ def test_refinement_keeps_fixed_parameters(tmp_path):
                     fixed={"n": 3, "mode": "corrected"})
     assert (df["phase"] == "refine").any()
     assert (df["n"] == 3).all() and (df["mode"] == "corrected").all()
+
+
+def test_a_refused_point_is_a_row_and_the_search_goes_on(tmp_path):
+    """centre_spread >= 2 is outside Theorem 8's family (ConfigError at build): those grid
+    points become REFUSED rows with the reason, the others are measured as usual, and a
+    refused point is never a candidate.  Before, the first refusal ended the search."""
+    st = SearchSettings(budget=60, grid=4, refine=0, confirm=3, workers=1, progress=False)
+    df = run_search("theorem8-norm", "centre_spread=[0.5, 1.5, 2.5, 3.0], K=[4], M=[10]", st,
+                    out=tmp_path, fixed={"n": 2})
+    refused = df[df["status"] == "REFUSED"]
+    assert sorted(refused["centre_spread"]) == [2.5, 3.0]
+    assert refused["oracle"].str.contains("centre_spread must be < 2").all()
+    assert refused["ratio"].isna().all() and (refused["verdict"].fillna("") == "").all()
+    assert sorted(df.loc[df["status"] != "REFUSED", "centre_spread"]) == [0.5, 1.5]
+    assert df.loc[df["status"] != "REFUSED", "measured"].notna().all()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["points"] == 4 and summary["refused"] == 2
+    # resumed: the refused records are read back, not rebuilt
+    again = run_search("theorem8-norm", "centre_spread=[0.5, 1.5, 2.5, 3.0], K=[4], M=[10]",
+                       st, out=tmp_path, fixed={"n": 2})
+    assert sorted(again.loc[again["status"] == "REFUSED", "centre_spread"]) == [2.5, 3.0]
