@@ -35,7 +35,8 @@ def list_families() -> str:
             if p.choices:
                 rng = " {" + "|".join(map(str, p.choices)) + "}"
             elif p.low is not None or p.high is not None:
-                rng = f" [{'' if p.low is None else f'{p.low:g}'}, " \
+                rng = f" {'(' if p.open_low else '['}" \
+                      f"{'' if p.low is None else f'{p.low:g}'}, " \
                       f"{'' if p.high is None else f'{p.high:g}'}]"
             out.append(f"    {p.name:<14} {p.kind:<6} default {p.default!s:<8}{rng}  {p.doc}")
     return "\n".join(out)

@@ -219,3 +219,19 @@ def test_norm_ergodic_mc_is_a_function_of_its_seed():
     assert norm_ergodic_mc(*args, seed=4) == (m0, s0)
     assert norm_ergodic_mc(*args, seed=5)[0] != m0
     assert m0 > 0 and s0 > 0
+
+
+def test_open_lower_end_refuses_the_end_and_lists_it():
+    """A parameter the theorem divides by (L, B, p_s, eta_mult, feature_scale, nu) has an
+    open lower end: 0 is refused at parse time with one line, and --list shows "(0, ..."."""
+    from fedsim.errors import ConfigError
+    from validation.families import get_family
+    from validation.search_cli import list_families
+
+    L = get_family("theorem1-window").param("L")
+    assert L.open_low and L.coerce(1e-9) == 1e-9
+    with pytest.raises(ConfigError, match="L must be > 0"):
+        L.coerce(0.0)
+    assert get_family("theorem1-window").param("heterogeneity").coerce(0.0) == 0.0
+    listing = list_families()
+    assert any(line.split()[0] == "L" and "(0, ]" in line for line in listing.splitlines())

@@ -52,6 +52,8 @@ class Param:
     low: float | None = None
     high: float | None = None
     choices: tuple[Any, ...] = ()
+    #: the lower end is excluded (``value > low``): a parameter the theorem divides by
+    open_low: bool = False
 
     def coerce(self, value: Any) -> Any:
         """``value`` checked and converted to this parameter's type (ConfigError if bad)."""
@@ -72,7 +74,9 @@ class Param:
         else:
             value = self._number(value)
             require(math.isfinite(value), self.name, value, "must be finite")
-        if self.low is not None:
+        if self.low is not None and self.open_low:
+            require(value > self.low, self.name, value, f"must be > {self.low:g}")
+        elif self.low is not None:
             require(value >= self.low, self.name, value, f"must be >= {self.low:g}")
         if self.high is not None:
             require(value <= self.high, self.name, value, f"must be <= {self.high:g}")

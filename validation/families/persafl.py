@@ -65,12 +65,13 @@ _WINDOW_PARAMS = (
     Param("n", "int", 4, "clients", low=1),
     Param("Q", "int", 1, "local steps", low=1),
     Param("tau", "int", 1, "staleness window {0..tau}", low=0),
-    Param("eta_mult", "float", 1.0, "eta / prescribed eta (1 = the theorem's step)", low=0.0),
+    Param("eta_mult", "float", 1.0, "eta / prescribed eta (1 = the theorem's step)", low=0.0,
+          open_low=True),
     Param("T", "int", None, "horizon (default ceil(T_factor * T_min))", low=1),
     Param("T_factor", "float", 1.0, "T = ceil(T_factor * T_min) when T is not given", low=0.0),
 )
 _QUAD_PARAMS = (
-    Param("L", "float", 1.0, "smoothness", low=0.0),
+    Param("L", "float", 1.0, "smoothness", low=0.0, open_low=True),
     Param("kappa", "float", 2.0, "L/mu of the shared Hessian", low=1.0),
     Param("heterogeneity", "float", 3.0, "spread of the client optima", low=0.0),
     Param("noise_sd", "float", 0.3, "additive gradient-noise sd", low=0.0),
@@ -227,7 +228,7 @@ THEOREM3_WINDOW = Family(
                         Param("heterogeneity", "float", 0.1, p.doc, low=0.0)
                         for p in _QUAD_PARAMS),
      Param("lam_over_L", "float", 8.0, "lam / L (Lemma 7 needs >= 7)", low=1.0),
-     Param("nu", "float", 1e-8, "inner-solve accuracy", low=0.0),
+     Param("nu", "float", 1e-8, "inner-solve accuracy", low=0.0, open_low=True),
      Param("mode", "choice", "corrected", "theorem3 mode",
            choices=("corrected", "paper_literal")),
      Param("T_rule", "choice", "cubic", "threshold: cubic (tau+1)^3 or square (paper)",
@@ -242,7 +243,7 @@ THEOREM2_LOGISTIC = Family(
         "T": Param("T", "int", 200, "horizon (T >= 64 L_b needed)", low=1)}.get(p.name, p)
        for p in _WINDOW_PARAMS),
      Param("heterogeneity", "float", 1.0, "client data heterogeneity", low=0.0),
-     Param("feature_scale", "float", 1.0, "feature (and anchor) scale", low=0.0),
+     Param("feature_scale", "float", 1.0, "feature (and anchor) scale", low=0.0, open_low=True),
      Param("alpha", "float", 0.5, "MAML inner step", low=0.0),
      Param("b", "int", 2, "batch size of D, D', D''", low=1),
      Param("seed", "int", 0, "problem-generation seed", low=0)),
