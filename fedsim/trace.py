@@ -19,7 +19,8 @@ the last).  Names: ``grad_sq`` = ||grad f(w)||^2, ``grad_maml_sq`` = ||grad F^(b
 ``pers_acc_maml`` / ``pers_loss_maml`` of the personal models ``w - alpha grad f_i(w)``
 (one step on the client's training rows, alpha = ``record.maml_alpha``);
 ``pers_acc_me`` / ``pers_loss_me`` of ``theta_hat_i(w, lam)`` (lam = ``record.me_lam``),
-each client's model on its own test rows; ``pers_acc_beta`` / ``pers_loss_beta`` of the
+each client's model on its own test rows, pooled over all test rows (a client with more
+test rows weighs more); ``pers_acc_beta`` / ``pers_loss_beta`` of the
 personal models the clients keep themselves (AsyPFL's ``beta_k``, Ma et al. 2022
 Algorithm 1; an engine that keeps them attaches them as ``Recorder.personal``), client
 k's ``beta_k`` on client k's test rows, averaged over the clients (the paper's "mean

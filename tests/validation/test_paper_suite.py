@@ -138,3 +138,29 @@ def test_cli_passes_the_tls_security_to_the_paper_suite(tmp_path, monkeypatch):
     assert main(["validate", "--suite", "paper", "--out", str(tmp_path / "o"), "--report",
                  str(tmp_path / "r.pdf"), "--no-progress"]) == 0
     assert seen["dask_security"] is sentinel
+
+
+def test_validate_batched_flag_sets_the_replay_for_the_run_only(tmp_path, monkeypatch, capsys):
+    """--batched = FEDSIM_BATCHED=1 while run_suite builds its tasks, restored afterwards;
+    with --suite paper it is a one-line usage error (the paper suite has no replay)."""
+    import os
+
+    import validation.suites as suites
+    from validation.worker import BATCH_ENV, task_function
+
+    monkeypatch.delenv(BATCH_ENV, raising=False)
+    seen = {}
+
+    def fake(suite, **kw):
+        seen["fn"] = task_function()
+        raise KeyboardInterrupt  # stop here: only the task function matters
+
+    monkeypatch.setattr(suites, "run_suite", fake)
+    rc = main(["validate", "--suite", "smoke", "--batched", "--out", str(tmp_path / "o"),
+               "--report", str(tmp_path / "r.pdf"), "--no-progress"])
+    assert rc == 130 and seen["fn"] == "validation.worker:run_replicate_batched"
+    assert BATCH_ENV not in os.environ  # restored
+    rc = main(["validate", "--suite", "paper", "--batched", "--out", str(tmp_path / "p"),
+               "--report", str(tmp_path / "p.pdf"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--batched applies to the theorem suites" in err
