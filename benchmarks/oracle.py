@@ -25,14 +25,14 @@ import argparse  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-from fedsim.problems.quadratic import QuadraticProblem  # noqa: E402
-from theory.area import step_size  # noqa: E402
-from theory.oracle import (  # noqa: E402
+from fedsim.theory.area import step_size  # noqa: E402
+from fedsim.theory.oracle import (  # noqa: E402
     area_moments,
     fedasync_expcycle_moments,
     fedasync_window_moments,
 )
+
+from fedsim.problems.quadratic import QuadraticProblem  # noqa: E402
 
 __all__ = ["main"]
 

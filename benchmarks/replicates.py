@@ -121,7 +121,7 @@ def logistic_scenario(steps: int) -> Scenario:
 
 def area_scenario(steps: int) -> Scenario:
     """The AREA iterate model on [A] Theorem 7's validation instance (validation.scenarios)."""
-    from validation.scenarios.area import theorem7_case
+    from fedsim.validation.scenarios.area import theorem7_case
 
     case = theorem7_case("L1", horizons=[steps], replicates=2)
     return Scenario.from_dict(case.runs[0].scenario)

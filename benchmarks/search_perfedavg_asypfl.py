@@ -12,9 +12,8 @@ Run: ``.venv/bin/python benchmarks/search_perfedavg_asypfl.py``.
 from __future__ import annotations
 
 import numpy as np
-
-from theory.asypfl import theorem1, theorem2, tick_oracle
-from theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
+from fedsim.theory.asypfl import theorem1, theorem2, tick_oracle
+from fedsim.theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
 
 
 def search_t1(n_inst: int = 300, seed: int = 0) -> dict:

@@ -4,7 +4,7 @@ Two measurements, each timing both paths in this process, alternating (generic, 
 generic, fused, ...), CPU time (``time.process_time``), best of ``--repeat``:
 
 * **kernel**: ``SGDRule.round`` of the AREA Table 4 analogue's client work ([A] Sec. 5;
-  :func:`validation.paper.area.tables_experiment` with ``M = 50``): softmax regression on
+  :func:`fedsim.validation.paper.area.tables_experiment` with ``M = 50``): softmax regression on
   scikit-learn digits split IID over n = 64 clients with an intercept (d*C = 65*10 = 650),
   M = 50 local steps of batch 32, clients taken in turn; ``--rounds`` rounds per timing.
   Prints local steps per second of each path and their ratio, after checking that both
@@ -17,7 +17,7 @@ generic, fused, ...), CPU time (``time.process_time``), best of ``--repeat``:
 * **arms** (skipped with ``--quick``): the five arms of
   ``tables_experiment(50, ns=(64,), splits=("iid",), rate_kinds=("normal",), grid=(2.0,))``
   (AREA, FedBuff, AS-FedAvg, S-FedAvg, FedAsync), replicate 0, each run once per path
-  through :func:`validation.paper.worker.run_arm` (the paper suite's worker: engine run,
+  through :func:`fedsim.validation.paper.worker.run_arm` (the paper suite's worker: engine run,
   held-out metrics, curves); prints the CPU seconds per arm and path, their ratio, and
   checks that both paths return the same curves and final values.
 
@@ -92,8 +92,9 @@ def _kernel_time(problem, fused: bool, rounds: int, M: int, batch: int, eta: flo
 
 
 def kernel(repeat: int, rounds: int) -> None:
+    from fedsim.validation.paper.area import _digits
+
     from fedsim.config import ProblemConfig, build_problem
-    from validation.paper.area import _digits
 
     problem = build_problem(ProblemConfig.from_dict(_digits(64, "iid")))
     M, batch = 50, 32
@@ -160,8 +161,8 @@ def personalised(repeat: int, rounds: int) -> None:
 
 
 def arms(repeat: int) -> None:
-    from validation.paper.area import tables_experiment
-    from validation.paper.worker import run_arm
+    from fedsim.validation.paper.area import tables_experiment
+    from fedsim.validation.paper.worker import run_arm
 
     exp = tables_experiment(50, ns=(64,), splits=("iid",), rate_kinds=("normal",),
                             grid=(2.0,))

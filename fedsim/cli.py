@@ -5,10 +5,11 @@ Subcommands are registered by the module that owns them, each exposing
 dispatcher:
 
 * ``fedsim run``       -- :mod:`fedsim.cli_run` (one simulated scenario -> CSV)
-* ``fedsim bounds``    -- :mod:`theory.cli` (evaluate a theorem's bound)
-* ``fedsim validate``  -- :mod:`validation.cli` (Monte-Carlo suites -> verdicts + PDF)
-* ``fedsim report``    -- :mod:`validation.cli` (rebuild the PDF of a run directory)
-* ``fedsim search``    -- :mod:`validation.search_cli` (bound violations / looseness over a family)
+* ``fedsim bounds``    -- :mod:`fedsim.theory.cli` (evaluate a theorem's bound)
+* ``fedsim validate``  -- :mod:`fedsim.validation.cli` (Monte-Carlo suites -> verdicts + PDF)
+* ``fedsim report``    -- :mod:`fedsim.validation.cli` (rebuild the PDF of a run directory)
+* ``fedsim search``    -- :mod:`fedsim.validation.search_cli` (bound violations /
+  looseness over a family)
 
 Every user error (bad option, bad TOML, inconsistent scenario, unusable output path,
 a scenario over the memory budget) prints one line ``fedsim: error: ...`` on stderr and
@@ -26,7 +27,8 @@ from fedsim.errors import FedsimError
 
 __all__ = ["main", "build_parser", "OneLineParser"]
 
-_SUBCOMMAND_MODULES = ("fedsim.cli_run", "theory.cli", "validation.cli", "validation.search_cli")
+_SUBCOMMAND_MODULES = ("fedsim.cli_run", "fedsim.theory.cli", "fedsim.validation.cli",
+                       "fedsim.validation.search_cli")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,64 +1,117 @@
-"""The architecture contract (``[tool.importlinter]`` in pyproject.toml) holds.
+"""The architecture contract (docs/INTERNALS.md section 0) holds over the whole namespace.
 
-import-linter checks that the doors run one way (problems <- rules <- engine <- validation,
-theory <- validation; the engine never imports theory; theory never imports the engine),
-that the update rules never import SimPy, and that no two sibling modules import each other.
-A negative control builds a tiny package that breaks the cycle rule and the layer rule and
-asserts the same tool flags it, so this test can fail.
+``archcheck`` builds the static import graph of ``fedsim``, ``fedsim.theory`` (the folder
+``theory/``) and ``fedsim.validation`` (``validation/``) and checks the doors, the forbidden
+imports, cycles at every level and private names.  A negative control builds a small package
+that breaks each rule once and asserts that each break is flagged, so these tests can fail.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
+import archcheck as ac
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
-LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
-        "sys.exit(lint_imports_command())"]
+ROOTS = {"fedsim": ROOT / "fedsim", "fedsim.theory": ROOT / "theory",
+         "fedsim.validation": ROOT / "validation"}
+
+LAYERS = [
+    ("fedsim.validation",),
+    ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__"),
+    ("fedsim.engine",),
+    ("fedsim.config",),
+    ("fedsim.algorithms",),
+    ("fedsim.local", "fedsim.servers"),
+    ("fedsim.trace",),
+    ("fedsim.problems",),
+    ("fedsim.delays", "fedsim.rng"),
+    ("fedsim.errors",),
+]
+CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",
+        "fedsim.problems", "fedsim.servers", "fedsim.trace", "fedsim.rng", "fedsim.errors",
+        "fedsim.cli", "fedsim.cli_run", "fedsim.plot")
+PURE = ("fedsim.local", "fedsim.servers", "fedsim.algorithms", "fedsim.problems",
+        "fedsim.delays", "fedsim.config", "fedsim.trace")
 
 
-def _lint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(cwd))
-    return subprocess.run([*LINT, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+def _graph():
+    return ac.build_graph(ROOTS, flag_toplevel=("theory", "validation"))
 
 
-def test_the_repository_keeps_its_contract():
-    res = _lint(ROOT)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
-    assert "0 broken" in res.stdout
+def _check(g) -> dict[str, list]:
+    return {
+        "top-level theory/validation": ac.toplevel_uses(g),
+        "layers": ac.layer_breaks(g, LAYERS),
+        "engine and core never import theory or validation":
+            ac.forbidden_uses(g, CORE, ("fedsim.theory", "fedsim.validation")),
+        "theory never imports the engine, validation or SimPy":
+            ac.forbidden_uses(g, ("fedsim.theory",),
+                              ("fedsim.engine", "fedsim.validation", "simpy")),
+        "rules, problems and delays never import SimPy": ac.forbidden_uses(g, PURE, ("simpy",)),
+    }
 
 
-def test_a_cycle_and_a_wrong_door_are_flagged(tmp_path):
+def test_the_namespace_keeps_its_contract():
+    broken = {k: v for k, v in _check(_graph()).items() if v}
+    assert not broken, "\n".join(f"{k}: {v[:20]}" for k, v in broken.items())
+
+
+@pytest.mark.xfail(strict=True, reason="delays/, problems.quadratic*, problems.logistic*: "
+                   "the cycles issue 18 names, removed in the next commits")
+def test_no_import_cycle_at_any_level():
+    found = ac.cycles(_graph())
+    assert not found, found
+
+
+@pytest.mark.xfail(strict=True, reason="84 private uses at 1b26223, removed in the next commits")
+def test_no_private_name_crosses_a_module():
+    found = ac.private_uses(_graph())
+    assert not found, "\n".join(found)
+
+
+def test_the_graph_sees_the_whole_namespace():
+    g = _graph()
+    for name in ("fedsim.engine", "fedsim.theory.registry", "fedsim.validation.suites"):
+        assert name in g.modules
+    assert sum(1 for e in g.edges if e.dst.startswith("fedsim.theory")) > 20
+
+
+def test_tests_benchmarks_and_examples_import_no_top_level_theory_or_validation():
+    roots = {f"x.{d}": ROOT / d for d in ("tests", "benchmarks", "examples")
+             if (ROOT / d).is_dir()}
+    g = ac.build_graph(roots, flag_toplevel=("theory", "validation"))
+    assert not ac.toplevel_uses(g)
+
+
+def test_every_break_is_flagged(tmp_path):
     pkg = tmp_path / "probe"
-    (pkg / "low").mkdir(parents=True)
-    (pkg / "high").mkdir()
+    for sub in ("low", "high", "theory"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "low" / "__init__.py").write_text("")
-    (pkg / "high" / "__init__.py").write_text("")
-    (pkg / "low" / "a.py").write_text("from probe.low import b\n")
-    (pkg / "low" / "b.py").write_text("from probe.low import a\n")         # a cycle
-    (pkg / "low" / "c.py").write_text("import probe.high\n")               # a door upwards
-    (tmp_path / ".importlinter").write_text(textwrap.dedent("""
-        [importlinter]
-        root_package = probe
-
-        [importlinter:contract:layers]
-        name = layers
-        type = layers
-        layers =
-            probe.high
-            probe.low
-
-        [importlinter:contract:cycles]
-        name = cycles
-        type = acyclic_siblings
-        ancestors =
-            probe
-    """))
-    res = _lint(tmp_path)
-    assert res.returncode != 0
-    assert "2 broken" in res.stdout, res.stdout[-2000:]
+    (pkg / "low" / "a.py").write_text("from probe.low import b\n")          # a sibling cycle
+    (pkg / "low" / "b.py").write_text("from probe.low import a\n")
+    (pkg / "low" / "c.py").write_text("import probe.high\n")                # a door upwards
+    (pkg / "high" / "__init__.py").write_text("from probe.high.d import X\n")
+    (pkg / "high" / "d.py").write_text("import probe.high\nX = 1\n")       # package <-> module
+    (pkg / "high" / "e.py").write_text(
+        "from probe.low.a import _hidden\nimport probe.low.b as b\nb._h()\n")  # private x2
+    (pkg / "theory" / "f.py").write_text("import simpy\nimport validation.x\n")
+    (pkg / "low" / "g.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import probe.high.d\n")
+    (pkg / "low" / "h.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import probe.low.i\n")
+    (pkg / "low" / "i.py").write_text("import probe.low.h\n")                # typing-only cycle
+    g = ac.build_graph({"probe": pkg}, flag_toplevel=("validation",))
+    assert ac.toplevel_uses(g) == ["probe.theory.f:2 imports top-level validation.x"]
+    assert ac.layer_breaks(g, [("probe.high",), ("probe.low",)]) == [
+        "probe.low.c:1 imports probe.high (a higher layer)"]
+    assert ac.forbidden_uses(g, ("probe.theory",), ("simpy",)) == [
+        "probe.theory.f:1 imports simpy"]
+    assert sorted(map(tuple, ac.cycles(g))) == [("probe.high", "probe.high.d"),
+                                                ("probe.low.a", "probe.low.b"),
+                                                ("probe.low.h", "probe.low.i")]
+    assert ac.private_uses(g) == ["probe.high.e:1 imports probe.low.a._hidden",
+                                  "probe.high.e:3 reads probe.low.b._h"]

@@ -9,11 +9,11 @@ Usage (THEORY_SPEC 1.4 for what is printed)::
     fedsim bounds theorem7 --L 2 --mu 1 --M 2 --p 0.3,0.3 --p-s 0.4 --sigma 0.1 \\
         --zeta 1 --R0 1 --K 100,1000 --level certified
 
-* One sub-choice per theorem of :mod:`theory.registry` (built-ins and ``fedsim.theorems``
+* One sub-choice per theorem of :mod:`fedsim.theory.registry` (built-ins and ``fedsim.theorems``
   plug-ins alike); ``--list`` prints them with their paper labels.
 * The options are read from each bound function's signature (:func:`options`): every
   keyword argument is an option with dashes (``--sigma-g2``), required when it has no
-  default.  The annotation gives the kind (:mod:`theory.params`): ``float`` a number (``inf``
+  default.  The annotation gives the kind (:mod:`fedsim.theory.params`): ``float`` a number (``inf``
   accepted), ``int`` an integer (``1.5`` is a usage error), ``bool`` a flag, ``Literal[...]``
   a choice, ``str`` text checked by the theorem, ``Vector`` a comma list, ``Horizons`` /
   ``Iterations`` a number or a comma list (``--T 1e3,1e4,1e5`` gives a curve; an empty item
@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fedsim.theory import params
+from fedsim.theory.registry import Theorem, get_theorem, theorems
+from fedsim.theory.result import BoundResult
 
 from fedsim.errors import ConfigError
-from theory import params
-from theory.registry import Theorem, get_theorem, theorems
-from theory.result import BoundResult
 
 __all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option"]
 

@@ -1,6 +1,6 @@
 """Lumped event enumeration for AREA: exchangeable clients as counts, with bounded merging.
 
-THEORY_SPEC 7.d / 10 (issue 11, item 2).  :func:`theory.oracle.enumerate_events` carries the
+THEORY_SPEC 7.d / 10 (issue 11, item 2).  :func:`fedsim.theory.oracle.enumerate_events` carries the
 labelled state ``(x_1..x_n, y_1..y_n, x_s, Ssum)`` of [A] Appendix A eqs (5)-(7) and merges
 only bit-identical states.  This module computes the same expectations with two reductions.
 
@@ -85,7 +85,7 @@ def lumped_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Calla
                   max_states: int = 2_000_000) -> pd.DataFrame:
     """Expectations of AREA ([A] eqs (5)-(7)) by lumped event enumeration (module docstring).
 
-    Same model and columns as :func:`theory.oracle.enumerate_events` (``k``, ``sq_dist``,
+    Same model and columns as :func:`fedsim.theory.oracle.enumerate_events` (``k``, ``sq_dist``,
     ``f_gap``, ``ergodic_f_gap``, ``n_states``), plus ``error_bound`` (a rigorous bound on
     ``|ergodic_f_gap - exact|``, merge + prune parts), ``f_error_bound`` (bound for ``f_gap``
     and, times ``rho/B``, ``sq_dist``: pruning only) and ``dropped_mass``.
@@ -97,7 +97,7 @@ def lumped_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Calla
     Lipschitz constant ``lipschitz`` (default ``problem.B``).  ``attrs["method"]`` is
     ``"lumped-exact"`` when neither is used (or neither changed anything), else
     ``"lumped-merged"`` (also the ``method`` column); ``attrs["error_bound"]`` is the bound at K.
-    :func:`theory.lumped_mc.area_oracle` falls back to Monte Carlo past ``max_states``.
+    :func:`fedsim.theory.lumped_mc.area_oracle` falls back to Monte Carlo past ``max_states``.
     """
     n = check_integer("problem.n", getattr(problem, "n", None), low=1)
     d = check_integer("problem.dim", getattr(problem, "dim", None), low=1)

@@ -29,7 +29,7 @@ at n = 30, K = 122 almost no mass gets there: each client must fire twice, mean 
 Hence the issue's fallback below.
 
 **Monte Carlo.**  :func:`mc_events` simulates the exact event process of
-:func:`theory.oracle.enumerate_events` (same model, same step-index convention) for R
+:func:`fedsim.theory.oracle.enumerate_events` (same model, same step-index convention) for R
 replicates at once with numpy, seeded by :class:`numpy.random.SeedSequence`, and returns the
 same columns with ``error_bound`` etc. the half-widths of a normal confidence interval
 (THEORY_SPEC 10.3) at level ``confidence``, plus ``*_se`` standard errors; ``method`` is
@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from fedsim.theory.lumped import _event_law, exchangeable_classes, lumped_events
 
 from fedsim.errors import ConfigError, check_integer, check_probability, require
-from theory.lumped import _event_law, exchangeable_classes, lumped_events
 
 __all__ = ["mc_events", "area_oracle"]
 
@@ -101,9 +101,10 @@ def mc_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Callable[
               x_s0: Any, K: int, *, record_every: int = 1, replicates: int = 100_000,
               seed: int | np.random.SeedSequence = 0, confidence: float = 0.99,
               chunk: int = 50_000, **_ignored: Any) -> pd.DataFrame:
-    """Monte Carlo estimate of :func:`theory.lumped.lumped_events`' columns (module docstring).
+    """Monte Carlo estimate of :func:`fedsim.theory.lumped.lumped_events`' columns (module
+    docstring).
 
-    Simulates the model of :func:`theory.oracle.enumerate_events` (THEORY_SPEC 2.2, [A] eqs
+    Simulates the model of :func:`fedsim.theory.oracle.enumerate_events` (THEORY_SPEC 2.2, [A] eqs
     (5)-(7), i.i.d. events over ``{1..n, s}``; a client event at step k+1 computes
     ``G^M_{alpha_k}[x_{s,k}]`` with ``problem.grad``) for ``replicates`` independent runs, in
     chunks of ``chunk`` rows, chunk j seeded by ``SeedSequence(seed).spawn(...)[j]`` (the

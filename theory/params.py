@@ -1,6 +1,6 @@
 """Parameter kinds of the theorem evaluators, read by ``fedsim bounds`` from the signatures.
 
-A theorem function annotates each keyword argument; :mod:`theory.cli` turns the annotation
+A theorem function annotates each keyword argument; :mod:`fedsim.theory.cli` turns the annotation
 into a command-line option (THEORY_SPEC 1.4):
 
 * ``float`` -- a number (``inf`` accepted; the evaluator says whether it may be infinite);

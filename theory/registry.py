@@ -2,7 +2,7 @@
 
 A theorem is one :class:`Theorem` entry: its name (the ``fedsim bounds`` sub-command), its
 paper label, the bound function (keyword arguments only, returning a
-:class:`theory.result.BoundResult`), its hypotheses, the statuses it can return, and the
+:class:`fedsim.theory.result.BoundResult`), its hypotheses, the statuses it can return, and the
 builders of its validation scenarios (opaque callables that the validation layer registers
 with :func:`register_scenarios`; theory never imports validation).
 
@@ -17,7 +17,7 @@ theorem through the entry-point group ``fedsim.theorems``::
 
 The entry point may name a :class:`Theorem` (registered as is) or a callable of no argument
 (called; it registers what it wants).  ``fedsim bounds --list`` shows every theorem, and each
-one's options are read from its function's signature (:mod:`theory.cli`).
+one's options are read from its function's signature (:mod:`fedsim.theory.cli`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from fedsim.theory.result import BoundResult, Hypothesis, Status
+
 from fedsim.errors import ConfigError, require
-from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["Theorem", "ENTRY_POINT_GROUP", "BUILTIN_MODULES", "register_theorem",
            "register_scenarios", "get_theorem", "theorems", "load_plugins", "unregister"]
@@ -40,14 +41,14 @@ ENTRY_POINT_GROUP = "fedsim.theorems"
 
 #: the built-in theorem modules, in the order ``theorems()`` lists them (and the suites run)
 BUILTIN_MODULES = (
-    "theory.persafl.theorem1",
-    "theory.persafl.theorem2",
-    "theory.persafl.theorem3",
-    "theory.area.theorem7",
-    "theory.area.theorem8",
-    "theory.perfedavg.theorem4_5",
-    "theory.asypfl.theorem1",
-    "theory.asypfl.theorem2",
+    "fedsim.theory.persafl.theorem1",
+    "fedsim.theory.persafl.theorem2",
+    "fedsim.theory.persafl.theorem3",
+    "fedsim.theory.area.theorem7",
+    "fedsim.theory.area.theorem8",
+    "fedsim.theory.perfedavg.theorem4_5",
+    "fedsim.theory.asypfl.theorem1",
+    "fedsim.theory.asypfl.theorem2",
 )
 
 

@@ -90,8 +90,7 @@ def write_synthetic_run(run_dir: str | os.PathLike, seed: int = 0, replicates: i
     from pathlib import Path
 
     import pandas as pd
-
-    from validation.compare import verdict_table, write_verdicts
+    from fedsim.validation.compare import verdict_table, write_verdicts
 
     rng = replicate_generator(seed, 0)
     run_dir = Path(run_dir)

@@ -3,16 +3,16 @@
 ``fedsim validate --suite quick|full [--replicates R] [--workers N] [--dask ADDR]
 [--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]``
 runs a named suite through
-:func:`validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
+:func:`fedsim.validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
 says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed papers'
-own experiments instead (:func:`validation.paper.run_paper_suite`: claimed ordering
+own experiments instead (:func:`fedsim.validation.paper.run_paper_suite`: claimed ordering
 against measured; ``runs/paper/paper_verdicts.csv``,
 ``reports/paper-experiments.pdf``).
 Re-running the same command after an interruption resumes from the run directory
-(see :mod:`validation.montecarlo`).
+(see :mod:`fedsim.validation.montecarlo`).
 
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
-(:func:`validation.report.build_report`); the default is ``DIR/report.pdf``.
+(:func:`fedsim.validation.report.build_report`); the default is ``DIR/report.pdf``.
 
 Exit codes: 0 done; 1 a negative control of the suite did not get the verdict it must
 get (``run_suite`` returned ``controls_ok=False``: the machinery cannot be trusted);
@@ -108,7 +108,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _verdict_counts(csv: Path) -> str:
     try:
-        from validation.compare import VERDICTS, read_verdicts
+        from fedsim.validation.compare import VERDICTS, read_verdicts
 
         v = read_verdicts(csv)
     except (OSError, FedsimError, ValueError):
@@ -161,11 +161,11 @@ def dask_security(args: argparse.Namespace) -> Any:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Run ``validation.suites.run_suite`` with the parsed options; print the outputs.
+    """Run ``fedsim.validation.suites.run_suite`` with the parsed options; print the outputs.
 
     Ctrl-C anywhere in the command (imports, building the suite, the replicates, the
     report) ends it with one line on stderr and exit code 130; pool and Dask workers
-    ignore SIGINT, so they print nothing (see :mod:`validation.montecarlo_backends`).
+    ignore SIGINT, so they print nothing (see :mod:`fedsim.validation.montecarlo_backends`).
     """
     out = args.out if args.out is not None else Path("runs") / args.suite
     try:
@@ -178,9 +178,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace, out: Path) -> int:
     try:
-        suites = importlib.import_module("validation.suites")
+        suites = importlib.import_module("fedsim.validation.suites")
     except ModuleNotFoundError as exc:
-        if exc.name != "validation.suites":
+        if exc.name != "fedsim.validation.suites":
             raise
         raise FedsimError("validation suites are not installed (validation/suites.py "
                           "is missing)") from exc
@@ -232,7 +232,7 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 def _run_suite_batched(suites: Any, args: argparse.Namespace, kwargs: dict) -> Any:
     """``run_suite`` with ``FEDSIM_BATCHED=1`` for its duration (the parent reads it when it
     builds the tasks, pool workers inherit it); the previous value is restored."""
-    from validation.worker import BATCH_ENV
+    from fedsim.validation.worker import BATCH_ENV
 
     old = os.environ.get(BATCH_ENV)
     os.environ[BATCH_ENV] = "1"
@@ -246,8 +246,8 @@ def _run_suite_batched(suites: Any, args: argparse.Namespace, kwargs: dict) -> A
 
 
 def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
-    """``--suite paper``: :func:`validation.paper.run_paper_suite`; prints the verdicts."""
-    from validation.paper import run_paper_suite
+    """``--suite paper``: :func:`fedsim.validation.paper.run_paper_suite`; prints the verdicts."""
+    from fedsim.validation.paper import run_paper_suite
 
     try:
         result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
@@ -267,11 +267,11 @@ def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Rebuild the PDF of a run directory.
 
-    :func:`validation.report.build_report` first checks the directory against its
-    ``suite.json`` (:func:`validation.rundir.check_run_dir`); a damaged directory ends
+    :func:`fedsim.validation.report.build_report` first checks the directory against its
+    ``suite.json`` (:func:`fedsim.validation.rundir.check_run_dir`); a damaged directory ends
     with one line ``fedsim: error: run directory ... is damaged: <why>`` and exit 2.
     """
-    from validation.report import build_report
+    from fedsim.validation.report import build_report
 
     pdf = args.out if args.out is not None else args.run_dir / "report.pdf"
     from fedsim.cli_run import check_output_path

@@ -14,7 +14,7 @@ Store layout (one JSON file per task, written atomically)::
 A record is ``{"task_id", "fn", "status", "value", "reason", "payload_hash", "payload",
 "checksum"}`` (``payload`` is the task's payload, JSON-normalised, kept so that a mismatch
 can say which field changed; ``checksum`` is the sha256 of the rest, see
-:mod:`validation.montecarlo_schema`) with ``status`` in ``"ok" | "diverged" | "error"``:
+:mod:`fedsim.validation.montecarlo_schema`) with ``status`` in ``"ok" | "diverged" | "error"``:
 
 * ``ok``       -- ``value`` is the function's dict, normalised through JSON
   (numpy scalars and arrays become floats and lists; NaN/inf are kept, written in
@@ -26,7 +26,7 @@ can say which field changed; ``checksum`` is the sha256 of the rest, see
   ``"WorkerCrash: ..."``.
 
 Resume policy: a stored record that fails verification (checksum, schema; see
-:mod:`validation.montecarlo_store`) is treated as missing and recomputed.  On a re-run
+:mod:`fedsim.validation.montecarlo_store`) is treated as missing and recomputed.  On a re-run
 with the same tasks, ``ok`` and ``diverged`` records are kept
 (divergence is a deterministic outcome of the payload) and **error records are
 retried** (an error may be transient: memory, a killed worker, a bug since fixed).
@@ -44,7 +44,7 @@ Backends (:func:`run_tasks`):
   where unavailable); tasks are sent in chunks of ``montecarlo_backends.CHUNK`` (16,
   whatever N and the backend) and a chunk's records are written when it returns, so a
   kill loses at most the chunks in flight.  Within a chunk, consecutive tasks whose
-  function has a batch variant (``fn.batch``, e.g. ``validation.worker.run_replicates``)
+  function has a batch variant (``fn.batch``, e.g. ``fedsim.validation.worker.run_replicates``)
   run in one call of it; records stay one per task;
 * ``dask="local"``              -- a ``dask.distributed.LocalCluster`` with
   ``n_workers=workers or cpu_count``, one thread each, separate processes;
@@ -56,8 +56,8 @@ re-submitted once; if the pool breaks again, the remaining tasks run one at a ti
 in a single worker process so that the task that kills its worker is identified and
 recorded as an error, and the run goes on.
 
-The pieces: :mod:`validation.montecarlo_store` (tasks, hashes, the atomic record
-store) and :mod:`validation.montecarlo_backends` (executing tasks on each backend);
+The pieces: :mod:`fedsim.validation.montecarlo_store` (tasks, hashes, the atomic record
+store) and :mod:`fedsim.validation.montecarlo_backends` (executing tasks on each backend);
 this module holds the runner, :func:`run_tasks`, and re-exports their public names.
 """
 
@@ -70,9 +70,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fedsim.errors import ConfigError, FedsimError, check_integer, require
-from validation.montecarlo_backends import execute_task, run_dask, run_inprocess, run_pool
-from validation.montecarlo_store import (
+from fedsim.validation.montecarlo_backends import execute_task, run_dask, run_inprocess, run_pool
+from fedsim.validation.montecarlo_store import (
     Task,
     atomic_write_json,
     canonical_json,
@@ -84,6 +83,8 @@ from validation.montecarlo_store import (
     records_frame,
     write_record,
 )
+
+from fedsim.errors import ConfigError, FedsimError, check_integer, require
 
 __all__ = [
     "Task",

@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from fedsim.validation.montecarlo_store import Task, canonical_json
+
 from fedsim.errors import FedsimError
-from validation.montecarlo_store import Task, canonical_json
 
 __all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
            "run_dask", "CHUNK"]

@@ -12,7 +12,7 @@ A record is trusted only when it passes :func:`check_record`:
   None, ``payload_hash`` 64 hex digits, ``payload`` dict, ``value`` a dict for ``ok`` and
   ``diverged`` and None for ``error``);
 * the value matches the schema registered for its task function, if any
-  (:data:`VALUE_SCHEMAS`; the replicate of :mod:`validation.worker` is registered here:
+  (:data:`VALUE_SCHEMAS`; the replicate of :mod:`fedsim.validation.worker` is registered here:
   ``values`` one number per payload horizon, the run diagnostics, the optional
   representative-run series).  Unknown keys are refused: a value the reader does not
   know is not a value it can trust.
@@ -126,7 +126,7 @@ def _replicate_cross(value: dict, payload: dict) -> str | None:
 
 
 # validation.worker:run_replicate (see its docstring for the meaning of each field)
-register_value_schema("validation.worker:run_replicate", {
+register_value_schema("fedsim.validation.worker:run_replicate", {
     "values": (True, _numbers, "a list of numbers"),
     "max_staleness": (True, is_number, "a number"),
     "staleness_bound": (True, is_number, "a number"),
@@ -141,8 +141,8 @@ register_value_schema("validation.worker:run_replicate", {
     "reason": (False, lambda x: isinstance(x, str), "a string"),
 }, _replicate_cross)
 # the batched worker returns the very same fields (validation.worker.run_replicate_batched)
-register_value_schema("validation.worker:run_replicate_batched",
-                      *VALUE_SCHEMAS["validation.worker:run_replicate"])
+register_value_schema("fedsim.validation.worker:run_replicate_batched",
+                      *VALUE_SCHEMAS["fedsim.validation.worker:run_replicate"])
 
 
 def _check_value(rec: dict) -> str | None:

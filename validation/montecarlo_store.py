@@ -1,6 +1,6 @@
 """The Monte-Carlo record store: one JSON file per task, written atomically, read on resume.
 
-Layout (see :mod:`validation.montecarlo` for the record fields and resume policy)::
+Layout (see :mod:`fedsim.validation.montecarlo` for the record fields and resume policy)::
 
     run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
     run_dir/.lock                          held (flock) by the process writing run_dir
@@ -12,7 +12,7 @@ interrupted run never leaves a partial record.
 
 Verification (issue 14 item 3): :func:`write_record` stamps each record with the
 checksum of its canonical content, and :func:`read_record` returns a record only if it
-passes :func:`validation.montecarlo_schema.check_record` (checksum, envelope types, the
+passes :func:`fedsim.validation.montecarlo_schema.check_record` (checksum, envelope types, the
 value schema of its task function); anything else reads as missing and is recomputed.
 :func:`audit_records` says, before a run, which stored records will be recomputed and
 why, so that the summary can count them.
@@ -38,14 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedsim.errors import FedsimError, require
-from validation.montecarlo_schema import (
+from fedsim.validation.montecarlo_schema import (
     STATUSES,
     _jsonable,
     canonical_json,
     check_record,
     record_checksum,
 )
+
+from fedsim.errors import FedsimError, require
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash", "record_path",
            "atomic_write_json", "write_record", "read_record", "verify_record",

@@ -1,6 +1,6 @@
 """The manifest of a run directory (``suite.json``) and the check ``fedsim report`` makes.
 
-Issue 14 item 3.  :func:`validation.suites.run_suite` writes ``suite.json`` after
+Issue 14 item 3.  :func:`fedsim.validation.suites.run_suite` writes ``suite.json`` after
 ``verdicts.csv`` and ``meta/*.json`` and before the PDF::
 
     {"suite", "replicates", "seed", "tasks",
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from fedsim.validation.compare import VERDICT_COLUMNS, VERDICTS
 
 from fedsim.errors import FedsimError
-from validation.compare import VERDICT_COLUMNS, VERDICTS
 
 __all__ = ["manifest", "write_manifest", "check_run_dir"]
 
@@ -61,7 +61,7 @@ def manifest(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
 
 def write_manifest(run_dir: str | os.PathLike, **fields: Any) -> dict[str, Any]:
     """Write ``run_dir/suite.json`` (atomically) and return it."""
-    from validation.montecarlo_store import atomic_write_json
+    from fedsim.validation.montecarlo_store import atomic_write_json
 
     m = manifest(run_dir, **fields)
     atomic_write_json(Path(run_dir) / "suite.json", m)
@@ -140,7 +140,7 @@ def _read_manifest(run_dir: Path) -> dict | None:
 
 def check_run_dir(run_dir: str | os.PathLike) -> None:
     """Raise :class:`FedsimError` (one line) unless ``run_dir`` is sound (module doc)."""
-    from validation.montecarlo_store import run_dir_holder
+    from fedsim.validation.montecarlo_store import run_dir_holder
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():

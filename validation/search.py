@@ -2,7 +2,7 @@
 
 Sequential, within a wall-clock budget:
 
-1. **Coarse grid** (:func:`validation.search_space.coarse_grid`, visited in a seeded random
+1. **Coarse grid** (:func:`fedsim.validation.search_space.coarse_grid`, visited in a seeded random
    order so that a grid cut short by the budget still covers the space): every point is built by the
    family (bound with its status and resolved hypotheses), measured by the family's exact
    oracle when feasible, else by Monte Carlo (``method`` says which), and ranked by
@@ -15,7 +15,7 @@ Sequential, within a wall-clock budget:
    integers and 1/64 of the box for reals; evaluations are memoised and the budget stops it.
 3. **Confirmation**: every distinct point whose measured value exceeds its bound (up to
    ``confirm`` of them, largest violation first) is simulated again, independently, by the
-   engine through :func:`validation.suites.run_cases` -- validate's machinery: Student-t 99%
+   engine through :func:`fedsim.validation.suites.run_cases` -- validate's machinery: Student-t 99%
    CI over ``confirm_replicates`` replicates, the same ``holds`` / ``violated`` /
    ``inconclusive`` / ``not_applicable`` verdicts, the exact value z-tested against it.
 
@@ -26,7 +26,7 @@ and kept no points).  ``summary.json`` counts them (``refused``).
 
 Every evaluated point is a JSON record under ``out/points/`` (written atomically), so an
 interrupted search resumes where it stopped; confirmation records live under ``out/confirm``
-(:func:`validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
+(:func:`fedsim.validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
 the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by validate),
 ``measured``, ``error`` (exact: rigorous error bound; mc: 99% half-width), ``method``,
 ``ratio`` (the objective's), ``violation_ratio``, ``phase`` and, for confirmed points,
@@ -46,11 +46,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from fedsim.validation.families import Family, get_family, params_digest
+from fedsim.validation.montecarlo import atomic_write_json
+from fedsim.validation.search_space import Dim, coarse_grid, levels, parse_space
 
 from fedsim.errors import ConfigError, require
-from validation.families import Family, get_family, params_digest
-from validation.montecarlo import atomic_write_json
-from validation.search_space import Dim, coarse_grid, levels, parse_space
 
 __all__ = ["SearchSettings", "evaluate", "run_search", "OBJECTIVES"]
 
@@ -238,7 +238,7 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
 
 def _confirm(family: Family, rows: list[dict], st: SearchSettings, out: Path) -> dict[str, dict]:
     """Validate's verdicts for the violating points (module docstring, step 3)."""
-    from validation.suites import run_cases
+    from fedsim.validation.suites import run_cases
 
     cands = sorted((r for r in rows if math.isfinite(r["violation_ratio"])
                     and r["violation_ratio"] > 1.0),

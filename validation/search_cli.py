@@ -2,7 +2,7 @@
 
 ``fedsim search THEOREM --family NAME --space 'n=1..30, p_s=0.1..0.9, M=[1,10,50], K=2..200'
 [--fixed 'mode=corrected'] [--objective violation|looseness] [--budget 10m] [--out DIR]
-[--heat x,y] [--report PDF]`` runs :func:`validation.search.run_search` (coarse grid,
+[--heat x,y] [--report PDF]`` runs :func:`fedsim.validation.search.run_search` (coarse grid,
 differential-evolution refinement, confirmation of every violating point -- up to
 ``--confirm`` -- by validate's machinery), writes ``DIR/search.csv`` and a one-page PDF
 (``DIR/search.pdf`` by default) and prints the worst instances.  Re-running the same
@@ -18,14 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from validation.cli import _int_at_least
+from fedsim.validation.cli import _int_at_least
 
 __all__ = ["add_parser", "cmd_search", "list_families"]
 
 
 def list_families() -> str:
     """Every family, its theorem and its parameters (``fedsim search --list``)."""
-    from validation.families import families
+    from fedsim.validation.families import families
 
     out = []
     for f in families():
@@ -58,11 +58,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.list:
         print(list_families())
         return 0
+    from fedsim.validation.families import get_family
+    from fedsim.validation.report.search_page import search_page
+    from fedsim.validation.search import SearchSettings, run_search
+    from fedsim.validation.search_space import parse_budget, parse_space
+
     from fedsim.errors import ConfigError
-    from validation.families import get_family
-    from validation.report.search_page import search_page
-    from validation.search import SearchSettings, run_search
-    from validation.search_space import parse_budget, parse_space
 
     if not args.theorem or not args.family or not args.space:
         raise ConfigError("search needs THEOREM, --family and --space (or --list), got "

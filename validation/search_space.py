@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from fedsim.validation.families import Family
 
 from fedsim.errors import ConfigError, require
-from validation.families import Family
 
 __all__ = ["Dim", "parse_space", "coarse_grid", "levels"]
 

@@ -1,15 +1,15 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
-A suite is a list of :class:`validation.scenarios.Case` objects, built from the theorem
-registry (:mod:`theory.registry`): every registered theorem contributes the cases its
-scenario module registered for the suite (:func:`theory.registry.register_scenarios`), in
+A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built from the theorem
+registry (:mod:`fedsim.theory.registry`): every registered theorem contributes the cases its
+scenario module registered for the suite (:func:`fedsim.theory.registry.register_scenarios`), in
 registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
-2. runs every replicate of every run set through :func:`validation.montecarlo.run_tasks`
+2. runs every replicate of every run set through :func:`fedsim.validation.montecarlo.run_tasks`
    (process pool by default, or Dask; resumable, one record per replicate),
-3. turns the records into verdict rows with :func:`validation.compare.verdict_table`
+3. turns the records into verdict rows with :func:`fedsim.validation.compare.verdict_table`
    (Student-t 99% CI of the mean over replicates; ``holds`` iff the CI's upper end is at
    or under the bound, in a scenario whose checkable hypotheses hold),
 4. adds the negative controls and checks that each got the verdict it must get:
@@ -20,10 +20,10 @@ registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
    * (c) THEORY_SPEC 7.d: the paper-literal Theorem 8 bound must be ``violated`` and the
      corrected one must hold; the other counterexample rows (AsyPFL CE1/CE3, and the exact
      rows of Per-FedAvg E-F1 and AsyPFL R2-4, measured by the exact oracle, not simulated:
-     :class:`validation.scenarios.common.ExactSpec`) must get their stated verdicts,
+     :class:`fedsim.validation.scenarios.common.ExactSpec`) must get their stated verdicts,
 
 5. writes ``verdicts.csv``, ``meta/*.json`` (hypotheses, tagged constants, representative
-   run), the manifest ``suite.json`` (:mod:`validation.rundir`), the PDF report and
+   run), the manifest ``suite.json`` (:mod:`fedsim.validation.rundir`), the PDF report and
    ``summary.json`` (which counts the stored records and oracle-cache entries that failed
    verification and were recomputed).
 
@@ -48,17 +48,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from fedsim.theory.registry import theorems
+from fedsim.theory.result import Hypothesis, Status
+from fedsim.validation import scenarios as S
+from fedsim.validation.compare import verdict_table, write_verdicts
+from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
+from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
+from fedsim.validation.rundir import write_manifest
+from fedsim.validation.scenarios.common import oracle_cache_stats
+from fedsim.validation.worker import task_function
 
 from fedsim.errors import ConfigError, check_integer, require
-from theory.registry import theorems
-from theory.result import Hypothesis, Status
-from validation import scenarios as S
-from validation.compare import verdict_table, write_verdicts
-from validation.montecarlo import Task, atomic_write_json, run_tasks
-from validation.montecarlo_store import audit_records, lock_run_dir
-from validation.rundir import write_manifest
-from validation.scenarios.common import oracle_cache_stats
-from validation.worker import task_function
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
 
@@ -266,7 +266,7 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
     """Run ``cases`` into ``out`` (resumable): records, verdicts.csv, meta/ and the PDF.
 
     ``stats``, if given, receives ``"records"``: what
-    :func:`validation.montecarlo_store.audit_records` found before the run (reused,
+    :func:`fedsim.validation.montecarlo_store.audit_records` found before the run (reused,
     computed, damaged records recomputed and why).
     """
     out = Path(out)
@@ -294,7 +294,7 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
 
 
 def _build_report(out: Path, report: str | os.PathLike) -> None:
-    from validation.report import build_report
+    from fedsim.validation.report import build_report
 
     pdf = Path(report)
     pdf.parent.mkdir(parents=True, exist_ok=True)
@@ -307,20 +307,20 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
               progress: bool = True, dask_security: Any = None) -> dict[str, Any]:
     """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
 
-    ``suite = "paper"`` runs :func:`validation.paper.run_paper_suite` instead (the default
+    ``suite = "paper"`` runs :func:`fedsim.validation.paper.run_paper_suite` instead (the default
     ``out`` and ``report`` become ``runs/paper`` and ``reports/paper-experiments.pdf``) and
     returns its summary.
 
     The run directory is locked for the whole run (a second process writing it is refused,
-    :func:`validation.montecarlo_store.lock_run_dir`).  ``suite.json`` (the manifest that
-    ``fedsim report`` checks, :mod:`validation.rundir`) is written before the PDF.
+    :func:`fedsim.validation.montecarlo_store.lock_run_dir`).  ``suite.json`` (the manifest that
+    ``fedsim report`` checks, :mod:`fedsim.validation.rundir`) is written before the PDF.
     Returns ``{"verdicts": path, "report": path or None, "seconds": float,
     "controls_ok": bool, "in_regime_ok": bool, "records": {...}, "oracle_cache": {...}}``
     (``records``: reused / computed / damaged-and-recomputed counts; ``oracle_cache``:
     hits / computed / damaged-and-recomputed entries); also written to ``summary.json``.
     """
     if suite == "paper":  # the papers' own experiments: claimed ordering against measured
-        from validation.paper import run_paper_suite
+        from fedsim.validation.paper import run_paper_suite
 
         return run_paper_suite(
             out="runs/paper" if str(out) == "runs/quick" else out,

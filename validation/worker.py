@@ -1,7 +1,7 @@
 """The Monte-Carlo task function: one simulated replicate -> the measured quantities.
 
-:func:`run_replicate` is what :func:`validation.montecarlo.run_tasks` calls in a worker
-process (``fn = "validation.worker:run_replicate"``).  Its payload is plain JSON::
+:func:`run_replicate` is what :func:`fedsim.validation.montecarlo.run_tasks` calls in a worker
+process (``fn = "fedsim.validation.worker:run_replicate"``).  Its payload is plain JSON::
 
     {"scenario": <Scenario.to_dict()>, "replicate": r, "metric": "avg_grad_sq",
      "horizons": [T1, T2, ...], "representative": bool}
@@ -10,7 +10,7 @@ The run's randomness is ``fedsim.rng.Streams(scenario["seed"], r)`` only, so the
 depends on the payload alone, whatever the worker or backend.
 
 :func:`run_replicate_batched` is the same task through :func:`fedsim.engine.run_batch`
-(``fn = "validation.worker:run_replicate_batched"``), with a batch variant
+(``fn = "fedsim.validation.worker:run_replicate_batched"``), with a batch variant
 (``run_replicate_batched.batch = run_replicates``: a list of payloads -> their results, in
 order) that the Monte-Carlo backends call once per chunk.  Payloads that differ only in
 ``replicate`` and ``representative`` share one ``run_batch`` call, which replays them in
@@ -111,7 +111,7 @@ def task_function() -> str:
     """The Monte-Carlo task function: ``run_replicate_batched`` if :func:`batched_enabled`,
     else ``run_replicate`` (read by the parent when it builds the tasks)."""
     name = "run_replicate_batched" if batched_enabled() else "run_replicate"
-    return f"validation.worker:{name}"
+    return f"fedsim.validation.worker:{name}"
 
 
 def _group_key(payload: dict) -> str:

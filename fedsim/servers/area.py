@@ -10,7 +10,7 @@ the engine checks it in tests to 1e-12.
 
 Step sizes ``alpha_k``: constant, ``c/(k + d)``, or [A] Theorem 7's
 ``1/(p_min M gamma k / 48 + 1/D)`` (= ``c/(k+d)`` with c, d of THEORY_SPEC 6.b, H7.4), the
-latter built by :func:`theorem7_step_sizes` (the arithmetic of ``theory.area.step_size``,
+latter built by :func:`theorem7_step_sizes` (the arithmetic of ``fedsim.theory.area.step_size``,
 kept here so that the engine never imports ``theory``; ``tests/rules`` checks both give
 the same floats).
 
@@ -110,7 +110,7 @@ class AreaRule:
 def theorem7_constants(L: float, mu: float, M: int, p_min: float) -> dict[str, Any]:
     """gamma, D (with its four entries), c and d of [A] Theorem 7's step (H7.4), validated.
 
-    The arithmetic is :func:`theorem7_schedule`, which ``theory.area`` uses too, so the
+    The arithmetic is :func:`theorem7_schedule`, which ``fedsim.theory.area`` uses too, so the
     engine's steps and the bound's prescribed steps are the same floats by construction.
     """
     L = check_positive("L", L)

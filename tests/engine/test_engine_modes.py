@@ -221,7 +221,7 @@ def test_area_iterate_model_matches_exact_oracle():
     """Monte Carlo (300 runs) of E||x_{s,K} - x*||^2 vs theory.oracle.area_moments, K = 40.
 
     |z| < 5 (false-alarm rate ~6e-7 under the normal approximation of the mean)."""
-    from theory.oracle import area_moments
+    from fedsim.theory.oracle import area_moments
 
     sc = S({"name": "area", "model": "iterate_model", "M": 2,
             "alpha": {"kind": "c_over_k_plus_d", "c": 2.0, "d": 5.0}},
@@ -240,7 +240,7 @@ def test_fedasync_models_match_exact_oracle(model):
     """Monte Carlo (300 runs) of (1/T) sum_{t<T} ||grad f(w^t)||^2 vs the exact oracle, T=30.
 
     |z| < 5 (false-alarm rate ~6e-7 under the normal approximation of the mean)."""
-    from theory import oracle
+    from fedsim.theory import oracle
 
     alg = {"name": "fedasync", "model": model, "Q": 2, "eta": 0.2, "beta": 1.0}
     if model == "window":
@@ -264,7 +264,7 @@ def test_window_options_b_c_match_exact_oracle(option):
     Monte Carlo (250 runs) of (1/T) sum_{t<T} ||grad F(w^t)||^2 vs the oracle, T = 20.
 
     |z| < 5 (false-alarm rate ~6e-7 under the normal approximation of the mean)."""
-    from theory import oracle
+    from fedsim.theory import oracle
 
     alg = {"name": "fedasync", "model": "window", "tau": 1, "delay_pmf": [0.5, 0.5], "Q": 2,
            "eta": 0.2, "batch": 2}
@@ -287,7 +287,7 @@ def test_window_options_b_c_match_exact_oracle(option):
 def test_models_match_exact_oracle_many_runs(model):
     """Slow version: 3000 runs, several horizons; |z| < 5 at each of 4 checkpoints
     (false-alarm rate ~2.3e-6)."""
-    from theory import oracle
+    from fedsim.theory import oracle
 
     if model == "area":
         sc = S({"name": "area", "model": "iterate_model", "M": 3,

@@ -1,7 +1,7 @@
 """Engine vs exact oracle: Monte Carlo agreement (THEORY_SPEC 10.1, 10.2, 10.3, 12.4).
 
 Each test runs ``fedsim.engine.run`` for R replicates of a small scenario and compares the
-replicate mean of a recorded metric with the exact expectation from ``theory.oracle`` by a
+replicate mean of a recorded metric with the exact expectation from ``fedsim.theory.oracle`` by a
 z-score ``(mean - exact) / (sd / sqrt(R))``.  The exact value is the true mean, so under a
 correct engine each z is approximately N(0, 1); every assertion ``|z| < 4.5`` has a false
 alarm rate of 6.8e-6 (normal approximation), and each test's docstring states the
@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from fedsim.config import Scenario
-from fedsim.engine import initial_model, problem_for, run
-from fedsim.engine.area import event_probabilities
-from theory.area import step_size
-from theory.oracle import (
+from fedsim.theory.area import step_size
+from fedsim.theory.oracle import (
     area_moments,
     expcycle_staleness_pmf,
     fedasync_expcycle_moments,
     fedasync_window_moments,
 )
+
+from fedsim.config import Scenario
+from fedsim.engine import initial_model, problem_for, run
+from fedsim.engine.area import event_probabilities
 
 ZMAX = 4.5
 

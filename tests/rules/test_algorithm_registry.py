@@ -122,7 +122,7 @@ def test_old_flat_spelling_still_works_and_round_trips():
 
 
 def test_theorem7_schedule_matches_theory_bit_for_bit():
-    theory_area = pytest.importorskip("theory.area")
+    theory_area = pytest.importorskip("fedsim.theory.area")
     from fedsim.servers.area import theorem7_step_sizes
 
     for L, mu, M, p_min in [(1.0, 0.1, 1, 0.2), (3.0, 0.5, 4, 0.05), (2.0, 2.0, 7, 1.0)]:

@@ -4,9 +4,8 @@ regime, and the counterexamples CE1-CE3 and reader 2's periods (5, 8)
 
 import numpy as np
 import pytest
-
-from theory.asypfl import theorem1, theorem2, tick_oracle
-from theory.result import Status
+from fedsim.theory.asypfl import theorem1, theorem2, tick_oracle
+from fedsim.theory.result import Status
 
 P1 = dict(L=2, mu=0.5, eta=0.125, T=10, D2=4, p=[0.25, 0.75], sigma2=[1, 0.5], Gamma=0.3,
           E=2, pi=[1, 3], chi2=0.8)

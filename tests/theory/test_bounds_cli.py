@@ -13,11 +13,11 @@ import sys
 import types
 
 import pytest
+from fedsim.theory.cli import constants_from_file, to_json
+from fedsim.theory.persafl import theorem1
 
 from fedsim.cli import main
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from theory.cli import constants_from_file, to_json
-from theory.persafl import theorem1
 
 THM1 = ["bounds", "theorem1", "--L", "1", "--Q", "2", "--tau", "2", "--b", "1", "--sigma-g2",
         "0.2", "--gamma-g2", "1", "--f-gap", "50", "--T", "38880"]
@@ -146,7 +146,7 @@ def test_bad_values_exit_2_one_line(change, start, capsys):
 
 
 def test_area_theorems_when_available(capsys):
-    pytest.importorskip("theory.area")
+    pytest.importorskip("fedsim.theory.area")
     argv = ["bounds", "theorem8", "--M", "1", "--p", "0.3,0.3", "--p-s", "0.4", "--sigma2",
             "0.01", "--B", "1", "--R", "1", "--K", "9,100", "--json"]
     code, out, _ = _run(argv, capsys)

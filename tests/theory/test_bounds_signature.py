@@ -5,10 +5,10 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from fedsim.theory.cli import options
+from fedsim.theory.registry import get_theorem, theorems
 
 from fedsim.cli import main
-from theory.cli import options
-from theory.registry import get_theorem, theorems
 
 THM1 = ["bounds", "theorem1", "--L", "1", "--Q", "2", "--tau", "2", "--b", "1", "--sigma-g2",
         "0.2", "--gamma-g2", "1", "--f-gap", "50", "--T", "38880"]

@@ -16,15 +16,15 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.theory import oracle as orc
+from fedsim.theory.area import step_size, theorem7
+from fedsim.theory.oracle import _common as ocm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError, FedsimError
 from fedsim.problems.nonsmooth import NormProblem
 from fedsim.problems.quadratic import QuadraticProblem
-from theory import oracle as orc
-from theory.area import step_size, theorem7
-from theory.oracle import _common as ocm
 
 # ---------------------------------------------------------------------------------------
 # instances

@@ -5,10 +5,9 @@ import math
 
 import numpy as np
 import pytest
-
-from theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
-from theory.registry import get_theorem
-from theory.result import Status
+from fedsim.theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
+from fedsim.theory.registry import get_theorem
+from fedsim.theory.result import Status
 
 G1 = dict(L=2, rho=3, B=1.5, alpha=0.25, sigma_G2=0.8, sigma_H2=0.6, gamma_G2=0.4,
           gamma_H2=0.3, D=8, Dp=16, Dpp=4, tau=4, K=50, n=10, beta=0.002, f_gap=2.5)

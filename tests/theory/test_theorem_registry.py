@@ -14,12 +14,12 @@ import re
 from pathlib import Path
 
 import pytest
+from fedsim.theory import registry
+from fedsim.theory.registry import Theorem, get_theorem, register_theorem, theorems
+from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.cli import main
 from fedsim.errors import ConfigError
-from theory import registry
-from theory.registry import Theorem, get_theorem, register_theorem, theorems
-from theory.result import BoundResult, Hypothesis, Status
 
 PLUGIN = Path(__file__).parent / "plugin"
 BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8"]
@@ -38,7 +38,7 @@ def test_every_builtin_is_documented(name):
     hyps = th.hypothesis_list()
     assert hyps and all(isinstance(h, Hypothesis) and h.holds is None and h.detail
                         for h in hyps)
-    assert th.module.startswith("theory.") and callable(th.function)
+    assert th.module.startswith("fedsim.theory.") and callable(th.function)
     assert th.scenarios == {} or set(th.scenarios) >= {"quick"}
 
 

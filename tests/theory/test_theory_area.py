@@ -12,11 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
-from fedsim.errors import ConfigError
-from theory.area import (
+from fedsim.theory.area import (
     SCHEDULE,
     area_constants,
     optimal_server_rate,
@@ -24,8 +20,12 @@ from theory.area import (
     theorem7,
     theorem8,
 )
-from theory.area import certified as area_certified
-from theory.result import Status
+from fedsim.theory.area import certified as area_certified
+from fedsim.theory.result import Status
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from fedsim.errors import ConfigError
 
 # golden instance of the brief: n=2, p=(0.3,0.3), p_s=0.4, L=2, mu=1, M=3, sigma=0.5, zeta=1
 G = dict(L=2.0, mu=1.0, M=3, p=[0.3, 0.3], p_s=0.4, sigma=0.5, zeta=1.0)

@@ -28,10 +28,9 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
-from theory.area import area_constants, theorem7, theorem8
-from theory.persafl import maml_constants, me_constants, theorem1, theorem2, theorem3
-from theory.result import Status
+from fedsim.theory.area import area_constants, theorem7, theorem8
+from fedsim.theory.persafl import maml_constants, me_constants, theorem1, theorem2, theorem3
+from fedsim.theory.result import Status
 
 REL = 1e-12
 
@@ -587,8 +586,9 @@ def test_thm8_linear_counterexample_and_general_alpha():
 def test_f_lower_global_inf_is_proof_level_with_the_same_formula():
     """f_lower='global_inf' keeps the formula (the caller passes f(w0) - inf f as the gap)
     but a certified status becomes PROOF_LEVEL; a failing hypothesis still wins."""
+    from fedsim.theory import persafl as P
+
     from fedsim.errors import ConfigError
-    from theory import persafl as P
 
     kw = dict(L=1.0, Q=2, tau=2, b=1, sigma_g2=0.2, gamma_g2=1.0, f_gap=50.0, T=38880)
     paper = P.theorem1(**kw)

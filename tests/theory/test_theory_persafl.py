@@ -14,12 +14,12 @@ from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
+from fedsim.theory.persafl import maml_constants, me_constants, theorem1, theorem2, theorem3
+from fedsim.theory.result import Status
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedsim.errors import ConfigError
-from theory.persafl import maml_constants, me_constants, theorem1, theorem2, theorem3
-from theory.result import Status
 
 INF = math.inf
 REL = 1e-12

@@ -1,4 +1,5 @@
-"""theory.lumped: lumped AREA enumeration vs plain enumeration, bounded merging, THEORY_SPEC 7.d."""
+"""fedsim.theory.lumped: lumped AREA enumeration vs plain enumeration, bounded merging,
+THEORY_SPEC 7.d."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import time
 
 import numpy as np
 import pytest
+from fedsim.theory import area as tarea
+from fedsim.theory.lumped import exchangeable_classes, lumped_events
+from fedsim.theory.oracle import enumerate_events
 
 from fedsim.errors import ConfigError
 from fedsim.problems.nonsmooth import NormProblem
-from theory import area as tarea
-from theory.lumped import exchangeable_classes, lumped_events
-from theory.oracle import enumerate_events
 
 COLS = ["sq_dist", "f_gap", "ergodic_f_gap"]
 

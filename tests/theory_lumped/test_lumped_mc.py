@@ -1,4 +1,4 @@
-"""theory.lumped_mc: Monte Carlo fallback vs the exact lumped oracle, the dispatcher, and the
+"""fedsim.theory.lumped_mc: Monte Carlo fallback vs the exact lumped oracle, the dispatcher, and the
 exponential-support argument of the module docstring (checked in exact rationals)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from fedsim.theory import area as tarea
+from fedsim.theory.lumped import lumped_events
+from fedsim.theory.lumped_mc import COLUMNS, area_oracle, mc_events
 
 from fedsim.errors import ConfigError
 from fedsim.problems.nonsmooth import NormProblem
-from theory import area as tarea
-from theory.lumped import lumped_events
-from theory.lumped_mc import COLUMNS, area_oracle, mc_events
 
 QTY = [("ergodic_f_gap", "ergodic_se"), ("f_gap", "f_se"), ("sq_dist", "sq_se")]
 

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from fedsim.validation import compare as cmp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from fedsim.errors import ConfigError
-from validation import compare as cmp
 
 
 def test_mean_ci_hand_computed():

@@ -10,13 +10,12 @@ import types
 from pathlib import Path
 
 import pytest
-
-from validation import montecarlo_backends as backends
-from validation.montecarlo import Task, payload_hash
+from fedsim.validation import montecarlo_backends as backends
+from fedsim.validation.montecarlo import Task, payload_hash
 
 distributed = pytest.importorskip("distributed")
 
-FN = "validation._selftest:normal_mean"
+FN = "fedsim.validation._selftest:normal_mean"
 
 
 def _certs(d: Path) -> dict[str, Path]:
@@ -44,7 +43,7 @@ def _fake_suite(monkeypatch) -> dict:
         seen.update(kw)
         return {"verdicts": "v.csv", "report": None}
 
-    monkeypatch.setitem(sys.modules, "validation.suites",
+    monkeypatch.setitem(sys.modules, "fedsim.validation.suites",
                         types.SimpleNamespace(run_suite=run_suite))
     return seen
 

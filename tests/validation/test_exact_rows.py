@@ -15,21 +15,20 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from theory.result import BoundResult, Status
-from validation import scenarios as S
-from validation import suites
-from validation.compare import (
+from fedsim.theory.result import BoundResult, Status
+from fedsim.validation import scenarios as S
+from fedsim.validation import suites
+from fedsim.validation.compare import (
     EXACT_BOUND_RTOL,
     exact_verdict,
     is_exact_row,
     read_verdicts,
     verdict_table,
 )
-from validation.report import build_report, expected_pages
-from validation.rundir import write_manifest
+from fedsim.validation.report import build_report, expected_pages
+from fedsim.validation.rundir import write_manifest
+from hypothesis import given
+from hypothesis import strategies as st
 
 _SAMPLES = pd.DataFrame(columns=["theorem", "scenario", "mode", "horizon", "value"])
 

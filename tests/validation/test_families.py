@@ -10,19 +10,19 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as hs
-
-from fedsim.errors import ConfigError
-from theory import oracle
-from validation.compare import ORACLE_FAR, oracle_test
-from validation.families import (
+from fedsim.theory import oracle
+from fedsim.validation.compare import ORACLE_FAR, oracle_test
+from fedsim.validation.families import (
     BUILTIN,
     event_probabilities,
     families,
     get_family,
     norm_centres,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from fedsim.errors import ConfigError
 
 # hypotheses only the simulation can measure (validate's SimChecks replace them)
 MEASURED_BY_SIMULATION = {"inner accuracy ||grad h_tilde|| <= nu"}
@@ -61,7 +61,7 @@ def test_theorem8_norm_hand_computed_7d():
     assert inst.status == "PAPER_LITERAL_KNOWN_ERRATUM"
     m = inst.measure()
     assert m.method == "exact" and m.error == 0.0
-    from validation.families import build_problem_from
+    from fedsim.validation.families import build_problem_from
 
     p = build_problem_from(inst.scenario["problem"])
     alpha = inst.scenario["algorithm"]["alpha"]["value"]
@@ -141,7 +141,7 @@ def test_oracle_matches_engine_monte_carlo(name, params, R):
     inst = get_family(name).build(params)
     ex = inst.measure()
     assert ex.method == "exact"
-    from validation.families.mc import engine_mc
+    from fedsim.validation.families.mc import engine_mc
 
     mc = engine_mc(inst.scenario, inst.metric, inst.horizon, R, seed=7)
     z, ok = oracle_test(mc.value, mc.se, ex.value, ORACLE_FAR)
@@ -170,9 +170,8 @@ def test_theorem2_has_no_exact_oracle_and_uses_mc():
 def test_norm_closed_form_map_equals_explicit_steps(x, c, h, M):
     """Equal away from exact kink hits (|x - c|/h an integer: a rounding-level event where
     explicit steps in absolute coordinates and the closed form in x - c may differ)."""
+    from fedsim.validation.families.norm_mc import norm_gm
     from hypothesis import assume
-
-    from validation.families.norm_mc import norm_gm
 
     r = abs(x - c) / h
     assume(abs(r - round(r)) > 1e-6)

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.validation.families import build_problem_from, get_family, norm_centres
 
 from fedsim.config import Scenario
-from validation.families import build_problem_from, get_family, norm_centres
 
 F7 = get_family("theorem7-quad")
 F8 = get_family("theorem8-norm")

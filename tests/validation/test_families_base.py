@@ -12,16 +12,12 @@ import hashlib
 import json
 import math
 
+import fedsim.validation.families as vf
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as hs
-
-import validation.families as vf
-from fedsim.errors import ConfigError
-from theory import area as tarea
-from theory.result import Status
-from validation.families import (
+from fedsim.theory import area as tarea
+from fedsim.theory.result import Status
+from fedsim.validation.families import (
     Family,
     Instance,
     Measurement,
@@ -35,7 +31,11 @@ from validation.families import (
     register_family,
     resolve_hypotheses,
 )
-from validation.scenarios.common import SEED
+from fedsim.validation.scenarios.common import SEED
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from fedsim.errors import ConfigError
 
 
 def test_param_coerce():
@@ -183,7 +183,7 @@ def test_register_family_and_search_it(monkeypatch, tmp_path):
     assert register_family(mine, replace=True) is mine
     with pytest.raises(ConfigError, match="must be a Family"):
         register_family("my-norm")                   # type: ignore[arg-type]
-    from validation.search import SearchSettings, run_search
+    from fedsim.validation.search import SearchSettings, run_search
 
     st = SearchSettings(budget=60, grid=3, refine=0, confirm=0, workers=1, progress=False)
     df = run_search("my-norm", "K=[3,4,5], M=[10]", st, out=tmp_path, fixed={"n": 2})
@@ -194,9 +194,8 @@ def test_register_family_and_search_it(monkeypatch, tmp_path):
 def test_engine_mc_is_seeded_and_reports_the_student_t_interval():
     """The Monte-Carlo fallback: a function of (scenario, seed), the scenario untouched, the
     99% Student-t half-width t_{0.995, n-1} * se of the replicates."""
+    from fedsim.validation.families.mc import engine_mc
     from scipy import stats
-
-    from validation.families.mc import engine_mc
 
     inst = get_family("theorem8-norm").build({"n": 3, "K": 6, "M": 3})
     before = json.dumps(inst.scenario, sort_keys=True)
@@ -210,7 +209,7 @@ def test_engine_mc_is_seeded_and_reports_the_student_t_interval():
 
 
 def test_norm_ergodic_mc_is_a_function_of_its_seed():
-    from validation.families.norm_mc import norm_ergodic_mc
+    from fedsim.validation.families.norm_mc import norm_ergodic_mc
 
     c = np.array([-1.5, -1.0, -0.5])
     args = (c, 1.0, float(np.mean(np.abs(-1.0 - c))), np.array([0.2, 0.2, 0.2]), 0.4, 5, 0.1,
@@ -224,9 +223,10 @@ def test_norm_ergodic_mc_is_a_function_of_its_seed():
 def test_open_lower_end_refuses_the_end_and_lists_it():
     """A parameter the theorem divides by (L, B, p_s, eta_mult, feature_scale, nu) has an
     open lower end: 0 is refused at parse time with one line, and --list shows "(0, ..."."""
+    from fedsim.validation.families import get_family
+    from fedsim.validation.search_cli import list_families
+
     from fedsim.errors import ConfigError
-    from validation.families import get_family
-    from validation.search_cli import list_families
 
     L = get_family("theorem1-window").param("L")
     assert L.open_low and L.coerce(1e-9) == 1e-9

@@ -17,10 +17,10 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.theory import persafl
+from fedsim.validation.families import build_problem_from, get_family
 
 from fedsim.config import Scenario
-from theory import persafl
-from validation.families import build_problem_from, get_family
 
 F1 = get_family("theorem1-window")
 F2 = get_family("theorem2-logistic")

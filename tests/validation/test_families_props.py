@@ -22,12 +22,18 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.validation.families import (
+    BUILTIN,
+    Family,
+    build_problem_from,
+    get_family,
+    params_digest,
+)
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as hs
 
 from fedsim.config import Scenario
 from fedsim.errors import ConfigError
-from validation.families import BUILTIN, Family, build_problem_from, get_family, params_digest
 
 # per-parameter caps (inclusive) keeping a build and its scenario small
 _CAP = {"n": 6, "M": 60, "K": 200, "Q": 4, "tau": 3, "T": 300, "b": 5, "seed": 2**16,

@@ -18,16 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # fedsim validate, with run_suite replaced by slow self-test tasks on the real backends
 _SCRIPT = """
 import sys, types
-from validation.montecarlo import Task, run_tasks
+from fedsim.validation.montecarlo import Task, run_tasks
 
 def run_suite(suite, *, out, workers=None, dask=None, **kw):
-    tasks = [Task(f"r{i}", "validation._selftest:normal_mean",
+    tasks = [Task(f"r{i}", "fedsim.validation._selftest:normal_mean",
                   {"seed": 1, "replicate": i, "sleep": 2.0}) for i in range(40)]
     run_tasks(tasks, out, workers=workers, dask=dask, progress=False)
     return {"verdicts": str(out / "verdicts.csv"), "report": None}
 
 if __name__ == "__main__":
-    sys.modules["validation.suites"] = types.SimpleNamespace(run_suite=run_suite)
+    sys.modules["fedsim.validation.suites"] = types.SimpleNamespace(run_suite=run_suite)
     from fedsim.cli import main
     raise SystemExit(main(sys.argv[1:]))
 """

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fedsim.validation import montecarlo as mc
+from fedsim.validation._selftest import replicate_generator
+from fedsim.validation.montecarlo import Task, load_records, payload_hash, record_path, run_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from validation import montecarlo as mc
-from validation._selftest import replicate_generator
-from validation.montecarlo import Task, load_records, payload_hash, record_path, run_tasks
-
-FN = "validation._selftest:normal_mean"
+FN = "fedsim.validation._selftest:normal_mean"
 
 
 def _tasks(count: int, log: Path | None = None, **extra) -> list[Task]:

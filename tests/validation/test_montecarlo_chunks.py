@@ -4,7 +4,7 @@
   function with a batch variant is called once per chunk (hand-checked call log);
 * a batch call that fails falls back to the tasks one by one: only the failing task is an
   error;
-* ``validation.worker.run_replicate_batched`` (the engine's ``run_batch``) gives, per
+* ``fedsim.validation.worker.run_replicate_batched`` (the engine's ``run_batch``) gives, per
   replicate, the record of ``run_replicate`` up to 1e-10 relative in the values and the
   same diagnostics; a replicate's record is bitwise the same alone or inside any chunk,
   in-process, in a process pool and on Dask.
@@ -16,14 +16,14 @@ import math
 from pathlib import Path
 
 import pytest
+from fedsim.validation import worker
+from fedsim.validation._selftest import normal_mean
+from fedsim.validation.montecarlo import Task, run_tasks
+from fedsim.validation.montecarlo_backends import CHUNK, execute_batch, execute_task
 
 from fedsim.config import Scenario
-from validation import worker
-from validation._selftest import normal_mean
-from validation.montecarlo import Task, run_tasks
-from validation.montecarlo_backends import CHUNK, execute_batch, execute_task
 
-BFN = "validation._selftest:normal_mean_batched"
+BFN = "fedsim.validation._selftest:normal_mean_batched"
 
 
 def _tasks(count: int, blog: Path, fn: str = BFN, **extra) -> list[Task]:
@@ -67,7 +67,7 @@ def test_a_failing_task_in_a_batch_is_the_only_error(tmp_path):
 def test_only_consecutive_tasks_of_one_function_share_a_batch(tmp_path):
     blog = tmp_path / "b.log"
     a = _tasks(3, blog)
-    mid = Task("plain", "validation._selftest:normal_mean", {"seed": 1, "replicate": 0})
+    mid = Task("plain", "fedsim.validation._selftest:normal_mean", {"seed": 1, "replicate": 0})
     tasks = a[:2] + [mid] + a[2:]
     res = run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
     assert all(r["status"] == "ok" for r in res.values())
@@ -98,9 +98,9 @@ def _replicate_tasks(fn: str, reps: range) -> list[Task]:
 
 def test_batched_worker_equals_the_engine_per_replicate(tmp_path):
     reps = range(CHUNK + 3)  # two chunks: 16 + 3
-    plain = run_tasks(_replicate_tasks("validation.worker:run_replicate", reps),
+    plain = run_tasks(_replicate_tasks("fedsim.validation.worker:run_replicate", reps),
                       tmp_path / "plain", workers=1, progress=False)
-    batched = run_tasks(_replicate_tasks("validation.worker:run_replicate_batched", reps),
+    batched = run_tasks(_replicate_tasks("fedsim.validation.worker:run_replicate_batched", reps),
                         tmp_path / "batched", workers=1, progress=False)
     differ = 0
     for r in reps:
@@ -116,14 +116,14 @@ def test_batched_worker_equals_the_engine_per_replicate(tmp_path):
     assert differ > 0  # the replay ran (it is not bitwise the engine)
     # a replicate alone, or in a chunk of any size, gives the same record bit for bit
     for r in (0, 5, CHUNK + 1):
-        (t,) = _replicate_tasks("validation.worker:run_replicate_batched", range(r, r + 1))
+        (t,) = _replicate_tasks("fedsim.validation.worker:run_replicate_batched", range(r, r + 1))
         stored = {k: v for k, v in batched[t.task_id].items() if k != "checksum"}  # the store's
         assert execute_task(t, batched[t.task_id]["payload_hash"]) == stored
 
 
 def test_batched_records_identical_on_pool_and_dask(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
-    tasks = _replicate_tasks("validation.worker:run_replicate_batched", range(CHUNK + 2))
+    tasks = _replicate_tasks("fedsim.validation.worker:run_replicate_batched", range(CHUNK + 2))
     ref = run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
     assert run_tasks(tasks, tmp_path / "pool", workers=2, progress=False) == ref
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -134,8 +134,8 @@ def test_batched_records_identical_on_pool_and_dask(tmp_path):
 
 def test_task_function_follows_the_environment(monkeypatch):
     monkeypatch.delenv(worker.BATCH_ENV, raising=False)
-    assert worker.task_function() == "validation.worker:run_replicate"
+    assert worker.task_function() == "fedsim.validation.worker:run_replicate"
     monkeypatch.setenv(worker.BATCH_ENV, "1")
-    assert worker.task_function() == "validation.worker:run_replicate_batched"
+    assert worker.task_function() == "fedsim.validation.worker:run_replicate_batched"
     assert callable(worker.run_replicate_batched.batch)
     assert not hasattr(worker.run_replicate, "batch")  # the default path is unchanged

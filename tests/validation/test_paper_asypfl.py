@@ -9,19 +9,19 @@ import math
 
 import numpy as np
 import pytest
-
-from fedsim import config
-from validation.paper import EXPERIMENTS
-from validation.paper.asypfl import (
+from fedsim.validation.paper import EXPERIMENTS
+from fedsim.validation.paper.asypfl import (
     METRICS,
     digits_problem,
     fig2_experiment,
     fig3_experiment,
     straggler_delays,
 )
-from validation.paper.common import Contrast, Experiment
-from validation.paper.stats import judge, judge_contrast
-from validation.paper.worker import run_arm
+from fedsim.validation.paper.common import Contrast, Experiment
+from fedsim.validation.paper.stats import judge, judge_contrast
+from fedsim.validation.paper.worker import run_arm
+
+from fedsim import config
 
 SMALL2 = dict(replicates=2, tune_replicates=1, n=6, horizon=6.0, lams=(4.0,), grid=(1.0,))
 SMALL3 = dict(replicates=4, tune_replicates=1, n=6, horizon=25.0, shares=(0.0, 0.5),
@@ -136,7 +136,7 @@ def test_contrast_hand_computed():
 def test_small_forms_end_to_end(name, tmp_path):
     if name not in EXPERIMENTS:
         pytest.skip(f"{name} is not registered in validation.paper.EXPERIMENTS yet")
-    from validation.paper import run_paper_suite
+    from fedsim.validation.paper import run_paper_suite
 
     res = run_paper_suite(out=tmp_path / "run", report=None, workers=1, progress=False,
                           small=True, only=[name])

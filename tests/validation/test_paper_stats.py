@@ -1,4 +1,4 @@
-"""validation.paper.{intervals,stats}: intervals by hand, the two-stage rule, censoring,
+"""fedsim.validation.paper.{intervals,stats}: intervals by hand, the two-stage rule, censoring,
 a false-alarm check of the paired interval, verdicts and a negative control."""
 
 from __future__ import annotations
@@ -7,11 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.validation.paper.common import TUNE_BASE, Arm, Claim, Experiment, Setting, task_id
+from fedsim.validation.paper.intervals import claim_status, diff_ci, one_sample_ci, paired_ci
+from fedsim.validation.paper.stats import judge, select, selection_table, summarise, verdict_of
 from scipy import stats as st
-
-from validation.paper.common import TUNE_BASE, Arm, Claim, Experiment, Setting, task_id
-from validation.paper.intervals import claim_status, diff_ci, one_sample_ci, paired_ci
-from validation.paper.stats import judge, select, selection_table, summarise, verdict_of
 
 
 def test_diff_ci_by_hand():
@@ -169,7 +168,7 @@ def test_time_to_claim_with_censored_baseline_cannot_be_reversed():
 
 
 def test_table_intervals_are_cut_to_the_metric_support():
-    from validation.paper.stats import _mean_ci, support
+    from fedsim.validation.paper.stats import _mean_ci, support
 
     assert support("test_acc") == (0.0, 1.0) and support("test_loss") == (0.0, math.inf)
     assert support("f_gap") == (-math.inf, math.inf)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 
+import fedsim.validation.paper as paper
 import pandas as pd
 import pytest
+from fedsim.validation.paper import EXPERIMENTS, build_experiments, paper_tasks, run_paper_suite
+from fedsim.validation.paper.common import TUNE_BASE, tuned_families
+from fedsim.validation.paper.stats import VERDICTS
 
-import validation.paper as paper
 from fedsim.cli import main
-from validation.paper import EXPERIMENTS, build_experiments, paper_tasks, run_paper_suite
-from validation.paper.common import TUNE_BASE, tuned_families
-from validation.paper.stats import VERDICTS
 
 
 def test_every_experiment_quotes_a_claim_with_its_source():
@@ -50,7 +50,7 @@ def test_full_forms_fix_the_design_in_advance():
 def test_fig2b_classes_follow_the_floor_rule():
     """FIG2B_CLASSES is the smallest c whose untrained model scores <= 0.5 personalised
     accuracy with both budgets (persafl.py); c - 1 must fail the rule."""
-    from validation.paper.persafl import FIG2B_CLASSES, fig2b_problem, zero_model_floor
+    from fedsim.validation.paper.persafl import FIG2B_CLASSES, fig2b_problem, zero_model_floor
 
     ok = zero_model_floor(fig2b_problem(30, FIG2B_CLASSES))
     below = zero_model_floor(fig2b_problem(30, FIG2B_CLASSES - 1))
@@ -106,7 +106,7 @@ def test_cli_dispatches_paper(tmp_path, monkeypatch, capsys):
 
 
 def test_run_suite_paper_goes_to_the_paper_suite(tmp_path, monkeypatch):
-    import validation.suites as suites
+    import fedsim.validation.suites as suites
 
     seen = {}
 
@@ -127,7 +127,7 @@ def test_run_suite_paper_goes_to_the_paper_suite(tmp_path, monkeypatch):
 
 def test_cli_passes_the_tls_security_to_the_paper_suite(tmp_path, monkeypatch):
     """--dask-tls-* reach the paper suite's run_tasks (they were dropped before)."""
-    import validation.cli as vcli
+    import fedsim.validation.cli as vcli
 
     sentinel = object()
     seen = {}
@@ -145,8 +145,8 @@ def test_validate_batched_flag_sets_the_replay_for_the_run_only(tmp_path, monkey
     with --suite paper it is a one-line usage error (the paper suite has no replay)."""
     import os
 
-    import validation.suites as suites
-    from validation.worker import BATCH_ENV, task_function
+    import fedsim.validation.suites as suites
+    from fedsim.validation.worker import BATCH_ENV, task_function
 
     monkeypatch.delenv(BATCH_ENV, raising=False)
     seen = {}
@@ -158,7 +158,7 @@ def test_validate_batched_flag_sets_the_replay_for_the_run_only(tmp_path, monkey
     monkeypatch.setattr(suites, "run_suite", fake)
     rc = main(["validate", "--suite", "smoke", "--batched", "--out", str(tmp_path / "o"),
                "--report", str(tmp_path / "r.pdf"), "--no-progress"])
-    assert rc == 130 and seen["fn"] == "validation.worker:run_replicate_batched"
+    assert rc == 130 and seen["fn"] == "fedsim.validation.worker:run_replicate_batched"
     assert BATCH_ENV not in os.environ  # restored
     rc = main(["validate", "--suite", "paper", "--batched", "--out", str(tmp_path / "p"),
                "--report", str(tmp_path / "p.pdf"), "--no-progress"])

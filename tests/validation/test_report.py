@@ -8,12 +8,12 @@ import re
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
+from fedsim.validation import report
+from fedsim.validation._selftest import write_synthetic_run
+from fedsim.validation.compare import VERDICT_COLUMNS, write_verdicts
 from matplotlib.text import Text
 
 from fedsim.errors import FedsimError
-from validation import report
-from validation._selftest import write_synthetic_run
-from validation.compare import VERDICT_COLUMNS, write_verdicts
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_cli_validate_calls_run_suite(tmp_path, monkeypatch, capsys):
         write_synthetic_run(out, replicates=3)
         return None
 
-    monkeypatch.setitem(sys.modules, "validation.suites",
+    monkeypatch.setitem(sys.modules, "fedsim.validation.suites",
                         types.SimpleNamespace(run_suite=run_suite))
     out, pdf = tmp_path / "run", tmp_path / "r.pdf"
     rc = main(["validate", "--suite", "full", "--replicates", "3", "--workers", "2", "--dask",
@@ -195,7 +195,7 @@ def test_cli_validate_failed_control_exits_1(tmp_path, monkeypatch, capsys):
     def run_suite(suite, **kw):
         return {"verdicts": str(tmp_path / "v.csv"), "report": None, "controls_ok": False}
 
-    monkeypatch.setitem(sys.modules, "validation.suites",
+    monkeypatch.setitem(sys.modules, "fedsim.validation.suites",
                         types.SimpleNamespace(run_suite=run_suite))
     assert main(["validate", "--suite", "quick", "--out", str(tmp_path)]) == 1
     assert "negative control" in capsys.readouterr().err

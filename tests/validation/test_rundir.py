@@ -13,19 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from fedsim.validation import montecarlo_store as store
+from fedsim.validation._selftest import write_synthetic_run
+from fedsim.validation.montecarlo import Task, record_path, run_tasks
+from fedsim.validation.montecarlo_schema import LEGACY_REASON, check_record, record_checksum
+from fedsim.validation.rundir import check_run_dir, write_manifest
+from fedsim.validation.scenarios import common
 
 from fedsim.config import load
 from fedsim.errors import FedsimError
-from validation import montecarlo_store as store
-from validation._selftest import write_synthetic_run
-from validation.montecarlo import Task, record_path, run_tasks
-from validation.montecarlo_schema import LEGACY_REASON, check_record, record_checksum
-from validation.rundir import check_run_dir, write_manifest
-from validation.scenarios import common
 
 ROOT = Path(__file__).resolve().parents[2]
-FN = "validation._selftest:normal_mean"
-REPLICATE = "validation.worker:run_replicate"
+FN = "fedsim.validation._selftest:normal_mean"
+REPLICATE = "fedsim.validation.worker:run_replicate"
 
 
 def _sel(count: int, log: Path | None = None) -> list[Task]:
@@ -192,7 +192,7 @@ def test_damaged_oracle_cache_entry_is_recomputed(cache, damage, capsys):
 
 _HOLDER = """
 import sys, time
-from validation.montecarlo_store import lock_run_dir
+from fedsim.validation.montecarlo_store import lock_run_dir
 with lock_run_dir(sys.argv[1]):
     print("locked", flush=True)
     time.sleep(60)

@@ -7,12 +7,12 @@ import math
 
 import pandas as pd
 import pytest
+from fedsim.validation.families import get_family
+from fedsim.validation.search import SearchSettings, run_search
+from fedsim.validation.search_space import coarse_grid, levels, parse_budget, parse_space
 
 from fedsim.cli import main
 from fedsim.errors import ConfigError
-from validation.families import get_family
-from validation.search import SearchSettings, run_search
-from validation.search_space import coarse_grid, levels, parse_budget, parse_space
 
 F8 = get_family("theorem8-norm")
 

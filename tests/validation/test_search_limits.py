@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import time
 
+import fedsim.validation.families as vf
 import numpy as np
 import pytest
-
-import validation.families as vf
-from validation.families import Family, get_family
-from validation.search import SearchSettings, run_search
-from validation.search_space import coarse_grid, parse_space
+from fedsim.validation.families import Family, get_family
+from fedsim.validation.search import SearchSettings, run_search
+from fedsim.validation.search_space import coarse_grid, parse_space
 
 SPACE = "K=5..14, M=[50]"
 

@@ -13,15 +13,14 @@ from __future__ import annotations
 import math
 import re
 
+import fedsim.validation.report.search_page as sp
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from fedsim.validation.report.layout import INK
+from fedsim.validation.search import SearchSettings, run_search
 from matplotlib.colors import TwoSlopeNorm
-
-import validation.report.search_page as sp
-from validation.report.layout import INK
-from validation.search import SearchSettings, run_search
 
 FAST = dict(refine=0, confirm=0, workers=1, progress=False)
 

@@ -8,11 +8,10 @@ registered for it.  Builders are replaced by stubs here, so nothing is simulated
 from __future__ import annotations
 
 import pytest
-
-from theory import registry
-from theory.registry import register_scenarios, theorems
-from theory.result import BoundResult, Status
-from validation import suites
+from fedsim.theory import registry
+from fedsim.theory.registry import register_scenarios, theorems
+from fedsim.theory.result import BoundResult, Status
+from fedsim.validation import suites
 
 BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
            "perfedavg_theorem4_5", "asypfl_theorem1", "asypfl_theorem2"]   # issue 13 added 3

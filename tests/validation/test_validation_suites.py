@@ -15,11 +15,10 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-
-from validation import scenarios as S
-from validation import suites
-from validation.compare import VERDICT_COLUMNS
-from validation.report import expected_pages
+from fedsim.validation import scenarios as S
+from fedsim.validation import suites
+from fedsim.validation.compare import VERDICT_COLUMNS
+from fedsim.validation.report import expected_pages
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +102,7 @@ def test_monte_carlo_agrees_with_exact_oracles(smoke):
 def test_resume_recomputes_nothing(smoke, monkeypatch):
     """A re-run of a finished suite finds every record and runs no task."""
     out, _, df = smoke
-    import validation.montecarlo as mc
+    import fedsim.validation.montecarlo as mc
 
     calls = []
     monkeypatch.setattr(mc, "execute_task", lambda *a, **k: calls.append(a) or None)

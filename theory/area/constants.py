@@ -12,10 +12,10 @@ import math
 from typing import Any
 
 import numpy as np
+from fedsim.theory.area._inputs import as_output, count_at_least, horizons, probabilities
 
 from fedsim.errors import ConfigError, check_number, check_positive, require
 from fedsim.servers.area import theorem7_schedule
-from theory.area._inputs import as_output, count_at_least, horizons, probabilities
 
 __all__ = ["SCHEDULE", "area_constants", "step_size", "optimal_server_rate", "schedule"]
 

@@ -15,8 +15,7 @@ import math
 from typing import Any
 
 import numpy as np
-
-from theory.area._inputs import as_output
+from fedsim.theory.area._inputs import as_output
 
 __all__ = ["leading_terms", "rate_shape"]
 

@@ -7,8 +7,8 @@ summing to 1 (H7.3), the step ``alpha_k = c/(k+d)`` (H7.4) and ``alpha_0 M gamma
     E||x_{s,K} - x*||^2 = O( r_p (1+delta kappa) sigma^2/(p_min M K)
                            + sigma zeta / K^1.5 + zeta^2 / K^2 ).
 
-Three evaluation levels (6.d, never mixed): ``certified`` (C, :mod:`theory.area.certified`),
-``leading_terms`` (B) and ``rate_shape`` (A) (:mod:`theory.area.levels`).  Only (C) is an
+Three evaluation levels (6.d, never mixed): ``certified`` (C, :mod:`fedsim.theory.area.certified`),
+``leading_terms`` (B) and ``rate_shape`` (A) (:mod:`fedsim.theory.area.levels`).  Only (C) is an
 upper bound.  Errata E-A1..E-A16 (THEORY_SPEC 8) as listed in ``errata_applied``.
 """
 
@@ -18,15 +18,15 @@ import math
 from typing import Any
 
 import numpy as np
+from fedsim.theory.area._inputs import as_output, count_at_least, horizons, probabilities
+from fedsim.theory.area.certified import certified, initial_r, lyapunov0
+from fedsim.theory.area.constants import SCHEDULE, area_constants
+from fedsim.theory.area.levels import leading_terms, rate_shape
+from fedsim.theory.params import Iterations, Vector
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.errors import ConfigError, check_number, check_positive, require
-from theory.area._inputs import as_output, count_at_least, horizons, probabilities
-from theory.area.certified import certified, initial_r, lyapunov0
-from theory.area.constants import SCHEDULE, area_constants
-from theory.area.levels import leading_terms, rate_shape
-from theory.params import Iterations, Vector
-from theory.registry import register_theorem
-from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["theorem7", "hypotheses", "LABEL", "HYPOTHESES", "LEVELS"]
 

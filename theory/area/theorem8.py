@@ -17,12 +17,12 @@ import math
 from typing import Any
 
 import numpy as np
+from fedsim.theory.area._inputs import as_output, count_at_least, horizons, probabilities
+from fedsim.theory.params import Iterations, Vector
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.errors import check_number, check_positive, require
-from theory.area._inputs import as_output, count_at_least, horizons, probabilities
-from theory.params import Iterations, Vector
-from theory.registry import register_theorem
-from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["theorem8", "LABEL", "HYPOTHESES", "MODES"]
 

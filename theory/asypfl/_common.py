@@ -16,10 +16,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from fedsim.theory.persafl._assembly import Check, fmt
+from fedsim.theory.persafl._common import count, real
 
 from fedsim.errors import require
-from theory.persafl._assembly import Check, fmt
-from theory.persafl._common import count, real
 
 __all__ = ["HELP", "HYPOTHESES", "inputs", "core", "checks", "SIM"]
 

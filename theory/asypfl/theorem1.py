@@ -24,14 +24,14 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
+from fedsim.theory.params import Horizons, Vector
+from fedsim.theory.persafl._assembly import assemble, fmt
+from fedsim.theory.persafl._common import real
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 from fedsim.errors import require
-from theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
-from theory.params import Horizons, Vector
-from theory.persafl._assembly import assemble, fmt
-from theory.persafl._common import real
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
 
 __all__ = ["theorem1", "ticks", "LABEL"]
 

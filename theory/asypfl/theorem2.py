@@ -24,14 +24,14 @@ import math
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
+from fedsim.theory.asypfl.theorem1 import ticks
+from fedsim.theory.params import Horizons, Vector
+from fedsim.theory.persafl._assembly import assemble, fmt
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 from fedsim.errors import require
-from theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
-from theory.asypfl.theorem1 import ticks
-from theory.params import Horizons, Vector
-from theory.persafl._assembly import assemble, fmt
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
 
 __all__ = ["theorem2", "gamma_t2", "LABEL"]
 

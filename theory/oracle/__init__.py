@@ -19,16 +19,16 @@ THEORY_SPEC section 10.  Four oracles, none of which simulates anything:
 
 Every oracle returns a :class:`pandas.DataFrame` whose ``attrs`` carry the model flags.
 
-One module per oracle: :mod:`theory.oracle.area`, :mod:`theory.oracle.fedasync`,
-:mod:`theory.oracle.enumerate`; the shared checks and client maps in ``_common``.
+One module per oracle: :mod:`fedsim.theory.oracle.area`, :mod:`fedsim.theory.oracle.fedasync`,
+:mod:`fedsim.theory.oracle.enumerate`; the shared checks and client maps in ``_common``.
 """
 
 from __future__ import annotations
 
-from theory.oracle._common import PSD_RTOL, local_affine_map
-from theory.oracle.area import area_moments
-from theory.oracle.enumerate import enumerate_events
-from theory.oracle.fedasync import (
+from fedsim.theory.oracle._common import PSD_RTOL, local_affine_map
+from fedsim.theory.oracle.area import area_moments
+from fedsim.theory.oracle.enumerate import enumerate_events
+from fedsim.theory.oracle.fedasync import (
     expcycle_staleness_pmf,
     fedasync_expcycle_moments,
     fedasync_window_moments,

@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from fedsim.errors import check_integer
-from theory.oracle._common import (
+from fedsim.theory.oracle._common import (
     Schedule,
     check_psd,
     event_probs,
@@ -26,6 +24,8 @@ from theory.oracle._common import (
     schedule,
     vector,
 )
+
+from fedsim.errors import check_integer
 
 __all__ = ["area_moments"]
 

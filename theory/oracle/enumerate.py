@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from fedsim.theory.oracle._common import Schedule, event_probs, record_steps, schedule, vector
 
 from fedsim.errors import ConfigError, check_integer, require
-from theory.oracle._common import Schedule, event_probs, record_steps, schedule, vector
 
 __all__ = ["enumerate_events"]
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from fedsim.errors import check_finite, check_integer, check_positive, require
-from theory.oracle._common import (
+from fedsim.theory.oracle._common import (
     check_psd,
     local_affine_map,
     quadratic_data,
     record_steps,
     vector,
 )
+
+from fedsim.errors import check_finite, check_integer, check_positive, require
 
 __all__ = ["fedasync_window_moments", "fedasync_expcycle_moments", "expcycle_staleness_pmf"]
 

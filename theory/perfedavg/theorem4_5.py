@@ -36,13 +36,13 @@ import math
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.params import Iterations
+from fedsim.theory.persafl._assembly import Check, assemble, fmt
+from fedsim.theory.persafl._common import count, m0, real
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 from fedsim.errors import require
-from theory.params import Iterations
-from theory.persafl._assembly import Check, assemble, fmt
-from theory.persafl._common import count, m0, real
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
 
 __all__ = ["theorem4_5", "perfedavg_constants", "LABEL", "HYPOTHESES", "MODES"]
 

@@ -30,17 +30,18 @@ Conventions shared by the three evaluators
 * Arrays of ``T`` give arrays of values and terms; the status is the worst over the
   horizons and ``derived_constants["status_per_T"]`` lists each one.
 
-One module per idea: :mod:`theory.persafl.lemmas` (Lemmas 1-7), :mod:`theory.persafl.theorem1`,
-:mod:`theory.persafl.theorem2`, :mod:`theory.persafl.theorem3`; the shared conventions live in
+One module per idea: :mod:`fedsim.theory.persafl.lemmas` (Lemmas 1-7),
+:mod:`fedsim.theory.persafl.theorem1`, :mod:`fedsim.theory.persafl.theorem2`,
+:mod:`fedsim.theory.persafl.theorem3`; the shared conventions live in
 ``_common`` (checks, ``0*inf``, ``f_lower``) and ``_assembly`` (hypotheses, status).
 """
 
 from __future__ import annotations
 
-from theory.persafl._common import REL_TOL
-from theory.persafl.lemmas import maml_constants, me_constants
-from theory.persafl.theorem1 import theorem1
-from theory.persafl.theorem2 import theorem2
-from theory.persafl.theorem3 import theorem3
+from fedsim.theory.persafl._common import REL_TOL
+from fedsim.theory.persafl.lemmas import maml_constants, me_constants
+from fedsim.theory.persafl.theorem1 import theorem1
+from fedsim.theory.persafl.theorem2 import theorem2
+from fedsim.theory.persafl.theorem3 import theorem3
 
 __all__ = ["REL_TOL", "maml_constants", "me_constants", "theorem1", "theorem2", "theorem3"]

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from theory.persafl._common import OBJ, REL_TOL, SIM, close
-from theory.result import BoundResult, Hypothesis, Status, worst_status
+from fedsim.theory.persafl._common import OBJ, REL_TOL, SIM, close
+from fedsim.theory.result import BoundResult, Hypothesis, Status, worst_status
 
 __all__ = ["Check", "assemble", "common_checks", "beta_eta_checks", "general_checks", "fmt"]
 

@@ -13,9 +13,9 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+from fedsim.theory.result import BoundResult, Status
 
 from fedsim.errors import ConfigError, check_integer, check_number, require
-from theory.result import BoundResult, Status
 
 __all__ = ["HELP", "REL_TOL", "MODES_12", "MODES_3", "Mode12", "Mode3", "FLower", "SIM", "OBJ",
            "real",

@@ -9,9 +9,9 @@ import math
 from typing import Any
 
 import numpy as np
+from fedsim.theory.persafl._common import REL_TOL, count, m0, real
 
 from fedsim.errors import require
-from theory.persafl._common import REL_TOL, count, m0, real
 
 __all__ = ["maml_constants", "me_constants"]
 

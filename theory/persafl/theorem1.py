@@ -14,9 +14,8 @@ import math
 from typing import Any
 
 import numpy as np
-
-from theory.params import Horizons
-from theory.persafl._assembly import (
+from fedsim.theory.params import Horizons
+from fedsim.theory.persafl._assembly import (
     Check,
     assemble,
     beta_eta_checks,
@@ -24,7 +23,7 @@ from theory.persafl._assembly import (
     fmt,
     general_checks,
 )
-from theory.persafl._common import (
+from fedsim.theory.persafl._common import (
     HELP,
     MODES_12,
     Mode12,
@@ -37,8 +36,8 @@ from theory.persafl._common import (
     step,
     with_f_lower,
 )
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 __all__ = ["theorem1", "LABEL", "HYPOTHESES"]
 

@@ -1,7 +1,7 @@
 """[P] Theorem 2 (PersA-FL-MAML, Option B): ``(1/T) sum E||grad F^(b)(w^t)||^2`` (THEORY_SPEC 4).
 
 Statement ([P] Theorem 2; proof eqs. (B50)-(B53)): under [P] Assumptions 1-6 and Lemmas 1-4
-(eqs. (21)-(25), :func:`theory.persafl.lemmas.maml_constants`), with ``beta = 1``,
+(eqs. (21)-(25), :func:`fedsim.theory.persafl.lemmas.maml_constants`), with ``beta = 1``,
 ``eta = 1/(Q sqrt(L_b T))`` and ``T >= 64 L_b``,
 
     (1/T) sum_t E||grad F^(b)(w^t)||^2 <= 4 sqrt(L_b) F_gap/sqrt(T)
@@ -15,16 +15,15 @@ import math
 from typing import Any
 
 import numpy as np
-
-from theory.params import Horizons
-from theory.persafl._assembly import (
+from fedsim.theory.params import Horizons
+from fedsim.theory.persafl._assembly import (
     Check,
     assemble,
     beta_eta_checks,
     common_checks,
     fmt,
 )
-from theory.persafl._common import (
+from fedsim.theory.persafl._common import (
     HELP,
     MODES_12,
     OBJ,
@@ -40,9 +39,9 @@ from theory.persafl._common import (
     step,
     with_f_lower,
 )
-from theory.persafl.lemmas import maml_constants
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
+from fedsim.theory.persafl.lemmas import maml_constants
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 __all__ = ["theorem2", "LABEL", "HYPOTHESES"]
 

@@ -1,7 +1,7 @@
 """[P] Theorem 3 (PersA-FL-ME, Option C): ``(1/T) sum E||grad F^(c)(w^t)||^2`` (THEORY_SPEC 5).
 
 Statement ([P] Theorem 3; proof eqs. (C61)-(C63)): under [P] Assumptions 1-4 and Lemmas 5-7
-(eqs. (26)-(28), :func:`theory.persafl.lemmas.me_constants`), ``lam > L`` solved to accuracy
+(eqs. (26)-(28), :func:`fedsim.theory.persafl.lemmas.me_constants`), ``lam > L`` solved to accuracy
 nu, with ``beta = 1``, ``eta = 1/(Q sqrt(L_c T))`` and ``T >= 288 L_c (Q+7)(tau+1)^3``
 (corrected from the paper's ``(tau+1)^2``, E-P3),
 
@@ -16,9 +16,8 @@ import math
 from typing import Any
 
 import numpy as np
-
-from theory.params import Horizons
-from theory.persafl._assembly import (
+from fedsim.theory.params import Horizons
+from fedsim.theory.persafl._assembly import (
     Check,
     assemble,
     beta_eta_checks,
@@ -26,7 +25,7 @@ from theory.persafl._assembly import (
     fmt,
     general_checks,
 )
-from theory.persafl._common import (
+from fedsim.theory.persafl._common import (
     HELP,
     MODES_3,
     OBJ,
@@ -42,9 +41,9 @@ from theory.persafl._common import (
     step,
     with_f_lower,
 )
-from theory.persafl.lemmas import me_constants
-from theory.registry import register_theorem
-from theory.result import BoundResult, Status
+from fedsim.theory.persafl.lemmas import me_constants
+from fedsim.theory.registry import register_theorem
+from fedsim.theory.result import BoundResult, Status
 
 __all__ = ["theorem3", "LABEL", "HYPOTHESES"]
 

@@ -4,7 +4,7 @@ A family maps a dict of parameters to an engine scenario, the theorem call (eval
 every hypothesis the construction settles resolved), the measured quantity and its exact
 oracle where one exists (else Monte Carlo).  Nothing private is needed::
 
-    from validation.families import get_family
+    from fedsim.validation.families import get_family
     fam = get_family("theorem8-norm")
     inst = fam.build({"n": 10, "p_s": 0.4, "M": 50, "K": 12, "mode": "paper"})
     m = inst.measure()                 # Measurement(value, method='exact'|'mc', error, ...)
@@ -18,9 +18,8 @@ Built-in families (:data:`BUILTIN`): ``theorem8-norm``, ``theorem7-quad`` ([A]),
 
 from __future__ import annotations
 
-from fedsim.errors import ConfigError, require
-from validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
-from validation.families.base import (
+from fedsim.validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
+from fedsim.validation.families.base import (
     Family,
     Instance,
     Measurement,
@@ -33,7 +32,9 @@ from validation.families.base import (
     poisson_delays,
     resolve_hypotheses,
 )
-from validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
+from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
+
+from fedsim.errors import ConfigError, require
 
 __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_family",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",

@@ -6,9 +6,9 @@
     iterate model with i.i.d. events (p_i, p_s), the constant step of [A] Theorem 8 for the
     chosen ``mode`` (``paper``: ``C_B = sigma2 + (M+1) B^2/2``; ``corrected``: ``sigma2 +
     M B^2``, E-A6).  Measured: ``E f(xbar_{s,K}) - f*``.  Exact oracle: lumped enumeration
-    (:func:`theory.lumped.lumped_events`, exchangeable clients lumped) within a state budget,
+    (:func:`fedsim.theory.lumped.lumped_events`, exchangeable clients lumped) within a state budget,
     else the vectorised Monte Carlo of the same event process
-    (:func:`theory.lumped_mc.mc_events`, 99% normal CI).  Construction settles:
+    (:func:`fedsim.theory.lumped_mc.mc_events`, 99% normal CI).  Construction settles:
     bounded variance (the oracle is exact: variance 0 <= sigma2), i.i.d. events (independent
     Poisson clocks of rates p_i, p_s), the minimiser (the median interval of the centres:
     ``R`` is the exact distance from ``x_{s,0}`` to it).
@@ -16,7 +16,7 @@
     n quadratic clients ``d=2`` with client-specific Hessians, spectra in ``[L/kappa, L]``,
     optima spread ``heterogeneity``, additive Gaussian noise ``noise_sd``, M local steps,
     the Theorem 7 schedule ``alpha_k = c/(k+d)`` (certified level, THEORY_SPEC 6.d).
-    Measured: ``E||x_{s,K} - x*||^2``, exact by :func:`theory.oracle.area_moments`.
+    Measured: ``E||x_{s,K} - x*||^2``, exact by :func:`fedsim.theory.oracle.area_moments`.
     Construction settles H7.2 (fresh additive noise, ``sigma^2 = max tr S_i / b`` EXACT)
     and H7.3 (independent Poisson clocks, ``x_{i,0} = x_{s,0}``).
 """
@@ -27,12 +27,10 @@ import math
 from typing import Any
 
 import numpy as np
-
-from fedsim.errors import ConfigError, require
-from theory import area as tarea
-from theory import oracle
-from theory.lumped import lumped_events
-from validation.families.base import (
+from fedsim.theory import area as tarea
+from fedsim.theory import oracle
+from fedsim.theory.lumped import lumped_events
+from fedsim.validation.families.base import (
     Family,
     Instance,
     Measurement,
@@ -44,8 +42,10 @@ from validation.families.base import (
     poisson_delays,
     resolve_hypotheses,
 )
-from validation.families.mc import engine_mc
-from validation.families.norm_mc import norm_ergodic_mc
+from fedsim.validation.families.mc import engine_mc
+from fedsim.validation.families.norm_mc import norm_ergodic_mc
+
+from fedsim.errors import ConfigError, require
 
 __all__ = ["THEOREM8_NORM", "THEOREM7_QUAD", "norm_centres"]
 

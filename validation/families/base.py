@@ -4,7 +4,7 @@ A *family* is a named, documented builder ``params -> Instance``.  The instance 
 everything a study of one theorem at one point of its parameter space needs:
 
 * the engine scenario (a plain dict, :class:`fedsim.config.Scenario` shape) to simulate,
-* the theorem call, already evaluated: a :class:`theory.result.BoundResult` in which every
+* the theorem call, already evaluated: a :class:`fedsim.theory.result.BoundResult` in which every
   hypothesis that the construction settles is resolved (no ``unknown`` that the family
   decides: the family knows its noise, its event law and its minimiser),
 * the measured quantity (engine metric, horizon, a human label),
@@ -12,7 +12,8 @@ everything a study of one theorem at one point of its parameter space needs:
 
 :meth:`Instance.measure` returns a :class:`Measurement` whose ``method`` says how the number
 was obtained (``"exact"`` or ``"mc"``); :meth:`Instance.case` turns the instance into a
-:class:`validation.scenarios.Case`, so :func:`validation.suites.run_cases` (the machinery of
+:class:`fedsim.validation.scenarios.Case`, so :func:`fedsim.validation.suites.run_cases`
+(the machinery of
 ``fedsim validate``) can simulate it and give the same verdicts validate gives.
 
 Public helpers replace the private ones a user used to need: :func:`event_probabilities`
@@ -30,11 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from fedsim.theory.result import BoundResult, Hypothesis, Status
+from fedsim.validation.scenarios.common import CLAIM_STATUSES, SEED
 
 from fedsim.config import ProblemConfig, build_problem
 from fedsim.errors import ConfigError, check_positive, require
-from theory.result import BoundResult, Hypothesis, Status
-from validation.scenarios.common import CLAIM_STATUSES, SEED
 
 __all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
            "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
@@ -172,9 +173,9 @@ class Instance:
         return self.mc(replicates, seed)
 
     def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan):
-        """This instance as a :class:`validation.scenarios.Case` (one run set, one row), for
-        :func:`validation.suites.run_cases`: validate's verdict machinery."""
-        from validation.scenarios.common import Case, Row, RunSpec
+        """This instance as a :class:`fedsim.validation.scenarios.Case` (one run set, one row), for
+        :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery."""
+        from fedsim.validation.scenarios.common import Case, Row, RunSpec
 
         name = key or f"{self.family}-{params_digest(self.params)}"
         run_key = f"{self.theorem}/{name}/{self.mode}/H{self.horizon}"

@@ -4,7 +4,7 @@ Used where no exact oracle exists (e.g. [P] Theorem 2 on logistic problems): the
 scenario of an instance is run ``replicates`` times in this process, replicate ``r`` with
 ``fedsim.rng.Streams(seed', r)`` where ``seed'`` is derived from the scenario's seed and
 ``seed`` (so the search's measurement and its confirmation run are independent), and the
-mean is returned with the half-width of :func:`validation.compare.summarize`'s interval.
+mean is returned with the half-width of :func:`fedsim.validation.compare.summarize`'s interval.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-
-from validation.compare import CI_LEVEL, summarize
-from validation.families.base import Measurement
+from fedsim.validation.compare import CI_LEVEL, summarize
+from fedsim.validation.families.base import Measurement
 
 __all__ = ["engine_mc"]
 
@@ -22,7 +21,7 @@ __all__ = ["engine_mc"]
 def engine_mc(scenario: dict, metric: str, horizon: int, replicates: int,
               seed: int = 0) -> Measurement:
     """Mean of ``metric`` at ``horizon`` over ``replicates`` engine runs, method ``"mc"``."""
-    from validation.worker import run_replicate
+    from fedsim.validation.worker import run_replicate
 
     sc = copy.deepcopy(scenario)
     sc["seed"] = int(np.random.SeedSequence([int(scenario["seed"]), 1 + int(seed)])

@@ -13,7 +13,7 @@ problem's selection), M steps of size ``h = alpha B`` from ``d = x - c`` give, w
   steps it is ``e`` if that number is even, else ``e - h sign(e)``.
 
 This is the same map as M explicit subgradient steps up to rounding, so its cost does not
-grow with M (the explicit loop of :func:`theory.lumped_mc.mc_events` does).  Returns the
+grow with M (the explicit loop of :func:`fedsim.theory.lumped_mc.mc_events` does).  Returns the
 mean and standard error of ``f(xbar_{s,K}) - f*``.
 """
 

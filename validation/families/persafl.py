@@ -11,7 +11,7 @@ value makes the statement not applicable, and the row says so), ``beta = 1``.  T
     [P] Theorem 1 (Option A) on n quadratic clients with one shared Hessian (spectrum in
     ``[L/kappa, L]``, gamma_g EXACT), optima spread ``heterogeneity``, additive noise.
     Measured ``(1/T) sum_{t<T} E||grad f(w^t)||^2``, exact by
-    :func:`theory.oracle.fedasync_window_moments`.
+    :func:`fedsim.theory.oracle.fedasync_window_moments`.
 ``theorem3-window``
     [P] Theorem 3 (Option C, PersA-FL-ME) on the same quadratics with ``lam = lam_over_L * L``
     and an inner solve to ``nu``; ``mode`` ``corrected`` (E-P1..E-P3) or ``paper_literal``
@@ -32,10 +32,8 @@ import math
 from typing import Any
 
 import numpy as np
-
-from fedsim.errors import check_positive, require
-from theory import oracle, persafl
-from validation.families.base import (
+from fedsim.theory import oracle, persafl
+from fedsim.validation.families.base import (
     Family,
     Instance,
     Measurement,
@@ -45,8 +43,10 @@ from validation.families.base import (
     engine_scenario,
     resolve_hypotheses,
 )
-from validation.families.mc import engine_mc
-from validation.scenarios.common import SimCheck
+from fedsim.validation.families.mc import engine_mc
+from fedsim.validation.scenarios.common import SimCheck
+
+from fedsim.errors import check_positive, require
 
 __all__ = ["THEOREM1_WINDOW", "THEOREM3_WINDOW", "THEOREM2_LOGISTIC"]
 

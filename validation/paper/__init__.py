@@ -1,13 +1,15 @@
 """``fedsim validate --suite paper``: the seed papers' own experiments, claim against measure.
 
-Each experiment (:mod:`validation.paper.common`) quotes one claim of a paper with its
-table or figure and runs in two stages through :func:`validation.montecarlo.run_tasks`
+Each experiment (:mod:`fedsim.validation.paper.common`) quotes one claim of a paper with its
+table or figure and runs in two stages through :func:`fedsim.validation.montecarlo.run_tasks`
 (process pool, one record per replicate, resumable: re-running the same command keeps the
 finished records): stage 1 tunes the step size on its own replicates, stage 2 measures the
 kept arms on fresh replicates with common random numbers, and the verdict comes from
-paired 99% intervals (:mod:`validation.paper.stats`, :mod:`validation.paper.intervals`).
+paired 99% intervals (:mod:`fedsim.validation.paper.stats`,
+:mod:`fedsim.validation.paper.intervals`).
 Outputs under ``out``: ``paper/<experiment>.json`` (everything a report page shows),
-``paper_verdicts.csv`` (one row per claim) and the PDF (:mod:`validation.report.paper_pages`).
+``paper_verdicts.csv`` (one row per claim) and the PDF
+(:mod:`fedsim.validation.report.paper_pages`).
 
 Experiments (``EXPERIMENTS``; ``small=True`` gives the end-to-end test forms):
 
@@ -34,15 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
+from fedsim.validation.paper.area import bias_experiment, tables_experiment
+from fedsim.validation.paper.asypfl import fig2_experiment, fig3_experiment
+from fedsim.validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
+from fedsim.validation.paper.perfedavg import table1_experiment
+from fedsim.validation.paper.persafl import fig2a_experiment, fig2b_experiment
+from fedsim.validation.paper.stats import select, summarise
 
 from fedsim.errors import require
-from validation.montecarlo import Task, atomic_write_json, run_tasks
-from validation.paper.area import bias_experiment, tables_experiment
-from validation.paper.asypfl import fig2_experiment, fig3_experiment
-from validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
-from validation.paper.perfedavg import table1_experiment
-from validation.paper.persafl import fig2a_experiment, fig2b_experiment
-from validation.paper.stats import select, summarise
 
 __all__ = ["EXPERIMENTS", "build_experiments", "paper_tasks", "run_paper_suite"]
 
@@ -88,7 +90,7 @@ def _task(e: Experiment, arm, r: int, stage: str) -> Task:
                "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets)}
     if arm.alias:
         payload["alias"] = dict(arm.alias)
-    return Task(task_id(e, arm, r, stage), "validation.paper.worker:run_arm", payload)
+    return Task(task_id(e, arm, r, stage), "fedsim.validation.paper.worker:run_arm", payload)
 
 
 def _shuffled(tasks: list[Task]) -> list[Task]:
@@ -99,7 +101,7 @@ def _shuffled(tasks: list[Task]) -> list[Task]:
 def paper_tasks(exps: list[Experiment], stage: str = "measure",
                 recs: dict[str, dict] | None = None) -> list[Task]:
     """Stage 1 (``"tune"``): every replicate of every arm of a tuned family.  Stage 2
-    (``"measure"``): the replicates of the arms :func:`validation.paper.stats.select` keeps
+    (``"measure"``): the replicates of the arms :func:`fedsim.validation.paper.stats.select` keeps
     from the tuning records ``recs`` (every arm of an untuned family)."""
     tasks = []
     for e in exps:
@@ -132,7 +134,7 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
 
     ``replicates`` overrides every experiment's measurement replicate count (>= 2);
     ``dask_security``: a ``distributed.Security`` for a ``tls://`` scheduler (as
-    :func:`validation.suites.run_suite`).
+    :func:`fedsim.validation.suites.run_suite`).
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -162,7 +164,7 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
                                                      "small": small})
     pdf = None
     if report is not None:
-        from validation.report.paper_pages import build_paper_report
+        from fedsim.validation.report.paper_pages import build_paper_report
 
         pdf = Path(report)
         pdf.parent.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-from fedsim.problems.splits import client_rates
-from validation.paper.common import (
+from fedsim.validation.paper.common import (
     Arm,
     Claim,
     Experiment,
@@ -29,6 +27,8 @@ from validation.paper.common import (
     exp_delays,
     scenario_dict,
 )
+
+from fedsim.problems.splits import client_rates
 
 __all__ = ["bias_experiment", "tables_experiment", "RULE"]
 

@@ -26,7 +26,7 @@ validation_split`; its own seeded stream).
   ``s``); (b) AsyPFL's drop from ``s = 0`` to the largest ``s`` is smaller than the
   baseline's -- a difference of differences over four arms, a
   :class:`~validation.paper.common.Contrast` (judged on the common-random-number
-  replicates by :func:`validation.paper.stats.judge_contrast`).
+  replicates by :func:`fedsim.validation.paper.stats.judge_contrast`).
 
 The x-axis is simulated time (the paper's is communication rounds).  Step sizes: the
 same grid ``g/L`` for every algorithm (``eta = delta = g/L`` for AsyPFL, ``eta = g/L``
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from validation.paper.common import (
+from fedsim.validation.paper.common import (
     Arm,
     Claim,
     Contrast,
@@ -74,7 +74,7 @@ _ANALOGUE = ("digits (1,797 8x8 images, not MNIST/EMNIST/CIFAR100/Sentiment140/"
 
 
 def _two_stage(tune_replicates: int) -> dict[str, Any]:
-    """Stage 1 of the suite (:mod:`validation.paper.common`): ``tune_replicates`` tuning
+    """Stage 1 of the suite (:mod:`fedsim.validation.paper.common`): ``tune_replicates`` tuning
     replicates, the arm with the highest mean validation accuracy is kept."""
     return {"tune_replicates": tune_replicates, "select_metric": "val_pers_acc",
             "select_max": True}

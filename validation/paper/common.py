@@ -6,7 +6,7 @@ scikit-learn (``digits``) or on a quadratic whose minimiser is known.  It is a l
 step size: one :class:`fedsim.config.Scenario` as a dict), and a list of :class:`Claim`
 objects, the paper's ordering written as comparisons between arms' replicate samples.
 
-Two stages, fixed before any result is seen (:mod:`validation.paper.stats`):
+Two stages, fixed before any result is seen (:mod:`fedsim.validation.paper.stats`):
 
 1. **Tuning.** Every arm of a family with several grid values runs ``tune_replicates``
    replicates whose seeds (replicate indices ``TUNE_BASE + r``) are disjoint from the
@@ -18,7 +18,7 @@ Two stages, fixed before any result is seen (:mod:`validation.paper.stats`):
 2. **Measurement.** Only the kept arms run ``replicates`` fresh replicates (indices
    ``0 .. R-1``), the same indices for every arm: common random numbers, so a claim
    ``a <rel> factor * b`` is judged by the paired 99% Student-t interval of the per-replicate
-   differences (:mod:`validation.paper.intervals`).  Because the choice was made on other
+   differences (:mod:`fedsim.validation.paper.intervals`).  Because the choice was made on other
    replicates, the measured values carry no selection bias.
 
 Verdicts: ``reproduced`` iff every claim holds with its interval on the claimed side,

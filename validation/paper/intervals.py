@@ -23,9 +23,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from fedsim.validation.compare import CI_LEVEL
 from scipy import stats as st
-
-from validation.compare import CI_LEVEL
 
 __all__ = ["diff_ci", "paired_ci", "one_sample_ci", "claim_status"]
 

@@ -19,7 +19,7 @@ on client i's training rows (a full-gradient step), evaluated on its test rows
 
 from __future__ import annotations
 
-from validation.paper.common import Arm, Claim, Experiment, L_of, Setting, scenario_dict
+from fedsim.validation.paper.common import Arm, Claim, Experiment, L_of, Setting, scenario_dict
 
 __all__ = ["table1_experiment"]
 

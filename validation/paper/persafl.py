@@ -12,7 +12,7 @@ quadratic) does not influence the timeline at all.
 
 from __future__ import annotations
 
-from validation.paper.common import Arm, Claim, Experiment, Setting, scenario_dict
+from fedsim.validation.paper.common import Arm, Claim, Experiment, Setting, scenario_dict
 
 __all__ = ["fig2a_experiment", "fig2a_delays", "fig2b_experiment"]
 
@@ -90,10 +90,10 @@ def zero_model_floor(problem: dict) -> dict[str, float]:
     """Personalised test accuracy of the untrained model ``w = 0`` (the page's floor line):
     ``pers_acc_maml`` with ``alpha = 1/L`` and ``pers_acc_me`` with ``lam = 2L``."""
     import numpy as np
+    from fedsim.validation.paper.common import L_of
 
     from fedsim.config import ProblemConfig, build_problem
     from fedsim.problems.evaluation import metric_functions
-    from validation.paper.common import L_of
 
     p = build_problem(ProblemConfig.from_dict(problem))
     L = L_of(problem)
@@ -122,7 +122,7 @@ def fig2b_experiment(*, replicates: int = 10, n: int = 30, horizon: float = 60.0
     training rows (``pers_acc_maml``), Moreau-type methods by ``theta_hat_i(w, lam)`` with
     ``lam = 2L`` (``pers_acc_me``; the Moreau rule needs lam > L, [P] Sec. 3).
     """
-    from validation.paper.common import L_of
+    from fedsim.validation.paper.common import L_of
 
     problem = fig2b_problem(n, classes)
     L = L_of(problem)

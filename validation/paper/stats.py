@@ -1,12 +1,12 @@
 """From replicate records to the measured table, the claims' intervals and the verdict.
 
-The suite is a two-stage design (:mod:`validation.paper.common`):
+The suite is a two-stage design (:mod:`fedsim.validation.paper.common`):
 
 * :func:`select` -- stage 1, the hyper-parameter rule: per setting and family, the grid
   arm with the best mean ``exp.select_metric`` over the *tuning* replicates (seeds
   disjoint from the measurement's), among the arms where no tuning replicate diverged;
 * :func:`judge` -- stage 2, a claim's paired 99% interval over the *measurement*
-  replicates of the selected arms (:func:`validation.paper.intervals.paired_ci`; the
+  replicates of the selected arms (:func:`fedsim.validation.paper.intervals.paired_ci`; the
   one-sample interval for a threshold claim) and its status ``holds`` (interval on the
   claimed side), ``reversed`` (entirely on the other side) or ``unresolved``;
 * :func:`verdict_of` -- the experiment's verdict: ``reproduced`` iff every claim holds,
@@ -20,10 +20,9 @@ import math
 from typing import Any
 
 import numpy as np
-
-from validation.compare import summarize
-from validation.paper.common import Arm, Claim, Contrast, Experiment, task_id
-from validation.paper.intervals import claim_status, one_sample_ci, paired_ci
+from fedsim.validation.compare import summarize
+from fedsim.validation.paper.common import Arm, Claim, Contrast, Experiment, task_id
+from fedsim.validation.paper.intervals import claim_status, one_sample_ci, paired_ci
 
 __all__ = ["VERDICTS", "select", "judge", "judge_contrast", "summarise", "arm_values", "verdict_of",
            "selection_table", "support"]

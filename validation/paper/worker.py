@@ -1,6 +1,6 @@
 """The task function of the paper suite: one replicate of one arm -> curves on a time grid.
 
-Called by :func:`validation.montecarlo.run_tasks` as ``run_arm(payload)``; everything
+Called by :func:`fedsim.validation.montecarlo.run_tasks` as ``run_arm(payload)``; everything
 random comes from ``(scenario.seed, replicate)`` (:mod:`fedsim.rng`), so a record depends
 on the payload only.  The curves are the recorded metrics read as step functions of
 simulated time (the value of the last record at or before each grid time), the busy

@@ -42,10 +42,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
-
-from validation.report.details import details_page  # noqa: E402
-from validation.report.layout import (  # noqa: E402
+from fedsim.validation.report.details import details_page  # noqa: E402
+from fedsim.validation.report.layout import (  # noqa: E402
     FILL,
     FONT,
     INK,
@@ -55,7 +53,7 @@ from validation.report.layout import (  # noqa: E402
     _hfmt,
     _mid,
 )
-from validation.report.plan import (  # noqa: E402
+from fedsim.validation.report.plan import (  # noqa: E402
     PANELS_PER_PAGE,
     REPR_PER_PAGE,
     SUMMARY_ROWS,
@@ -65,10 +63,11 @@ from validation.report.plan import (  # noqa: E402
     load_run,
     page_plan,
 )
-from validation.report.plots import meta_for, plots_page  # noqa: E402
-from validation.report.representative import representative_page  # noqa: E402
-from validation.report.summary import control_cell, summary_page  # noqa: E402
-from validation.rundir import check_run_dir  # noqa: E402
+from fedsim.validation.report.plots import meta_for, plots_page  # noqa: E402
+from fedsim.validation.report.representative import representative_page  # noqa: E402
+from fedsim.validation.report.summary import control_cell, summary_page  # noqa: E402
+from fedsim.validation.rundir import check_run_dir  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 __all__ = [
     "build_report",
@@ -95,7 +94,7 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     Returns the number of pages (== :func:`expected_pages`).  With ``png_dir`` every
     page is also saved as ``page-NN.png`` at ``png_dpi``.  The PDF is written to a
     temporary file and renamed, so an interrupted build leaves no partial report.
-    The run directory is checked first (:func:`validation.rundir.check_run_dir`: against
+    The run directory is checked first (:func:`fedsim.validation.rundir.check_run_dir`: against
     its ``suite.json``, structure of verdicts.csv and meta/*.json); a damaged one raises
     :class:`fedsim.errors.FedsimError` with a one-line reason and nothing is drawn.
     """

@@ -7,11 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.figure import Figure
-from scipy import stats
-
-from validation.compare import ORACLE_FAR, is_exact_row
-from validation.report.layout import (
+from fedsim.validation.compare import ORACLE_FAR, is_exact_row
+from fedsim.validation.report.layout import (
     _SHORT,
     FILL,
     FONT,
@@ -25,8 +22,10 @@ from validation.report.layout import (
     _table,
     _wrap,
 )
-from validation.report.plan import Run, _uniq
-from validation.report.summary import group_verdict
+from fedsim.validation.report.plan import Run, _uniq
+from fedsim.validation.report.summary import group_verdict
+from matplotlib.figure import Figure
+from scipy import stats
 
 __all__ = ["details_page"]
 

@@ -1,6 +1,6 @@
 """The report LAYOUT: page size, fonts, verdict colours, and the text and table primitives.
 
-Every page of :mod:`validation.report` is an A4-landscape matplotlib figure drawn in figure
+Every page of :mod:`fedsim.validation.report` is an A4-landscape matplotlib figure drawn in figure
 coordinates with these helpers (fonts >= 8 pt); they know nothing about verdicts or theorems.
 """
 

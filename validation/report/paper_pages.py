@@ -1,6 +1,6 @@
 """``reports/paper-experiments.pdf``: one page per paper experiment (``--suite paper``).
 
-Reads ``<run_dir>/paper/<experiment>.json`` (:func:`validation.paper.stats.summarise`) and
+Reads ``<run_dir>/paper/<experiment>.json`` (:func:`fedsim.validation.paper.stats.summarise`) and
 draws, per experiment: the quoted claim with its table/figure, what the analogue cannot
 test, the step-size rule; the curves against simulated time (mean and 99% band over
 replicates, one panel per setting, at most four); the measured table of the selected arms
@@ -23,10 +23,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from fedsim.validation.report.layout import FONT, _page, _table, _wrap  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from validation.report.layout import FONT, _page, _table, _wrap  # noqa: E402
 
 __all__ = ["build_paper_report", "experiment_page", "summary_page", "VERDICT_FILL"]
 

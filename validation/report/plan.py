@@ -1,6 +1,6 @@
 """What a run directory holds (:class:`Run`) and the deterministic page plan of the report.
 
-:func:`expected_pages` counts the pages :func:`validation.report.build_report` will write
+:func:`expected_pages` counts the pages :func:`fedsim.validation.report.build_report` will write
 without drawing anything (see the package docstring for the plan).
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from fedsim.validation.compare import read_verdicts
+from fedsim.validation.report.layout import SMALL
 from matplotlib.figure import Figure
 
 from fedsim.errors import FedsimError
-from validation.compare import read_verdicts
-from validation.report.layout import SMALL
 
 __all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUMMARY_ROWS",
            "PANELS_PER_PAGE", "REPR_PER_PAGE"]

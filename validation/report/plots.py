@@ -10,12 +10,8 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import NullFormatter
-
-from validation.compare import CI_LEVEL, CI_METHOD, is_exact_row
-from validation.report.layout import (
+from fedsim.validation.compare import CI_LEVEL, CI_METHOD, is_exact_row
+from fedsim.validation.report.layout import (
     FONT,
     INK,
     SMALL,
@@ -28,7 +24,10 @@ from validation.report.layout import (
     _trunc,
     _wrap,
 )
-from validation.report.plan import Run
+from fedsim.validation.report.plan import Run
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
 __all__ = ["plots_page", "meta_for"]
 

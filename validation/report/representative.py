@@ -6,10 +6,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.figure import Figure
-
-from validation.compare import is_exact_row
-from validation.report.layout import (
+from fedsim.validation.compare import is_exact_row
+from fedsim.validation.report.layout import (
     FONT,
     SMALL,
     _fmt,
@@ -17,7 +15,8 @@ from validation.report.layout import (
     _trunc,
     _wrap,
 )
-from validation.report.plan import Run
+from fedsim.validation.report.plan import Run
+from matplotlib.figure import Figure
 
 __all__ = ["representative_page"]
 

@@ -20,10 +20,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from fedsim.validation.report.layout import FONT, INK, PAGE_SIZE, SMALL  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
-
-from validation.report.layout import FONT, INK, PAGE_SIZE, SMALL  # noqa: E402
 
 __all__ = ["search_page", "heat_axes"]
 

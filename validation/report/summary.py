@@ -8,11 +8,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
-
-from validation.compare import CI_LEVEL, CI_METHOD, EXACT_BOUND_RTOL, ORACLE_FAR, is_exact_row
-from validation.report.layout import (
+from fedsim.validation.compare import (
+    CI_LEVEL,
+    CI_METHOD,
+    EXACT_BOUND_RTOL,
+    ORACLE_FAR,
+    is_exact_row,
+)
+from fedsim.validation.report.layout import (
     _ORDER,
     _SHORT,
     FILL,
@@ -26,7 +29,9 @@ from validation.report.layout import (
     _table,
     _wrap,
 )
-from validation.report.plan import SUMMARY_ROWS, Run, _uniq
+from fedsim.validation.report.plan import SUMMARY_ROWS, Run, _uniq
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 __all__ = ["summary_page", "control_cell", "group_verdict"]
 

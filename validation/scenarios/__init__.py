@@ -2,7 +2,7 @@
 
 Each builder returns a :class:`Case`: the simulated run sets it needs (engine scenario
 dicts), and the verdict rows it produces (theorem, scenario, mode, horizon) with the bound
-(a :class:`theory.result.BoundResult` evaluated for exactly the constants of the simulated
+(a :class:`fedsim.theory.result.BoundResult` evaluated for exactly the constants of the simulated
 problem), the exact oracle value where one exists, and the checks that only the simulation
 can make (measured staleness against the declared tau).
 
@@ -11,7 +11,7 @@ Design rules (issue 6, THEORY_SPEC 9.3):
 * **Theorems 1-3** run the bounded-window FedAsync model (THEORY_SPEC 10.2(a)): the
   uploader is i.i.d. uniform and the staleness is i.i.d. on {0..tau} by construction, so
   [P] Assumption 1 holds exactly with a provable tau, and the exact oracle
-  :func:`theory.oracle.fedasync_window_moments` gives the measured quantity without noise.
+  :func:`fedsim.theory.oracle.fedasync_window_moments` gives the measured quantity without noise.
   Their step size eta = 1/(Q sqrt(L T)) depends on the horizon T, so every T is its own
   run set: a trajectory's running average is never compared with the bound of another T.
   Theorem 1 uses a quadratic with a shared Hessian (gamma_g finite, EXACT), Theorem 2 an
@@ -21,7 +21,7 @@ Design rules (issue 6, THEORY_SPEC 9.3):
 * **Theorem 7** runs AREA's iterate model (i.i.d. Poisson events) on strongly convex
   quadratics with client-specific Hessians and the Theorem 7 schedule; that schedule does
   not depend on K, so one trajectory gives the whole curve, and
-  :func:`theory.oracle.area_moments` gives the exact curve.
+  :func:`fedsim.theory.oracle.area_moments` gives the exact curve.
 * **Theorem 8** runs the iterate model on an unregularised logistic problem (convex,
   B-Lipschitz, minimiser guaranteed by an anchor client) with the constant step of
   Theorem 8, which depends on K: one run set per K.  R is inflated by the minimiser's
@@ -33,22 +33,22 @@ Design rules (issue 6, THEORY_SPEC 9.3):
   fixed-count aggregation for AREA (Theorem 7).  Each must come out ``not_applicable``
   with the failing hypothesis named.
 
-One module per paper: :mod:`validation.scenarios.persafl` ([P] Theorems 1-3) and
-:mod:`validation.scenarios.area` ([A] Theorems 7-8), on the shared records of
-:mod:`validation.scenarios.common`.  Importing this package registers every builder with
-the theorem registry (:func:`theory.registry.register_scenarios`), from which
-:mod:`validation.suites` builds the suites.
+One module per paper: :mod:`fedsim.validation.scenarios.persafl` ([P] Theorems 1-3) and
+:mod:`fedsim.validation.scenarios.area` ([A] Theorems 7-8), on the shared records of
+:mod:`fedsim.validation.scenarios.common`.  Importing this package registers every builder with
+the theorem registry (:func:`fedsim.theory.registry.register_scenarios`), from which
+:mod:`fedsim.validation.suites` builds the suites.
 """
 
 from __future__ import annotations
 
-from validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
-from validation.scenarios.asypfl import (
+from fedsim.validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
+from fedsim.validation.scenarios.asypfl import (
     asypfl_case,
     asypfl_counterexample,
     asypfl_periods_counterexample,
 )
-from validation.scenarios.common import (
+from fedsim.validation.scenarios.common import (
     CLAIM_STATUSES,
     SEED,
     Case,
@@ -58,8 +58,8 @@ from validation.scenarios.common import (
     SimCheck,
     set_oracle_cache,
 )
-from validation.scenarios.perfedavg import perfedavg_case, perfedavg_counterexample
-from validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
+from fedsim.validation.scenarios.perfedavg import perfedavg_case, perfedavg_counterexample
+from fedsim.validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
 
 __all__ = [
     "RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",

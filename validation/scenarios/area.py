@@ -2,7 +2,7 @@
 
 * Theorem 7 runs AREA's iterate model (i.i.d. Poisson events) on strongly convex quadratics
   with client-specific Hessians and the Theorem 7 schedule; that schedule does not depend on
-  K, so one trajectory gives the whole curve, and :func:`theory.oracle.area_moments` gives
+  K, so one trajectory gives the whole curve, and :func:`fedsim.theory.oracle.area_moments` gives
   the exact curve.
 * Theorem 8 runs the iterate model on an unregularised logistic problem (convex,
   B-Lipschitz, minimiser guaranteed by an anchor client) with the constant step of Theorem
@@ -19,13 +19,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from fedsim.errors import require
-from theory import area as tarea
-from theory import oracle
-from theory.registry import register_scenarios
-from theory.result import Hypothesis, Status
-from validation.scenarios.common import (
+from fedsim.theory import area as tarea
+from fedsim.theory import oracle
+from fedsim.theory.registry import register_scenarios
+from fedsim.theory.result import Hypothesis, Status
+from fedsim.validation.scenarios.common import (
     Case,
     Row,
     RunSpec,
@@ -36,6 +34,8 @@ from validation.scenarios.common import (
     _scenario,
     _v,
 )
+
+from fedsim.errors import require
 
 __all__ = ["theorem7_case", "theorem8_case", "theorem8_counterexample"]
 
@@ -244,7 +244,7 @@ def theorem8_counterexample(*, M: int = 50, K: int = 9, replicates: int = 2000) 
     rates 3, 3 and 4).  Mode ``paper`` runs the paper's step with the paper's constant
     (M+1)B^2/2: its bound must be ``violated``; mode ``corrected`` runs the corrected step
     with C_B = sigma^2 + M B^2: its bound must hold.  Exact values by enumeration of event
-    sequences (:func:`theory.oracle.enumerate_events`).
+    sequences (:func:`fedsim.theory.oracle.enumerate_events`).
     """
     pcfg = dict(kind="norm", B=1.0, n=2, dim=1, centers=[[-1.0], [-1.0]])
     prob = _problem(pcfg)

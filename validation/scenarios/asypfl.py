@@ -7,7 +7,8 @@ is *not* the tick model (sequential reads, adaptive pi_k, decay index r_k), so t
 instances are not simulated here.  Reader 2's counterexample with periods (5, 8) (R2-4,
 docs/theory/asypfl.md) is a suite case all the same, as *exact* rows
 (:func:`asypfl_periods_counterexample`: the measured value is
-:func:`theory.asypfl.tick_oracle`'s exact gap, :class:`validation.scenarios.common.ExactSpec`).
+:func:`fedsim.theory.asypfl.tick_oracle`'s exact gap,
+:class:`fedsim.validation.scenarios.common.ExactSpec`).
 
 * Theorem 1: strongly convex 2-d quadratic, additive noise, ``eta = 1/(4L)``, E = 1 at L = 1
   and L = 0.01 (corrected form: CERTIFIED_CORRECTED).  Known counterexample CE1 (E-Y2):
@@ -29,12 +30,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from fedsim.errors import require
-from fedsim.problems.asypfl_constants import asypfl_constants_table
-from theory.asypfl import gamma_t2, theorem1, theorem2, tick_oracle
-from theory.registry import register_scenarios
-from validation.scenarios.common import (
+from fedsim.theory.asypfl import gamma_t2, theorem1, theorem2, tick_oracle
+from fedsim.theory.registry import register_scenarios
+from fedsim.validation.scenarios.common import (
     Case,
     ExactSpec,
     Row,
@@ -45,12 +43,15 @@ from validation.scenarios.common import (
     _scenario,
 )
 
+from fedsim.errors import require
+from fedsim.problems.asypfl_constants import asypfl_constants_table
+
 __all__ = ["asypfl_case", "asypfl_counterexample", "asypfl_periods_counterexample",
            "R2_4", "R_ORACLE"]
 
 #: replicates of every run compared with the exact oracle (at least; the suite's R if larger).
 #: The measured quantity is one iterate's ``F(w^T) - F*``, a scaled non-central chi-square
-#: (skewness ~ 2-3), so the sample-SEM z-test of :func:`validation.compare.oracle_test` has
+#: (skewness ~ 2-3), so the sample-SEM z-test of :func:`fedsim.validation.compare.oracle_test` has
 #: far more than its nominal 1e-3 false-alarm rate at small R: under the exact law of
 #: Theorem 2's quad-L1 run at T = 10 (w^T Gaussian, mean and variance from ``tick_oracle``)
 #: it is 0.106 at R = 6, 0.019 at R = 32, 0.0028 at R = 256, 0.0020 at R = 512 (1e5-2e5
@@ -200,7 +201,7 @@ def asypfl_periods_counterexample() -> Case:
                   E=c["E"], pi=c["pi"], chi2=chi2, D2=c["w0"] ** 2, T=np.array(T))
     name = "counterexample-R2-4-periods-5-8"
     key = f"asypfl_theorem1/{name}"
-    oracle = ("theory.asypfl.tick_oracle(A=[[[1]],[[1]]], b=[[0],[0]], p=[1/2,1/2], "
+    oracle = ("fedsim.theory.asypfl.tick_oracle(A=[[[1]],[[1]]], b=[[0],[0]], p=[1/2,1/2], "
               "pi=[5,8], E=1, eta=1/4, w0=[1], T=80)")
     spec = ExactSpec(key, tuple(T), tuple(gaps), oracle)
     rows = []

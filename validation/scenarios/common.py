@@ -3,12 +3,12 @@ seed, the on-disk oracle cache, and small helpers that turn a problem config int
 scenario dict (THEORY_SPEC 9.3, 10).
 
 A :class:`Case` holds the simulated run sets of one (theorem, scenario) pair and its verdict
-rows: the bound (a :class:`theory.result.BoundResult` for exactly the simulated constants),
+rows: the bound (a :class:`fedsim.theory.result.BoundResult` for exactly the simulated constants),
 the exact oracle value where one exists, and the checks only the simulation can make.
 
 A row can also be *exact*: its run key names an :class:`ExactSpec` instead of a
 :class:`RunSpec`, and its measured value is the exact oracle value, nothing is simulated
-(:func:`validation.compare.verdict_table` with ``measured_exactly``; the convention in
+(:func:`fedsim.validation.compare.verdict_table` with ``measured_exactly``; the convention in
 verdicts.csv is ``mean = ci_low = ci_high = exact``, ``n_ok = 0``, ``sem = 0``, no CI level).
 This is how counterexamples that no simulation can reach (Per-FedAvg E-F1 at K = 1e11, AsyPFL
 with two clients in the tick model) become rows of the suites.
@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedsim.theory.result import BoundResult, Hypothesis, Status
+
 from fedsim.config import ProblemConfig, build_problem
-from theory.result import BoundResult, Hypothesis, Status
 
 __all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED",
            "set_oracle_cache", "oracle_cache_stats"]
@@ -68,7 +69,7 @@ def _oracle_value_ok(value: Any) -> bool:
 
 
 def _entry_checksum(tag: str, args: str, value: Any) -> str:
-    from validation.montecarlo_store import canonical_json
+    from fedsim.validation.montecarlo_store import canonical_json
 
     body = json.loads(canonical_json({"tag": tag, "args": args, "value": value}))
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
@@ -113,7 +114,7 @@ def _cached(tag: str, args: Any, compute) -> Any:
         sys.stderr.write(f"fedsim: oracle cache entry {path.name} is damaged ({problem}); "
                          "recomputing it\n")
     value = compute()
-    from validation.montecarlo_store import atomic_write_json, canonical_json
+    from fedsim.validation.montecarlo_store import atomic_write_json, canonical_json
 
     value = json.loads(canonical_json(value))
     _CACHE_STATS["computed"] += 1

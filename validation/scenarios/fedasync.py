@@ -2,7 +2,7 @@
 
 Window model (THEORY_SPEC 10.2(a)) by default: uploader i.i.d. uniform, staleness i.i.d.
 uniform on {0..tau}, so [P] Assumption 1 holds by construction and
-:func:`theory.oracle.fedasync_window_moments` gives the exact measured quantity
+:func:`fedsim.theory.oracle.fedasync_window_moments` gives the exact measured quantity
 (``(1/T) sum_{t<T} E||grad f(w^t)||^2``, the LHS of [P] Theorem 1, eq. (A74)).  With
 ``physical`` delays, always-busy clients with the engine's provable staleness bound instead.
 """
@@ -13,10 +13,8 @@ import math
 from typing import Any
 
 import numpy as np
-
-from fedsim.errors import require
-from theory import oracle
-from validation.scenarios.common import (
+from fedsim.theory import oracle
+from fedsim.validation.scenarios.common import (
     Case,
     Row,
     RunSpec,
@@ -26,6 +24,8 @@ from validation.scenarios.common import (
     _resolve,
     _scenario,
 )
+
+from fedsim.errors import require
 
 __all__ = ["persafl_case", "physical_tau", "window_exact"]
 

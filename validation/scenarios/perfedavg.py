@@ -6,13 +6,13 @@ on one-dimensional quadratics with a shared Hessian and additive noise, ``tau = 
 With tau = 1 the theorem's ``wbar_{k+1,0} = w_k`` is the server model, so the recorded
 ``avg_grad_maml_sq`` at round K *is* the measured quantity (1/K) sum_{k<K} ||grad F(w_k)||^2
 (for tau > 1 the local-iterate average is never formed by the server and the simulator
-cannot measure it; :func:`theory.perfedavg.perfedavg_quadratic_exact` covers tau > 1 in the
+cannot measure it; :func:`fedsim.theory.perfedavg.perfedavg_quadratic_exact` covers tau > 1 in the
 tests).  Each in-regime row also carries the exact oracle value (z-test column).
 
 Out of regime (negative control (a)): participation r = 1/2 (H9, E-F1) and a step 10x
 ``1/(10 tau L_F)`` (H8).  The r < 1 counterexample of E-F1 needs tau = 1e4, K = 1e11: no
 simulation reaches it, so :func:`perfedavg_counterexample` gives it as *exact* rows (the
-measured value is the exact oracle value, :class:`validation.scenarios.common.ExactSpec`):
+measured value is the exact oracle value, :class:`fedsim.validation.scenarios.common.ExactSpec`):
 the appendix constant B_45 (``paper_literal``, the same number as ``corrected`` with r
 ignored) against the exact LHS at tau = 4096 (below the threshold: holds, bound/exact 1.54)
 and tau = 1e4 (violated, bound/exact 0.688, docs/theory/per-fedavg.md section 4).
@@ -23,13 +23,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from fedsim.errors import require
-from fedsim.problems.perfedavg_constants import perfedavg_constants_table
-from theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
-from theory.registry import register_scenarios
-from theory.result import Hypothesis, Status
-from validation.scenarios.common import (
+from fedsim.theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
+from fedsim.theory.registry import register_scenarios
+from fedsim.theory.result import Hypothesis, Status
+from fedsim.validation.scenarios.common import (
     Case,
     ExactSpec,
     Row,
@@ -40,10 +37,13 @@ from validation.scenarios.common import (
     _scenario,
 )
 
+from fedsim.errors import require
+from fedsim.problems.perfedavg_constants import perfedavg_constants_table
+
 __all__ = ["perfedavg_case", "perfedavg_counterexample", "CX", "R_ORACLE"]
 
 #: replicates of every in-regime run (compared with the exact oracle), at least: the z-test of
-#: :func:`validation.compare.oracle_test` divides by the *sample* SEM, so for near-Gaussian
+#: :func:`fedsim.validation.compare.oracle_test` divides by the *sample* SEM, so for near-Gaussian
 #: values its false-alarm rate is P(|t_{R-1}| > 3.29): 0.022 at R = 6, 0.005 at R = 16,
 #: 0.0013 at R = 128 (nominal 1e-3).  The two scales L1 / Lsmall are an exact rescaling of
 #: each other with the same random numbers, so their z-values coincide (not two tests).
@@ -147,7 +147,7 @@ def perfedavg_counterexample(tau: int, expected: str = "") -> Case:
 
     Mode ``paper_literal`` (PAPER_LITERAL_KNOWN_ERRATUM: B_45 for any r, as the appendix
     proves it) at horizon K = 1e11 with the exact LHS of
-    :func:`theory.perfedavg.perfedavg_quadratic_exact` as the measured value.  ``expected``:
+    :func:`fedsim.theory.perfedavg.perfedavg_quadratic_exact` as the measured value.  ``expected``:
     the verdict the row must get (fixed in advance from the docs, so the control can fail).
     """
     tau = int(tau)
@@ -161,7 +161,7 @@ def perfedavg_counterexample(tau: int, expected: str = "") -> Case:
     exact = float(_cached("perfedavg-cx", (CX, tau, CX_K), compute))
     name = f"counterexample-EF1-tau{tau}"
     key = f"perfedavg_theorem4_5/{name}"
-    oracle = (f"theory.perfedavg.perfedavg_quadratic_exact(A=[[1]], centers=[[-1],[1]], "
+    oracle = (f"fedsim.theory.perfedavg.perfedavg_quadratic_exact(A=[[1]], centers=[[-1],[1]], "
               f"alpha=1e-3, beta=1e-12, tau={tau}, K=1e11, w0=[0], s=1)")
     spec = ExactSpec(key, (CX_K,), (exact,), oracle)
     bound = float(res.value)

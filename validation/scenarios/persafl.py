@@ -2,7 +2,7 @@
 
 The uploader is i.i.d. uniform and the staleness i.i.d. on {0..tau} by construction, so [P]
 Assumption 1 holds exactly with a provable tau, and the exact oracle
-:func:`theory.oracle.fedasync_window_moments` gives the measured quantity without noise.  The
+:func:`fedsim.theory.oracle.fedasync_window_moments` gives the measured quantity without noise.  The
 step eta = 1/(Q sqrt(L T)) depends on T, so every T is its own run set.  Theorem 1 uses a
 quadratic with a shared Hessian (gamma_g finite, EXACT), Theorem 2 an unregularised logistic
 problem with anchor rows in every client (G, rho finite), Theorem 3 a shared-Hessian quadratic
@@ -10,7 +10,7 @@ with lam >= 7L and additive noise (so the paper's mu_c is valid, H3.y).  Out of 
 step 10x the prescribed one, lam < 7L, a declared tau below the simulated staleness.
 
 The suites' grids for these theorems are registered at the bottom of this module
-(:func:`theory.registry.register_scenarios`).
+(:func:`fedsim.theory.registry.register_scenarios`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from fedsim.errors import require
-from theory import persafl
-from theory.registry import register_scenarios
-from validation.scenarios.common import (
+from fedsim.theory import persafl
+from fedsim.theory.registry import register_scenarios
+from fedsim.validation.scenarios.common import (
     _FRESH,
     _LOGI_SMOOTH,
     _QUAD_SMOOTH,
@@ -30,7 +28,9 @@ from validation.scenarios.common import (
     _problem,
     _v,
 )
-from validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
+from fedsim.validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
+
+from fedsim.errors import require
 
 __all__ = ["theorem1_case", "theorem2_case", "theorem3_case"]
 

@@ -8,11 +8,11 @@ add a theorem to ``fedsim bounds`` and to the registry without touching fedsim.
 from __future__ import annotations
 
 import numpy as np
+from fedsim.theory.params import Horizons
+from fedsim.theory.registry import Theorem
+from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.errors import check_number
-from theory.params import Horizons
-from theory.registry import Theorem
-from theory.result import BoundResult, Hypothesis, Status
 
 
 def toy_bound(*, a: float, T: Horizons, n: int = 1, halve: bool = False) -> BoundResult:
