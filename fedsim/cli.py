@@ -58,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     args = parser.parse_args(argv)  # a usage error raises SystemExit(2) after one line
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
     except FedsimError as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"fedsim: error: {msg}\n")
@@ -66,6 +68,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         sys.stderr.write(f"fedsim: error: {exc}\n")
         return 2
+    except BrokenPipeError:  # `fedsim bounds ... | head`: the reader left; stop quietly
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not report the
+    broken pipe again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

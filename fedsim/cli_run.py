@@ -18,50 +18,37 @@ exploding iterate: the trace stops at the divergence step and is still written).
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import replace
 from pathlib import Path
 
+from fedsim import safefile
 from fedsim.errors import ConfigError, require
 
 __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
-           "check_output_path", "EXIT_DIVERGED"]
+           "check_output_path", "EXIT_DIVERGED", "PLOT_SUFFIXES"]
 
 EXIT_DIVERGED = 3
 
+#: the file types ``--plot`` writes
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
 
 def check_output_file(option: str, path: Path) -> None:
-    """An output file can be created: its directory exists and is writable, and the path
-    is not a directory (ConfigError naming the option, before any computation)."""
-    require(not path.is_dir(), option, str(path), "must be a file path, not a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    require(parent.is_dir(), option, str(path),
-            f"must be in an existing directory ({str(parent)!r} does not exist)")
-    require(os.access(parent, os.W_OK), option, str(path),
-            f"must be in a writable directory ({str(parent)!r} is not writable)")
-    require(not path.exists() or os.access(path, os.W_OK), option, str(path),
-            "must be a writable file")
+    """An output file in an existing, writable directory: a new path or a regular file, never
+    a symlink, directory, device or FIFO (:func:`fedsim.safefile.check_output_file`)."""
+    safefile.check_output_file(option, path, create_parents=False)
 
 
 def check_output_dir(option: str, path: Path) -> None:
-    """An output directory can be used or created: not an existing file, and its nearest
-    existing ancestor is a writable directory."""
-    require(not (path.exists() and not path.is_dir()), option, str(path),
-            "must be a directory (a file of that name exists)")
-    anc = path
-    while not anc.exists():
-        anc = anc.parent
-    require(anc.is_dir() and os.access(anc, os.W_OK), option, str(path),
-            f"must be creatable ({str(anc)!r} is not a writable directory)")
+    """An output directory that can be used or created, not a symlink or a file
+    (:func:`fedsim.safefile.check_output_dir`)."""
+    safefile.check_output_dir(option, path)
 
 
 def check_output_path(option: str, path: Path) -> None:
     """An output file whose missing directories will be created (``fedsim validate
-    --report``): not a directory, the nearest existing ancestor writable."""
-    require(not path.is_dir(), option, str(path), "must be a file path, not a directory")
-    check_output_dir(option, path.parent if str(path.parent) else Path("."))
-    require(not path.exists() or os.access(path, os.W_OK), option, str(path),
-            "must be a writable file")
+    --report``): as :func:`check_output_file`, the nearest existing ancestor writable."""
+    safefile.check_output_file(option, path, create_parents=True)
 
 
 def _size(text: str) -> int:
@@ -81,19 +68,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         epilog=f"exit codes: 0 the run finished; 2 bad input (one line on stderr, nothing "
         f"simulated); {EXIT_DIVERGED} the run diverged (the CSVs are still written, with "
         "diverged = 1)")
-    p.add_argument("scenario", type=Path, help="scenario TOML file")
+    p.add_argument("scenario", type=safefile.path_option("scenario"), help="scenario TOML file")
     p.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     p.add_argument("--replicate", type=int, default=0, help="replicate index (default 0)")
-    p.add_argument("--out", type=Path, default=None, help="CSV file for the per-step trace")
-    p.add_argument("--metrics-out", type=Path, default=None,
+    p.add_argument("--out", type=safefile.path_option("--out"), default=None,
+                   help="CSV file for the per-step trace")
+    p.add_argument("--metrics-out", type=safefile.path_option("--metrics-out"), default=None,
                    help="CSV file for the metric rows only")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
                    "default 4G or $FEDSIM_MEMORY_BUDGET)")
-    p.add_argument("--plot", type=Path, default=None, metavar="FILE",
+    p.add_argument("--plot", type=safefile.path_option("--plot"), default=None, metavar="FILE",
                    help="also draw the metrics against simulated time and the per-client "
-                        "timeline (download/compute/upload) to FILE (.png or .pdf)")
+                        "timeline (download/compute/upload) to FILE (.png, .pdf or .svg)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
     return p
@@ -109,9 +97,16 @@ def main_run(args: argparse.Namespace) -> int:
         require(args.seed >= 0, "--seed", args.seed, "must be >= 0")
     if args.steps is not None:
         require(args.steps >= 1, "--steps", args.steps, "must be >= 1")
-    for opt, path in (("--out", args.out), ("--metrics-out", args.metrics_out)):
+    for opt, path in (("--out", args.out), ("--metrics-out", args.metrics_out),
+                      ("--plot", args.plot)):
         if path is not None:
             check_output_file(opt, path)
+    if args.plot is not None:
+        safefile.check_output_file("--plot", args.plot, suffixes=PLOT_SUFFIXES,
+                                   create_parents=False)
+    outs = [p.resolve() for p in (args.out, args.metrics_out, args.plot) if p is not None]
+    require(len(set(outs)) == len(outs), "--out/--metrics-out/--plot",
+            ", ".join(map(str, outs)), "must be different files")
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)
@@ -132,11 +127,13 @@ def main_run(args: argparse.Namespace) -> int:
     if args.out is not None:
         out = frame.merge(mf, on="step", how="left")
         out["diverged"] = div
-        out.to_csv(args.out, index=False)
+        with safefile.atomic_writer(args.out) as fh:
+            out.to_csv(fh, index=False)
     if args.metrics_out is not None:
         m = trace.metrics_frame()
         m["diverged"] = div
-        m.to_csv(args.metrics_out, index=False)
+        with safefile.atomic_writer(args.metrics_out) as fh:
+            m.to_csv(fh, index=False)
     if args.plot is not None:
         from fedsim.plot import plot_run
 

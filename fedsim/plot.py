@@ -190,7 +190,10 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
         ax2.set_axis_off()
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path)
+    from fedsim.safefile import atomic_writer
+
+    with atomic_writer(path, "wb") as fh:  # never through a symlink or a device
+        fig.savefig(fh, format=path.suffix.lstrip(".").lower() or "png")
     plt.close(fig)
     return path
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fedsim.errors import FedsimError
+from fedsim.safefile import path_option
 
 __all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"]
 
@@ -85,9 +86,9 @@ def add_parser(subparsers: Any) -> None:
                    help="this client's certificate, signed by that CA")
     p.add_argument("--dask-tls-key", type=Path, default=None, metavar="PEM",
                    help="this client's private key")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+    p.add_argument("--out", type=path_option("--out"), default=None, metavar="DIR",
                    help="run directory (default runs/<suite>); re-running resumes")
-    p.add_argument("--report", type=Path, default=None, metavar="PDF",
+    p.add_argument("--report", type=path_option("--report"), default=None, metavar="PDF",
                    help="where to write the PDF (default reports/validation-<suite>.pdf)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--batched", action="store_true",
@@ -100,8 +101,9 @@ def add_parser(subparsers: Any) -> None:
     r = subparsers.add_parser("report", help="rebuild the PDF report of a run directory",
                               description="Rebuild the PDF report of a run directory "
                               "(verdicts.csv and meta/*.json) without recomputing anything.")
-    r.add_argument("run_dir", type=Path, metavar="DIR", help="a run directory (verdicts.csv)")
-    r.add_argument("--out", type=Path, default=None, metavar="PDF",
+    r.add_argument("run_dir", type=path_option("DIR"), metavar="DIR",
+                   help="a run directory (verdicts.csv)")
+    r.add_argument("--out", type=path_option("--out"), default=None, metavar="PDF",
                    help="output PDF (default DIR/report.pdf)")
     r.set_defaults(func=cmd_report)
 

@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import stats
 
 from fedsim.errors import check_in_range, check_integer, require
+from fedsim.safefile import atomic_writer
 
 __all__ = [
     "CI_METHOD",
@@ -352,17 +353,8 @@ def write_verdicts(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     require(not missing, "verdicts", missing, "must contain every VERDICT_COLUMNS column")
     cols = VERDICT_COLUMNS + [c for c in df.columns if c not in VERDICT_COLUMNS]
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            df[cols].to_csv(fh, index=False, float_format="%.17g")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_writer(path) as fh:  # fresh temporary file, fsync, rename (fedsim.safefile)
+        df[cols].to_csv(fh, index=False, float_format="%.17g")
     return path
 
 

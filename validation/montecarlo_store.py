@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from fedsim.validation.montecarlo_schema import (
 )
 
 from fedsim.errors import FedsimError, require
+from fedsim.safefile import atomic_write_json_file, open_lock, remove_stale_temporaries
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash", "record_path",
            "atomic_write_json", "write_record", "read_record", "verify_record",
@@ -90,30 +90,7 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     Either the old content (or no file) or the complete new content is visible at
     ``path``, never a partial file; the temporary file is removed on failure.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, sort_keys=True, indent=1, default=_jsonable)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # make the rename durable; not supported everywhere
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    atomic_write_json_file(path, obj, default=_jsonable)
 
 
 def write_record(run_dir: str | os.PathLike, rec: dict) -> dict:
@@ -224,7 +201,7 @@ def lock_run_dir(run_dir: str | os.PathLike) -> Iterator[Path]:
             _HELD[key][1] -= 1
         return
     path = run_dir / ".lock"
-    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 -- held across the yield
+    fh = open_lock(path)  # O_NOFOLLOW: a symlink planted there is refused, never followed
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -239,6 +216,7 @@ def lock_run_dir(run_dir: str | os.PathLike) -> Iterator[Path]:
         fh.write(f"{os.getpid()}\n")
         fh.flush()
         _HELD[key] = [fh, 1]
+        remove_stale_temporaries(run_dir, depth=2)  # left by a killed writer; none is live
         try:
             yield run_dir
         finally:
@@ -259,7 +237,9 @@ def run_dir_holder(run_dir: str | os.PathLike) -> str | None:
         import fcntl
     except ImportError:  # pragma: no cover
         return None
-    with open(path, encoding="utf-8") as fh:
+    if os.path.islink(path):
+        return None
+    with open_lock(path) as fh:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -51,6 +51,7 @@ from fedsim.validation.montecarlo import atomic_write_json
 from fedsim.validation.search_space import Dim, coarse_grid, levels, parse_space
 
 from fedsim.errors import ConfigError, require
+from fedsim.safefile import atomic_writer
 
 __all__ = ["SearchSettings", "evaluate", "run_search", "OBJECTIVES"]
 
@@ -320,7 +321,8 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
     df = df[lead + [c for c in _COLUMNS if c in df.columns and c not in lead]
             + sorted(c for c in df.columns if c not in lead and c not in _COLUMNS)]
     df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
-    df.to_csv(out / "search.csv", index=False, float_format="%.10g")
+    with atomic_writer(out / "search.csv") as fh:
+        df.to_csv(fh, index=False, float_format="%.10g")
     atomic_write_json(out / "summary.json", {
         "points": int(len(df)),
         "refused": int((df["status"] == "REFUSED").sum()) if len(df) else 0,

@@ -20,6 +20,8 @@ from typing import Any
 
 from fedsim.validation.cli import _int_at_least
 
+from fedsim.safefile import path_option
+
 __all__ = ["add_parser", "cmd_search", "list_families"]
 
 
@@ -43,14 +45,40 @@ def list_families() -> str:
 
 
 def _fixed(text: str | None) -> dict[str, Any]:
+    """``--fixed 'a=1, b=x'`` (or ``;``-separated) as ``{name: text}``; a key given twice or an
+    item without ``=`` is a ConfigError."""
+    from fedsim.errors import ConfigError
+
     if not text:
         return {}
     out: dict[str, Any] = {}
     for item in text.split(";") if ";" in text else text.split(","):
         if item.strip():
-            k, _, v = item.partition("=")
-            out[k.strip()] = v.strip()
+            k, eq, v = item.partition("=")
+            k = k.strip()
+            if not eq or not k:
+                raise ConfigError(f"fixed must be name=value items, got {item.strip()!r}")
+            if k in out:
+                raise ConfigError(f"fixed names {k!r} twice ({k}={out[k]} and {k}={v.strip()})")
+            out[k] = v.strip()
     return out
+
+
+def _heat_axes(text: str | None, fam: Any, searched: list[str]) -> tuple[str, ...] | None:
+    """``--heat x,y``: two different parameters of the family, both searched (checked before
+    the search starts)."""
+    from fedsim.errors import ConfigError
+
+    if not text:
+        return None
+    axes = tuple(s.strip() for s in text.split(","))
+    if len(axes) != 2 or not all(axes) or axes[0] == axes[1]:
+        raise ConfigError(f"heat must name two different parameters 'x,y', got heat={text!r}")
+    for a in axes:
+        fam.param(a)
+        if a not in searched:
+            raise ConfigError(f"heat axis {a!r} is not searched; --space names {searched}")
+    return axes
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -74,15 +102,22 @@ def cmd_search(args: argparse.Namespace) -> int:
                         confirm_replicates=args.confirm_replicates,
                         replicates=args.replicates, max_states=args.max_states,
                         workers=args.workers, progress=not args.no_progress)
+    from fedsim.cli_run import check_output_dir, check_output_path
+
     fam = get_family(args.family)
     searched = [d.name for d in parse_space(args.space, fam)]
-    df = run_search(args.family, args.space, st, out=args.out, fixed=_fixed(args.fixed),
+    fixed = _fixed(args.fixed)
+    both = sorted(set(fixed) & set(searched))
+    if both:
+        raise ConfigError(f"fixed sets {both[0]!r}, which --space searches; give it in one "
+                          "of them")
+    axes = _heat_axes(args.heat, fam, searched)
+    check_output_dir("--out", args.out)  # every output path before any work (issue 21)
+    report = args.report or Path(args.out) / "search.pdf"
+    check_output_path("--report", report)
+    df = run_search(args.family, args.space, st, out=args.out, fixed=fixed,
                     theorem=args.theorem)
-    axes = tuple(s.strip() for s in args.heat.split(",")) if args.heat else None
-    if axes is not None:
-        for a in axes:
-            fam.param(a)
-    pdf = search_page(df, args.report or Path(args.out) / "search.pdf",
+    pdf = search_page(df, report,
                       title=f"fedsim search: {fam.title}", objective=args.objective,
                       axes=axes, searched=searched)
     show = [c for c in searched + ["bound", "status", "measured", "method", "ratio",
@@ -107,7 +142,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--fixed", help="parameters outside the space, e.g. 'mode=corrected'")
     p.add_argument("--objective", choices=("violation", "looseness"), default="violation")
     p.add_argument("--budget", default="10m", help="wall-clock budget (90s, 10m, 1h)")
-    p.add_argument("--out", default="runs/search", help="run directory (resumable)")
+    p.add_argument("--out", type=path_option("--out"), default=Path("runs/search"),
+                   help="run directory (resumable)")
     p.add_argument("--grid", type=_int_at_least(1, "grid"), default=60,
                    help="coarse-grid points (about)")
     p.add_argument("--refine", type=_int_at_least(0, "refine"), default=3,
@@ -122,7 +158,8 @@ def add_parser(subparsers: Any) -> None:
                    help="state budget of an exact enumeration before falling back to MC")
     p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None)
     p.add_argument("--heat", help="two parameters for the heat map, e.g. 'K,p_s'")
-    p.add_argument("--report", help="PDF path (default DIR/search.pdf)")
+    p.add_argument("--report", type=path_option("--report"),
+                   help="PDF path (default DIR/search.pdf)")
     p.add_argument("--top", type=_int_at_least(1, "top"), default=10)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_search)

@@ -250,16 +250,15 @@ def test_corrupt_record_is_recomputed(tmp_path):
 def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "x" / "rec.json"
     mc.atomic_write_json(target, {"a": 1})
-    real_dump = json.dump
+    real_fsync = os.fsync
 
-    def dump_then_die(obj, fh, **kw):
-        fh.write('{"a": 2, "trunc')  # half a record reaches the temporary file
+    def fsync_dies(fd):  # the record reached the temporary file, the disk is full
         raise OSError("disk full")
 
-    monkeypatch.setattr(mc.json, "dump", dump_then_die)
+    monkeypatch.setattr(os, "fsync", fsync_dies)
     with pytest.raises(OSError, match="disk full"):
         mc.atomic_write_json(target, {"a": 2})
-    monkeypatch.setattr(mc.json, "dump", real_dump)
+    monkeypatch.setattr(os, "fsync", real_fsync)
     assert json.loads(target.read_text()) == {"a": 1}  # old content intact
     assert os.listdir(target.parent) == ["rec.json"]  # temporary removed
 

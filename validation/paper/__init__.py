@@ -45,6 +45,7 @@ from fedsim.validation.paper.persafl import fig2a_experiment, fig2b_experiment
 from fedsim.validation.paper.stats import select, summarise
 
 from fedsim.errors import require
+from fedsim.safefile import atomic_writer
 
 __all__ = ["EXPERIMENTS", "build_experiments", "paper_tasks", "run_paper_suite"]
 
@@ -159,7 +160,8 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
                           {a.key: a.scenario for st in e.settings for a in st.arms})
         rows += _rows(s)
     csv = out / "paper_verdicts.csv"
-    pd.DataFrame(rows).to_csv(csv, index=False)
+    with atomic_writer(csv) as fh:
+        pd.DataFrame(rows).to_csv(fh, index=False)
     atomic_write_json(out / "paper" / "index.json", {"experiments": [e.name for e in exps],
                                                      "small": small})
     pdf = None

@@ -69,6 +69,8 @@ from fedsim.validation.report.summary import control_cell, summary_page  # noqa:
 from fedsim.validation.rundir import check_run_dir  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
+from fedsim.safefile import atomic_writer  # noqa: E402
+
 __all__ = [
     "build_report",
     "expected_pages",
@@ -105,12 +107,11 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     if png_dir is not None:
         Path(png_dir).mkdir(parents=True, exist_ok=True)
     plan = page_plan(run)
-    tmp = pdf_path.with_name(f".tmp-{os.getpid()}-{pdf_path.name}")
     rc = {"font.size": FONT, "axes.titlesize": FONT, "legend.fontsize": SMALL,
           "pdf.fonttype": 42}
-    try:
-        with plt.rc_context(rc), PdfPages(tmp, metadata={"Title": "fedsim validation report",
-                                                          "Creator": "fedsim"}) as pdf:
+    with atomic_writer(pdf_path, "wb") as fh:
+        with plt.rc_context(rc), PdfPages(fh, metadata={"Title": "fedsim validation report",
+                                                         "Creator": "fedsim"}) as pdf:
             for i, (kind, arg) in enumerate(plan, start=1):
                 if kind == "summary":
                     fig = summary_page(run, arg)
@@ -125,8 +126,4 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
                 if png_dir is not None:
                     fig.savefig(Path(png_dir) / f"page-{i:02d}.png", dpi=png_dpi)
                 plt.close(fig)
-        os.replace(tmp, pdf_path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return len(plan)

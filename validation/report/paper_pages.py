@@ -27,6 +27,8 @@ from fedsim.validation.report.layout import FONT, _page, _table, _wrap  # noqa: 
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from fedsim.safefile import atomic_writer  # noqa: E402
+
 __all__ = ["build_paper_report", "experiment_page", "summary_page", "VERDICT_FILL"]
 
 VERDICT_FILL = {"reproduced": "#b9e3b2", "not reproduced": "#f4a9a8",
@@ -247,7 +249,7 @@ def build_paper_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike) 
     sums = [json.loads((run_dir / "paper" / f"{nm}.json").read_text())
             for nm in index["experiments"]]
     n = 0
-    with PdfPages(pdf_path) as pdf:
+    with atomic_writer(pdf_path, "wb") as fh, PdfPages(fh) as pdf:
         for fig in [summary_page(sums)] + [f for s in sums for f in experiment_page(s,
                                                                                    run_dir)]:
             pdf.savefig(fig)

@@ -24,6 +24,8 @@ from fedsim.validation.report.layout import FONT, INK, PAGE_SIZE, SMALL  # noqa:
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
+from fedsim.safefile import atomic_writer  # noqa: E402
+
 __all__ = ["search_page", "heat_axes"]
 
 _SKIP = {"point", "theorem", "horizon", "bound", "status", "claim", "unknown_hypotheses",
@@ -123,7 +125,7 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL - 1)
         _overlay_refinement(ax, df, x, y, list(piv.columns), list(piv.index))
         fig.colorbar(im, ax=ax, fraction=0.04)
-    with PdfPages(pdf) as pp:
+    with atomic_writer(pdf, "wb") as fh, PdfPages(fh) as pp:
         pp.savefig(fig)
     plt.close(fig)
     return pdf
