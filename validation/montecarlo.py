@@ -7,14 +7,12 @@ runner never touches a random generator, so a record depends only on
 ``(fn, payload)``: results are bit-identical whatever the backend (in-process,
 process pool, Dask) and whatever the number of workers.
 
-Store layout (one JSON file per task, written atomically)::
-
-    run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
-
-A record is ``{"task_id", "fn", "status", "value", "reason", "payload_hash", "payload",
-"checksum"}`` (``payload`` is the task's payload, JSON-normalised, kept so that a mismatch
-can say which field changed; ``checksum`` is the sha256 of the rest, see
-:mod:`fedsim.validation.montecarlo_schema`) with ``status`` in ``"ok" | "diverged" | "error"``:
+Store: one SQLite database per run directory, ``run_dir/store.sqlite``, one row per task
+(:mod:`fedsim.validation.montecarlo_db`).  A record is ``{"task_id", "fn", "status",
+"value", "reason", "payload_hash", "payload", "checksum"}`` (``payload`` is the task's
+payload, JSON-normalised, kept so that a mismatch can say which field changed;
+``checksum`` is the sha256 of the rest, see :mod:`fedsim.validation.montecarlo_schema`)
+with ``status`` in ``"ok" | "diverged" | "error"``:
 
 * ``ok``       -- ``value`` is the function's dict, normalised through JSON
   (numpy scalars and arrays become floats and lists; NaN/inf are kept, written in
@@ -32,9 +30,9 @@ with the same tasks, ``ok`` and ``diverged`` records are kept
 retried** (an error may be transient: memory, a killed worker, a bug since fixed).
 A record whose payload hash differs from the task's raises :class:`FedsimError`
 (the run directory belongs to other arguments) unless ``overwrite=True``.
-An interrupted run (Ctrl-C, a killed job) loses nothing that was written: every
-record is written by the parent process as soon as its task finishes, through a
-temporary file in the same directory, ``fsync`` and ``os.replace``.
+An interrupted run (Ctrl-C, a killed job) loses nothing that was written: the records of
+a chunk are written by the parent process, as one transaction, as soon as the chunk
+finishes.
 
 Backends (:func:`run_tasks`):
 
@@ -42,7 +40,7 @@ Backends (:func:`run_tasks`):
 * ``workers=None | N > 1``      -- ``concurrent.futures.ProcessPoolExecutor`` with
   N (default ``os.cpu_count()``) processes started by ``forkserver`` (``spawn``
   where unavailable); tasks are sent in chunks of ``montecarlo_backends.CHUNK`` (16,
-  whatever N and the backend) and a chunk's records are written when it returns, so a
+  whatever N and the backend) and a chunk's records are committed when it returns, so a
   kill loses at most the chunks in flight.  Within a chunk, consecutive tasks whose
   function has a batch variant (``fn.batch``, e.g. ``fedsim.validation.worker.run_replicates``)
   run in one call of it; records stay one per task;
@@ -56,8 +54,9 @@ re-submitted once; if the pool breaks again, the remaining tasks run one at a ti
 in a single worker process so that the task that kills its worker is identified and
 recorded as an error, and the run goes on.
 
-The pieces: :mod:`fedsim.validation.montecarlo_store` (tasks, hashes, the atomic record
-store) and :mod:`fedsim.validation.montecarlo_backends` (executing tasks on each backend);
+The pieces: :mod:`fedsim.validation.montecarlo_store` (tasks, hashes, the record store
+and the lock), :mod:`fedsim.validation.montecarlo_db` (the SQLite database) and
+:mod:`fedsim.validation.montecarlo_backends` (executing tasks on each backend);
 this module holds the runner, :func:`run_tasks`, and re-exports their public names.
 """
 
@@ -79,9 +78,8 @@ from fedsim.validation.montecarlo_store import (
     lock_run_dir,
     payload_hash,
     read_record,
-    record_path,
     records_frame,
-    write_record,
+    write_records,
 )
 
 from fedsim.errors import ConfigError, FedsimError, check_integer, require
@@ -90,7 +88,6 @@ __all__ = [
     "Task",
     "run_tasks",
     "payload_hash",
-    "record_path",
     "load_records",
     "execute_task",
     "atomic_write_json",
@@ -120,11 +117,14 @@ class _Sink:
     def __init__(self, run_dir: Path, out: dict[str, dict], bar: Any) -> None:
         self.run_dir, self.out, self.bar = run_dir, out, bar
 
-    def __call__(self, rec: dict) -> None:
-        write_record(self.run_dir, rec)
-        self.out[rec["task_id"]] = rec
+    def __call__(self, recs: list[dict]) -> None:
+        if not recs:
+            return
+        write_records(self.run_dir, recs)  # one transaction per chunk
+        for rec in recs:
+            self.out[rec["task_id"]] = rec
         if self.bar is not None:
-            self.bar.update(1)
+            self.bar.update(len(recs))
 
 
 def _make_bar(total: int, initial: int, desc: str, enabled: bool) -> Any:
@@ -172,13 +172,12 @@ def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: in
         require(t.task_id not in seen, "task_id", t.task_id, "must be unique within a run")
         seen.add(t.task_id)
     run_dir = Path(run_dir)
-    (run_dir / "results").mkdir(parents=True, exist_ok=True)
 
     out: dict[str, dict] = {}
     todo: list[tuple[Task, str]] = []
     for t in tasks:
         h = payload_hash(t)
-        rec = read_record(record_path(run_dir, t.task_id))
+        rec = read_record(run_dir, t.task_id)
         if rec is not None and rec.get("task_id") == t.task_id:
             if rec.get("payload_hash") != h and not overwrite:
                 where = ""

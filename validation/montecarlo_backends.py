@@ -39,8 +39,8 @@ __all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_
 #: chunks in flight)
 CHUNK = 16
 
-#: a backend hands each finished record to a sink
-Sink = Callable[[dict], None]
+#: a backend hands the finished records of a chunk to a sink (stored as one transaction)
+Sink = Callable[[list[dict]], None]
 
 
 def _resolve(fn: str) -> Callable[[dict], Any]:
@@ -178,8 +178,7 @@ def _sigint_ignored() -> Iterator[None]:
 def run_inprocess(todo: list[tuple[Task, str]], sink: Sink) -> None:
     for chunk in _chunks(todo, CHUNK):
         for recs in _chunk_records(chunk):  # each record written as soon as it exists
-            for rec in recs:
-                sink(rec)
+            sink(recs)
 
 
 def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
@@ -194,15 +193,13 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                 recs = fut.result()
             except BrokenProcessPool:
                 break
-            for rec in recs:
-                sink(rec)
-                done.add(rec["task_id"])
+            sink(recs)
+            done.update(rec["task_id"] for rec in recs)
         for fut in futs:  # after a break: keep chunks that finished before it
             if fut.done() and not fut.cancelled() and fut.exception() is None:
-                for rec in fut.result():
-                    if rec["task_id"] not in done:
-                        sink(rec)
-                        done.add(rec["task_id"])
+                recs = [rec for rec in fut.result() if rec["task_id"] not in done]
+                sink(recs)
+                done.update(rec["task_id"] for rec in recs)
     except KeyboardInterrupt:
         _kill_pool(ex)
         raise
@@ -223,7 +220,7 @@ def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
                 ex = _new_pool(1)
                 rec = new_record(item[0], item[1], "error",
                               "WorkerCrash: the worker process died while running this task")
-            sink(rec)
+            sink([rec])
     except KeyboardInterrupt:
         _kill_pool(ex)
         raise
@@ -271,8 +268,7 @@ def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
                 recs = fut.result()
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: record, go on
                 recs = [new_record(t, h, "error", failure_reason(exc)) for t, h in futs[fut]]
-            for rec in recs:
-                sink(rec)
+            sink(recs)
     finally:
         client.close()
         if cluster is not None:

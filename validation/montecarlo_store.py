@@ -1,57 +1,60 @@
-"""The Monte-Carlo record store: one JSON file per task, written atomically, read on resume.
+"""The Monte-Carlo record store: the run directory's SQLite database, read on resume.
 
 Layout (see :mod:`fedsim.validation.montecarlo` for the record fields and resume policy)::
 
-    run_dir/results/<h[:2]>/<h>.json      h = sha256(task_id) (hex)
-    run_dir/.lock                          held (flock) by the process writing run_dir
+    run_dir/store.sqlite     the records, one row per task (fedsim.validation.montecarlo_db)
+    run_dir/.lock            held (flock) by the process writing run_dir
 
 A record depends only on the task's ``(fn, payload)``, identified by
-:func:`payload_hash` (sha256 of their canonical JSON).  :func:`atomic_write_json` writes
-through a temporary file in the same directory, ``fsync`` and ``os.replace``, so an
-interrupted run never leaves a partial record.
+:func:`payload_hash` (sha256 of their canonical JSON).  :func:`write_records` stores the
+records of a chunk as one transaction, so an interrupted run never leaves a partial
+record and loses at most the chunks in flight.
 
-Verification (issue 14 item 3): :func:`write_record` stamps each record with the
+Verification (issue 14 item 3): :func:`write_records` stamps each record with the
 checksum of its canonical content, and :func:`read_record` returns a record only if it
 passes :func:`fedsim.validation.montecarlo_schema.check_record` (checksum, envelope types, the
 value schema of its task function); anything else reads as missing and is recomputed.
 :func:`audit_records` says, before a run, which stored records will be recomputed and
-why, so that the summary can count them.
+why, so that the summary can count them.  The checksum detects damage, not an editor.
 
 Lock: :func:`lock_run_dir` takes an exclusive ``fcntl.flock`` on ``run_dir/.lock`` for the
 whole run; a second process that tries to write the same run directory is refused at
 once with :class:`RunDirBusy` naming the holder's pid (it does not wait: a suite can run
 for hours, and a silent wait looks like a hang).  The kernel drops the lock when its
 process ends, even by ``kill -9``, so a left-over ``.lock`` file never blocks anything.
-The lock is re-entrant within one process (``run_suite`` holds it and ``run_tasks``
-takes it again).  Where ``fcntl`` does not exist (Windows) no lock is taken.
+The lock file is opened with ``O_NOFOLLOW`` (:func:`fedsim.safefile.open_lock`): a symlink
+planted there is refused and its target never touched.  Taking the lock removes the
+temporary files a killed writer left (:func:`fedsim.safefile.remove_stale_temporaries`);
+releasing it closes the database.  The lock is re-entrant within one process
+(``run_suite`` holds it and ``run_tasks`` takes it again).  Where ``fcntl`` does not exist
+(Windows) no lock is taken.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedsim.validation.montecarlo_db import STORE_FILE, close_store, open_store
 from fedsim.validation.montecarlo_schema import (
     STATUSES,
     _jsonable,
     canonical_json,
-    check_record,
     record_checksum,
 )
 
 from fedsim.errors import FedsimError, require
 from fedsim.safefile import atomic_write_json_file, open_lock, remove_stale_temporaries
 
-__all__ = ["Task", "STATUSES", "canonical_json", "payload_hash", "record_path",
-           "atomic_write_json", "write_record", "read_record", "verify_record",
-           "load_records", "records_frame", "audit_records", "lock_run_dir", "RunDirBusy",
-           "run_dir_holder"]
+__all__ = ["Task", "STATUSES", "canonical_json", "payload_hash",
+           "atomic_write_json", "write_record", "write_records", "read_record",
+           "verify_record", "load_records", "records_frame", "audit_records", "lock_run_dir",
+           "RunDirBusy", "run_dir_holder", "has_store"]
 
 
 @dataclass(frozen=True)
@@ -78,12 +81,6 @@ def payload_hash(task: Task) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def record_path(run_dir: str | os.PathLike, task_id: str) -> Path:
-    """Where the record of ``task_id`` lives: ``results/<h[:2]>/<h>.json``, h = sha256(task_id)."""
-    h = hashlib.sha256(task_id.encode()).hexdigest()
-    return Path(run_dir) / "results" / h[:2] / f"{h}.json"
-
-
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` atomically (tmp file in the same dir, fsync, replace).
 
@@ -93,52 +90,43 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_json_file(path, obj, default=_jsonable)
 
 
+def write_records(run_dir: str | os.PathLike, recs: list[dict]) -> list[dict]:
+    """Stamp every record of ``recs`` with its checksum (in place) and store them as one
+    transaction; return them."""
+    for rec in recs:
+        rec.pop("checksum", None)
+        rec["checksum"] = record_checksum(rec)
+    open_store(run_dir).put_records(recs)
+    return recs
+
+
 def write_record(run_dir: str | os.PathLike, rec: dict) -> dict:
-    """Stamp ``rec`` with its checksum (in place) and write it atomically; return it."""
-    rec.pop("checksum", None)
-    rec["checksum"] = record_checksum(rec)
-    atomic_write_json(record_path(run_dir, rec["task_id"]), rec)
-    return rec
+    """:func:`write_records` of one record."""
+    return write_records(run_dir, [rec])[0]
 
 
-def verify_record(path: Path) -> tuple[dict | None, str | None]:
-    """``(record, None)`` if the record at ``path`` is trustworthy; ``(None, None)`` if
+def has_store(run_dir: str | os.PathLike) -> bool:
+    """Whether ``run_dir`` holds records (a database, or the JSON layout of an older fedsim)."""
+    run_dir = Path(run_dir)
+    return (run_dir / STORE_FILE).exists() or (run_dir / "results").is_dir()
+
+
+def verify_record(run_dir: str | os.PathLike, task_id: str) -> tuple[dict | None, str | None]:
+    """``(record, None)`` if the record of ``task_id`` is trustworthy; ``(None, None)`` if
     there is none; ``(None, reason)`` if it is damaged (then it is recomputed)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return None, None
-    except (UnicodeDecodeError, OSError) as exc:
-        return None, f"unreadable ({type(exc).__name__})"
-    try:
-        rec = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None, "not valid JSON (truncated or garbled)"
-    problem = check_record(rec)
-    if problem is None and record_path(path.parents[2], rec["task_id"]) != path:
-        problem = "stored under the path of another task"
-    return (None, problem) if problem is not None else (rec, None)
+    return open_store(run_dir).get_record(task_id)
 
 
-def read_record(path: Path) -> dict | None:
-    """The record at ``path`` if it passes verification, else None (it is recomputed)."""
-    return verify_record(path)[0]
+def read_record(run_dir: str | os.PathLike, task_id: str) -> dict | None:
+    """The record of ``task_id`` if it passes verification, else None (it is recomputed)."""
+    return verify_record(run_dir, task_id)[0]
 
 
 def load_records(run_dir: str | os.PathLike) -> dict[str, dict]:
-    """Every readable record under ``run_dir/results`` as ``task_id -> record``."""
-    out: dict[str, dict] = {}
-    root = Path(run_dir) / "results"
-    if not root.is_dir():
-        return out
-    for p in sorted(root.glob("*/*.json")):
-        if p.name.startswith(".tmp-"):
-            continue
-        rec = read_record(p)
-        if rec is not None:
-            out[rec["task_id"]] = rec
-    return out
+    """Every readable record of ``run_dir`` as ``task_id -> record``."""
+    if not has_store(run_dir):
+        return {}
+    return {tid: rec for tid, rec, _ in open_store(run_dir).records() if rec is not None}
 
 
 def audit_records(run_dir: str | os.PathLike, tasks: Iterable[Task]) -> dict[str, Any]:
@@ -155,7 +143,7 @@ def audit_records(run_dir: str | os.PathLike, tasks: Iterable[Task]) -> dict[str
                            "damaged_examples": []}
     for t in tasks:
         out["tasks"] += 1
-        rec, problem = verify_record(record_path(run_dir, t.task_id))
+        rec, problem = verify_record(run_dir, t.task_id)
         if problem is not None:
             out["damaged"] += 1
             out["damaged_reasons"][problem] = out["damaged_reasons"].get(problem, 0) + 1
@@ -221,6 +209,7 @@ def lock_run_dir(run_dir: str | os.PathLike) -> Iterator[Path]:
             yield run_dir
         finally:
             del _HELD[key]
+            close_store(run_dir)
             fh.seek(0)
             fh.truncate()
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -21,9 +21,9 @@ Issue 14 item 3.  :func:`fedsim.validation.suites.run_suite` writes ``suite.json
 * another process holding the run directory's lock (a run in progress).
 
 A run directory written before manifests existed (``suite.json`` without
-``verdict_rows``) or built by hand (no ``suite.json``, no ``results/``) gets the
-structural checks only.  A directory with ``results/`` but no ``suite.json`` is an
-unfinished run and is refused.
+``verdict_rows``) or built by hand (no ``suite.json``, no records) gets the
+structural checks only.  A directory with records (``store.sqlite``, or ``results/`` of an
+older fedsim) but no ``suite.json`` is an unfinished run and is refused.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _check_meta(run_dir: Path) -> dict[str, str]:
 def _read_manifest(run_dir: Path) -> dict | None:
     path = run_dir / "suite.json"
     if not path.is_file():
-        if (run_dir / "results").is_dir():
+        if (run_dir / "results").is_dir() or (run_dir / "store.sqlite").exists():
             _fail(run_dir, "suite.json is missing (the run did not finish)")
         return None
     try:

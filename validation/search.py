@@ -24,8 +24,12 @@ parameter combination outside a theorem's setting) is a row with ``status = REFU
 reason in ``oracle`` and no ratio; the search goes on (before, the first refusal ended it
 and kept no points).  ``summary.json`` counts them (``refused``).
 
-Every evaluated point is a JSON record under ``out/points/`` (written atomically), so an
-interrupted search resumes where it stopped; confirmation records live under ``out/confirm``
+Every evaluated point is a row of the run directory's database (``out/store.sqlite``, table
+``points``, :mod:`fedsim.validation.montecarlo_db`), one transaction each, with the sha256
+of its content; an interrupted search resumes where it stopped, and a point that fails
+verification (damaged, truncated, computed for another key) is recomputed and counted in
+``summary.json`` (``damaged_points_recomputed``).  The search holds the run directory's
+lock, as validate does.  Confirmation records live under ``out/confirm``
 (:func:`fedsim.validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
 the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by validate),
 ``measured``, ``error`` (exact: rigorous error bound; mc: 99% half-width), ``method``,
@@ -47,7 +51,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from fedsim.validation.families import Family, get_family, params_digest
-from fedsim.validation.montecarlo import atomic_write_json
+from fedsim.validation.montecarlo import atomic_write_json, canonical_json
+from fedsim.validation.montecarlo_db import open_store
+from fedsim.validation.montecarlo_store import lock_run_dir
 from fedsim.validation.search_space import Dim, coarse_grid, levels, parse_space
 
 from fedsim.errors import ConfigError, require
@@ -99,18 +105,17 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
     key = {"family": family.name, "params": full, "max_states": st.max_states,
            "replicates": st.replicates, "seed": st.seed}
     digest = params_digest(key)
-    path = None if out is None else out / "points" / f"{digest}.json"
-    if path is not None and path.exists():
-        row = json.loads(path.read_text())["row"]
-    else:
+    store = None if out is None else open_store(out)
+    row = None if store is None else _stored_row(store, digest, key)
+    if row is None:
         t0 = time.perf_counter()
         try:
             inst = family.build(full)
             m = inst.measure(max_states=st.max_states, replicates=st.replicates, seed=st.seed)
         except ConfigError as exc:  # the family refuses this point: a row, not a crash
             row = _refused_row(full, digest, phase, str(exc), time.perf_counter() - t0)
-            if path is not None:
-                atomic_write_json(path, {"key": key, "row": row})
+            if store is not None:
+                store.put_point(digest, {"key": key, "row": row})
             return dict(row)
         row = {**{k: v for k, v in full.items() if not isinstance(v, list)},
                "params": json.dumps(full, sort_keys=True), "point": digest,
@@ -124,11 +129,35 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
                "oracle": m.detail, "n_oracle": m.n, "phase": phase,
                "seconds": time.perf_counter() - t0}
         row["violation_ratio"] = _ratio(m.value, inst.bound_value, "violation")
-        if path is not None:
-            atomic_write_json(path, {"key": key, "row": row})
+        if store is not None:
+            store.put_point(digest, {"key": key, "row": row})
     row = dict(row)
     row["ratio"] = _ratio(row["measured"], row["bound"], st.objective)
     return row
+
+
+#: stored points that failed verification since the last :func:`run_search` started
+_DAMAGED: dict[str, int] = {"points": 0}
+_ROW_KEYS = ("point", "params", "bound", "measured", "status", "phase", "violation_ratio")
+
+
+def _stored_row(store: Any, digest: str, key: dict) -> dict | None:
+    """The stored row of point ``digest`` if it verifies (checksum, the key it was computed
+    for, its own digest, the row's fields), else None -- and a damaged one is counted and
+    recomputed."""
+    body, problem = store.get_point(digest)
+    if body is None and problem is None:
+        return None
+    if problem is None:
+        row = body["row"]
+        if json.loads(canonical_json(key)) != body["key"]:
+            problem = "computed for another key"
+        elif any(k not in row for k in _ROW_KEYS) or row["point"] != digest:
+            problem = "not a point row"
+    if problem is not None:
+        _DAMAGED["points"] += 1
+        return None
+    return body["row"]
 
 
 def _refused_row(full: dict[str, Any], digest: str, phase: str, reason: str,
@@ -275,8 +304,16 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
                 f"does not match family {fam.name!r} (theorem {fam.theorem!r})")
     dims = parse_space(space, fam)
     fixed = {k: fam.param(k).coerce(v) for k, v in (fixed or {}).items()}
+    both = sorted(set(fixed) & {d.name for d in dims})
+    require(not both, "fixed", both, "must not name a parameter that space searches")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with lock_run_dir(out):  # one writer per run directory, as validate
+        return _run_search(fam, dims, space, st, out, fixed)
+
+
+def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Path,
+                fixed: dict[str, Any]) -> pd.DataFrame:
+    _DAMAGED["points"] = 0
     atomic_write_json(out / "search.json", {"family": fam.name, "theorem": fam.theorem,
                                             "space": space, "fixed": fixed,
                                             "settings": {**st.__dict__}})
@@ -330,5 +367,6 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
         "budget_exhausted": clock.left() <= 0,
         "violations": int((df["violation_ratio"] > 1).sum()),
         "confirmed": {k: v["verdict"] for k, v in conf.items()},
-        "unconfirmed_violations": int((df["violation_ratio"] > 1).sum()) - len(conf)})
+        "unconfirmed_violations": int((df["violation_ratio"] > 1).sum()) - len(conf),
+        "damaged_points_recomputed": _DAMAGED["points"]})
     return df

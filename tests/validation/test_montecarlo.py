@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from fedsim.validation import montecarlo as mc
 from fedsim.validation._selftest import replicate_generator
-from fedsim.validation.montecarlo import Task, load_records, payload_hash, record_path, run_tasks
+from fedsim.validation.montecarlo import Task, load_records, payload_hash, run_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rawstore import dump, raw_record, set_column
 
 FN = "fedsim.validation._selftest:normal_mean"
 
@@ -58,12 +59,10 @@ def test_inprocess_records_hand_checked(tmp_path):
     d = res["div"]
     assert d["status"] == "diverged" and d["reason"] == "iterate norm exceeded 1e12 at step 11"
     assert d["value"]["mean"] == float("inf")
-    # one file per task, in a hash-prefix subdirectory, no temporary left behind
+    # one database row per task, no temporary file and no WAL left behind once closed
     for t in tasks:
-        p = record_path(tmp_path, t.task_id)
-        assert p.parent.parent == tmp_path / "results" and p.parent.name == p.stem[:2]
-        assert json.loads(p.read_text()) == res[t.task_id]
-    assert not list((tmp_path / "results").rglob(".tmp-*"))
+        assert raw_record(tmp_path, t.task_id) == res[t.task_id]
+    assert sorted(os.listdir(tmp_path)) == [".lock", "store.sqlite"]
     assert load_records(tmp_path) == res
 
 
@@ -128,23 +127,25 @@ def test_resume_after_sigkill_of_a_real_process(tmp_path):
 
 
 def test_resume_after_parent_interrupt_with_pool(tmp_path, monkeypatch):
-    """The parent is interrupted after 5 records while a 2-process pool runs; the re-run
-    (with another backend width) does not recompute the 5 recorded tasks."""
+    """The parent is interrupted after its first chunk of records (one transaction) while
+    a 2-process pool runs; the re-run (with another backend width) does not recompute the
+    recorded tasks."""
     log = tmp_path / "calls.log"
-    tasks = _tasks(24, log)
-    real = mc.write_record
+    tasks = _tasks(40, log)
+    real = mc.write_records
     written = []
 
-    def write_then_die(run_dir, obj):
-        if len(written) == 5:
+    def write_then_die(run_dir, recs):
+        if written:
             raise KeyboardInterrupt
-        real(run_dir, obj)
-        written.append(obj["task_id"])
+        real(run_dir, recs)
+        written.extend(r["task_id"] for r in recs)
 
-    monkeypatch.setattr(mc, "write_record", write_then_die)
+    monkeypatch.setattr(mc, "write_records", write_then_die)
     with pytest.raises(KeyboardInterrupt):
         run_tasks(tasks, tmp_path / "run", workers=2, progress=False)
-    monkeypatch.setattr(mc, "write_record", real)
+    monkeypatch.setattr(mc, "write_records", real)
+    assert len(written) == 16  # one chunk, committed whole
     assert sorted(load_records(tmp_path / "run")) == sorted(written)
     n_before = len(_calls(log))
     res = run_tasks(tasks, tmp_path / "run", workers=3, progress=False)
@@ -206,9 +207,7 @@ def _backends_agree(tmp_path, n, configs):
     ref = run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
     for i, kw in enumerate(configs):
         assert run_tasks(tasks, tmp_path / f"c{i}", progress=False, **kw) == ref, kw
-        for t in tasks:  # the files too, byte for byte
-            a = record_path(tmp_path / "ref", t.task_id).read_bytes()
-            assert record_path(tmp_path / f"c{i}", t.task_id).read_bytes() == a
+        assert dump(tmp_path / f"c{i}") == dump(tmp_path / "ref")  # the rows, byte for byte
 
 
 def test_pool_and_inprocess_and_dask_identical(tmp_path):
@@ -243,7 +242,7 @@ def test_payload_mismatch_raises_unless_overwrite(tmp_path):
 def test_corrupt_record_is_recomputed(tmp_path):
     tasks = _tasks(2)
     res = run_tasks(tasks, tmp_path, workers=1, progress=False)
-    record_path(tmp_path, "rep001").write_text('{"task_id": "rep001", "sta')
+    set_column(tmp_path, "rep001", "value", '{"first": [0.1, ')
     assert run_tasks(tasks, tmp_path, workers=1, progress=False) == res
 
 

@@ -11,6 +11,7 @@ import pytest
 from fedsim.validation.paper import EXPERIMENTS, build_experiments, paper_tasks, run_paper_suite
 from fedsim.validation.paper.common import TUNE_BASE, tuned_families
 from fedsim.validation.paper.stats import VERDICTS
+from rawstore import dump
 
 from fedsim.cli import main
 
@@ -83,11 +84,12 @@ def test_small_experiment_end_to_end(name, tmp_path):
     assert set(df["status"]) <= {"holds", "reversed", "unresolved"}
     assert (tmp_path / "p.pdf").stat().st_size > 10_000
     # resume: a second run recomputes nothing (the records are not rewritten)
-    recs = sorted((tmp_path / "run" / "results").rglob("*.json"))
-    stamp = [p.stat().st_mtime_ns for p in recs]
+    rows = dump(tmp_path / "run")
+    stamp = (tmp_path / "run" / "store.sqlite").stat().st_mtime_ns
     run_paper_suite(out=tmp_path / "run", report=None, workers=1, progress=False,
                     small=True, only=[name])
-    assert [p.stat().st_mtime_ns for p in recs] == stamp
+    assert dump(tmp_path / "run") == rows
+    assert (tmp_path / "run" / "store.sqlite").stat().st_mtime_ns == stamp  # no write
 
 
 def test_cli_dispatches_paper(tmp_path, monkeypatch, capsys):

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from fedsim.validation import montecarlo_store as store
 from fedsim.validation._selftest import write_synthetic_run
-from fedsim.validation.montecarlo import Task, record_path, run_tasks
-from fedsim.validation.montecarlo_schema import LEGACY_REASON, check_record, record_checksum
+from fedsim.validation.montecarlo import Task, run_tasks
+from fedsim.validation.montecarlo_schema import check_record, record_checksum
 from fedsim.validation.rundir import check_run_dir, write_manifest
 from fedsim.validation.scenarios import common
+from rawstore import edit_record, raw_record, set_column, task_ids
 
 from fedsim.config import load
 from fedsim.errors import FedsimError
@@ -49,6 +50,7 @@ def _replicate_tasks(count: int = 3) -> list[Task]:
 
 
 def _edit(path: Path, fn) -> None:
+    """Edit a JSON file (oracle cache entries)."""
     rec = json.loads(path.read_text())
     fn(rec)
     path.write_text(json.dumps(rec))
@@ -64,7 +66,7 @@ def _calls(log: Path) -> list[str]:
 def test_every_record_written_verifies_and_checksum_is_sha256_of_the_rest(tmp_path):
     res = run_tasks(_replicate_tasks(), tmp_path, workers=1, progress=False)
     for tid in res:
-        stored = json.loads(record_path(tmp_path, tid).read_text())
+        stored = raw_record(tmp_path, tid)
         assert check_record(stored) is None
         body = {k: v for k, v in stored.items() if k != "checksum"}
         text = json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -75,8 +77,8 @@ def test_every_record_written_verifies_and_checksum_is_sha256_of_the_rest(tmp_pa
 def test_value_times_three_is_caught_by_the_checksum_and_recomputed(tmp_path):
     tasks = _replicate_tasks()
     ref = run_tasks(tasks, tmp_path, workers=1, progress=False)
-    path = record_path(tmp_path, "fa/r1")
-    _edit(path, lambda r: r["value"].update(values=[3 * v for v in r["value"]["values"]]))
+    edit_record(tmp_path, "fa/r1",
+                lambda r: r["value"].update(values=[3 * v for v in r["value"]["values"]]))
     audit = store.audit_records(tmp_path, tasks)
     assert audit["damaged"] == 1 and audit["reused"] == 2
     assert audit["damaged_reasons"] == {
@@ -95,37 +97,37 @@ def test_value_times_three_is_caught_by_the_checksum_and_recomputed(tmp_path):
     (lambda r: r.update(status="diverged"), "a diverged record must have value.diverged"),
     (lambda r: r.update(value=None), "a ok record must have an object value"),
     (lambda r: r.update(payload_hash="x"), "payload_hash must be 64 hex digits"),
-    (lambda r: r.update(task_id="fa/r0"), "stored under the path of another task"),
+    (lambda r: r.update(status="maybe"), "status must be one of"),
 ])
 def test_schema_violations_with_a_valid_checksum_are_recomputed(tmp_path, edit, reason):
     """Even a record re-stamped with a correct checksum is refused if its types are wrong
     (value={} gave a traceback in suites.collect before)."""
     tasks = _replicate_tasks()
     ref = run_tasks(tasks, tmp_path, workers=1, progress=False)
-    path = record_path(tmp_path, "fa/r1")
-
     def restamp(r):
         edit(r)
         r["checksum"] = record_checksum(r)
 
-    _edit(path, restamp)
-    rec, problem = store.verify_record(path)
+    edit_record(tmp_path, "fa/r1", restamp)
+    rec, problem = store.verify_record(tmp_path, "fa/r1")
     assert rec is None and problem.startswith(reason)
     assert store.audit_records(tmp_path, tasks)["damaged"] == 1
     assert run_tasks(tasks, tmp_path, workers=1, progress=False) == ref
 
 
 @pytest.mark.parametrize("damage, reason", [
-    (lambda p: p.write_bytes(p.read_bytes()[:40]), "not valid JSON"),
-    (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "unreadable"),
-    (lambda p: p.write_text("[1, 2]"), "not a JSON object"),
-    (lambda p: p.write_text(""), "not valid JSON"),
+    (lambda d: set_column(d, "rep2", "value", raw_record(d, "rep2")["value"] and
+                          '{"first": [0.1'), "not valid JSON"),
+    (lambda d: set_column(d, "rep2", "value", b"\xff\xfe\x00garbage"), "not valid JSON"),
+    (lambda d: set_column(d, "rep2", "payload", "[1, 2]"), "payload must be an object"),
+    (lambda d: set_column(d, "rep2", "value", ""), "not valid JSON"),
+    (lambda d: set_column(d, "rep2", "checksum", "0" * 63), "checksum must be 64 hex digits"),
 ])
 def test_garbled_records_are_recomputed_and_counted(tmp_path, damage, reason):
     log = tmp_path / "calls.log"
     tasks = _sel(4, log)
     ref = run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
-    damage(record_path(tmp_path / "run", "rep2"))
+    damage(tmp_path / "run")
     audit = store.audit_records(tmp_path / "run", tasks)
     assert audit["damaged"] == 1 and next(iter(audit["damaged_reasons"])).startswith(reason)
     n = len(_calls(log))
@@ -139,11 +141,17 @@ def test_legacy_records_without_checksum_are_recomputed_once(tmp_path):
     log = tmp_path / "calls.log"
     tasks = _sel(3, log)
     ref = run_tasks(tasks, tmp_path / "run", workers=1, progress=False)
-    for t in tasks:
-        _edit(record_path(tmp_path / "run", t.task_id),
-              lambda r: [r.pop("checksum"), r.pop("fn")])
-    audit = store.audit_records(tmp_path / "run", tasks)
-    assert audit["damaged"] == 3 and audit["damaged_reasons"] == {LEGACY_REASON: 3}
+    for t in tasks:  # the old layout: one JSON file per record, without checksum and fn
+        rec = raw_record(tmp_path / "run", t.task_id)
+        rec.pop("checksum"), rec.pop("fn")
+        h = hashlib.sha256(t.task_id.encode()).hexdigest()
+        p = tmp_path / "run" / "results" / h[:2] / f"{h}.json"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(rec))
+    (tmp_path / "run" / "store.sqlite").unlink()
+    audit = store.audit_records(tmp_path / "run", tasks)  # migrated: none of them trusted
+    assert audit["missing"] == 3 and audit["reused"] == 0
+    assert not (tmp_path / "run" / "results").exists()
     n = len(_calls(log))
     assert run_tasks(tasks, tmp_path / "run", workers=1, progress=False) == ref
     assert sorted(_calls(log)[n:]) == ["r0", "r1", "r2"]
@@ -215,7 +223,7 @@ def test_second_writer_is_refused_with_the_holders_pid(holder, tmp_path):
     with pytest.raises(store.RunDirBusy, match=rf"in use by another fedsim process \(pid "
                                                rf"{p.pid}\)"):
         run_tasks(_sel(2), run, workers=1, progress=False)
-    assert not (run / "results").exists() or not list((run / "results").rglob("*.json"))
+    assert not (run / "store.sqlite").exists() or task_ids(run) == []
     with pytest.raises(FedsimError, match=f"being written by another fedsim process .pid "
                                           f"{p.pid}"):
         check_run_dir(run)
@@ -250,7 +258,7 @@ def test_lock_is_reentrant_in_one_process(tmp_path):
 def run_dir(tmp_path):
     d = tmp_path / "run"
     write_synthetic_run(d, replicates=3)
-    (d / "results").mkdir()
+    (d / "store.sqlite").write_bytes(b"")
     write_manifest(d, suite="synthetic", replicates=3, seed=0, tasks=0)
     check_run_dir(d)  # intact: no error
     return d
@@ -329,11 +337,11 @@ def test_smoke_suite_counts_damaged_records_and_keeps_verdicts(tmp_path):
     ref = (out / "verdicts.csv").read_bytes()
     s0 = json.loads((out / "summary.json").read_text())
     assert s0["records"]["damaged"] == 0 and s0["records"]["reused"] == 0
-    recs = sorted((out / "results").rglob("*.json"))
-    _edit(recs[0], lambda r: r["value"].update(
+    recs = task_ids(out)
+    edit_record(out, recs[0], lambda r: r["value"].update(
         values=[3 * v for v in r["value"]["values"]]))
-    _edit(recs[1], lambda r: r.update(value={}))
-    recs[2].write_bytes(recs[2].read_bytes()[:50])
+    edit_record(out, recs[1], lambda r: r.update(value={}))
+    set_column(out, recs[2], "value", raw_record(out, recs[2])["value"] and '{"values": [')
     cache = sorted((out / "oracle-cache").glob("*.json"))
     if cache:
         cache[0].write_bytes(cache[0].read_bytes()[:20])

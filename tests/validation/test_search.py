@@ -10,6 +10,7 @@ import pytest
 from fedsim.validation.families import get_family
 from fedsim.validation.search import SearchSettings, run_search
 from fedsim.validation.search_space import coarse_grid, levels, parse_budget, parse_space
+from rawstore import points
 
 from fedsim.cli import main
 from fedsim.errors import ConfigError
@@ -77,10 +78,11 @@ def test_corrected_bound_holds_and_nothing_to_confirm(tmp_path):
 def test_resume_reads_the_records(tmp_path):
     st = SearchSettings(budget=30, grid=4, refine=0, confirm=0, workers=1, progress=False)
     a = run_search("theorem8-norm", "K=3..8, M=[10]", st, out=tmp_path, fixed={"n": 2})
-    files = sorted((tmp_path / "points").rglob("*.json"))
-    stamp = [f.stat().st_mtime_ns for f in files]
+    pts = points(tmp_path)
+    stamp = (tmp_path / "store.sqlite").stat().st_mtime_ns
     b = run_search("theorem8-norm", "K=3..8, M=[10]", st, out=tmp_path, fixed={"n": 2})
-    assert [f.stat().st_mtime_ns for f in files] == stamp       # nothing recomputed
+    assert points(tmp_path) == pts and len(pts) == len(a)
+    assert (tmp_path / "store.sqlite").stat().st_mtime_ns == stamp  # nothing recomputed
     pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
+from fedsim.validation.montecarlo_store import lock_run_dir
 from fedsim.validation.paper.area import bias_experiment, tables_experiment
 from fedsim.validation.paper.asypfl import fig2_experiment, fig3_experiment
 from fedsim.validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
@@ -148,6 +149,13 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
                          f"{time.perf_counter() - t0:.1f} s\n")
     net = {"workers": workers, "dask": dask, "progress": progress, "overwrite": True,
            "dask_security": dask_security}
+    with lock_run_dir(out):  # one writer per run directory, for the whole suite
+        return _run_paper(exps, out, report, small, net, t0)
+
+
+def _run_paper(exps: list[Experiment], out: Path, report: str | os.PathLike | None,
+               small: bool, net: dict[str, Any], t0: float) -> dict[str, Any]:
+    progress = net["progress"]
     tune = run_tasks(paper_tasks(exps, "tune"), out, desc="paper stage 1 (tuning)", **net)
     recs = run_tasks(paper_tasks(exps, "measure", tune), out,
                      desc="paper stage 2 (measurement)", **net)

@@ -1,0 +1,278 @@
+"""The run directory's database: one SQLite file, ``run_dir/store.sqlite`` (issue 21 item 2).
+
+Every run directory -- ``fedsim validate`` (theorem suites and the paper suite) and
+``fedsim search`` -- keeps its records in one SQLite database (Python's standard
+``sqlite3``), written only by the process that holds the run directory's lock
+(:func:`fedsim.validation.montecarlo_store.lock_run_dir`).  Tables::
+
+    records(task_id TEXT PRIMARY KEY, fn, status, reason, payload_hash,
+            value TEXT  -- JSON (NaN/Infinity in Python's dialect) or NULL,
+            payload TEXT -- JSON, checksum)
+    points(point TEXT PRIMARY KEY, body TEXT -- JSON {"key", "row"}, checksum)
+    info(name TEXT PRIMARY KEY, value TEXT)   -- schema version, migration counts
+
+* **Transactions.**  :meth:`RunStore.put_records` writes a chunk of records as one
+  transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``) with a rollback journal and
+  ``synchronous=FULL``, so a committed chunk survives ``kill -9`` and a power cut, and a
+  kill loses at most the chunks in flight.  The journal file (``store.sqlite-journal``)
+  exists only while a transaction is being written; one left by a kill is rolled back and
+  removed by the next open.
+* **Damage.**  Each record keeps the sha256 of its canonical content
+  (:func:`fedsim.validation.montecarlo_schema.record_checksum`; a point: the sha256 of its
+  canonical JSON).  A row that does not decode, does not match its checksum or its schema,
+  or cannot be read at all (a damaged page) is reported with a reason and recomputed by the
+  caller, which counts it.  The hash detects damage, not an editor: whoever can write the
+  file can recompute a checksum.
+* **Old layout.**  A run directory written by an older fedsim (one JSON file per record
+  under ``results/``, per search point under ``points/``) is migrated the first time it is
+  opened: every record that passes verification is copied in one transaction, the old
+  files are then removed, and one line on stderr says how many were moved and how many
+  were damaged (those are recomputed).
+* **Reading.**  ``pandas.read_sql("SELECT task_id, status, value FROM records",
+  sqlite3.connect("runs/quick/store.sqlite"))``; ``value`` is JSON text (README).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from fedsim.validation.montecarlo_schema import canonical_json, check_record
+
+from fedsim.errors import FedsimError
+from fedsim.safefile import kind_of
+
+__all__ = ["STORE_FILE", "SCHEMA_VERSION", "RunStore", "open_store", "close_store",
+           "point_checksum"]
+
+#: the database file of a run directory
+STORE_FILE = "store.sqlite"
+SCHEMA_VERSION = 1
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS records (task_id TEXT PRIMARY KEY, fn TEXT NOT NULL, "
+    "status TEXT NOT NULL, reason TEXT, payload_hash TEXT NOT NULL, value TEXT, "
+    "payload TEXT NOT NULL, checksum TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS points (point TEXT PRIMARY KEY, body TEXT NOT NULL, "
+    "checksum TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT)",
+)
+_COLS = ("task_id", "fn", "status", "reason", "payload_hash", "value", "payload", "checksum")
+
+
+def point_checksum(body: Any) -> str:
+    """sha256 of the canonical JSON of a search point's ``{"key", "row"}``."""
+    return hashlib.sha256(canonical_json(json.loads(canonical_json(body))).encode()).hexdigest()
+
+
+def _row_to_record(row: tuple) -> tuple[dict | None, str | None]:
+    d = dict(zip(_COLS, row, strict=True))
+    try:
+        d["value"] = None if d["value"] is None else json.loads(d["value"])
+        d["payload"] = json.loads(d["payload"])
+    except (TypeError, ValueError, RecursionError):
+        return None, "not valid JSON (truncated or garbled)"
+    problem = check_record(d)
+    return (None, problem) if problem is not None else (d, None)
+
+
+def _record_to_row(rec: dict) -> tuple:
+    value = None if rec["value"] is None else canonical_json(rec["value"])
+    return (rec["task_id"], rec["fn"], rec["status"], rec["reason"], rec["payload_hash"],
+            value, canonical_json(rec["payload"]), rec["checksum"])
+
+
+class RunStore:
+    """The database of one run directory (module doc).  Open it with :func:`open_store`."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / STORE_FILE
+        k = kind_of(self.path)
+        if k not in (None, "file"):
+            raise FedsimError(f"{self.path} is a {k}, not a database file; remove it")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
+                                      check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=DELETE")
+            self.db.execute("PRAGMA synchronous=FULL")
+            for stmt in _SCHEMA:
+                self.db.execute(stmt)
+            self.db.execute("INSERT OR IGNORE INTO info VALUES ('schema_version', ?)",
+                            (str(SCHEMA_VERSION),))
+            version = self.db.execute(
+                "SELECT value FROM info WHERE name = 'schema_version'").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise FedsimError(f"{self.path} is not a readable fedsim database ({exc}); move it "
+                              "away and re-run to recompute its records") from None
+        if version != str(SCHEMA_VERSION):
+            raise FedsimError(f"{self.path} has schema version {version}, this fedsim reads "
+                              f"{SCHEMA_VERSION}; use a new --out directory")
+        self.migrated = self._migrate_json_layout()
+
+    # -- records ---------------------------------------------------------------------
+    def put_records(self, recs: Iterable[dict]) -> None:
+        """Insert or replace ``recs`` (already checksummed) in one transaction."""
+        rows = [_record_to_row(r) for r in recs]
+        if not rows:
+            return
+        with self._transaction():
+            self.db.executemany(f"INSERT OR REPLACE INTO records VALUES "
+                                f"({','.join('?' * len(_COLS))})", rows)
+
+    def get_record(self, task_id: str) -> tuple[dict | None, str | None]:
+        """``(record, None)`` if stored and trustworthy, ``(None, None)`` if absent,
+        ``(None, reason)`` if damaged or unreadable."""
+        try:
+            row = self.db.execute(f"SELECT {','.join(_COLS)} FROM records WHERE task_id = ?",
+                                  (task_id,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            return None, f"unreadable ({exc})"
+        if row is None:
+            return None, None
+        rec, problem = _row_to_record(row)
+        if rec is not None and rec["task_id"] != task_id:
+            return None, "stored under the key of another task"
+        return rec, problem
+
+    def records(self) -> Iterator[tuple[str, dict | None, str | None]]:
+        """``(task_id, record, problem)`` of every stored row (rows read one at a time, so a
+        damaged page costs only its rows)."""
+        try:
+            ids = [r[0] for r in self.db.execute("SELECT task_id FROM records ORDER BY task_id")]
+        except sqlite3.DatabaseError:
+            ids = []
+        for tid in ids:
+            rec, problem = self.get_record(tid)
+            yield tid, rec, problem
+
+    # -- search points -----------------------------------------------------------------
+    def put_point(self, point: str, body: dict) -> None:
+        """Store a search point ``{"key", "row"}`` under its digest (one transaction)."""
+        text = canonical_json(body)
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?)",
+                            (point, text, point_checksum(body)))
+
+    def get_point(self, point: str) -> tuple[dict | None, str | None]:
+        """``(body, None)``, ``(None, None)`` if absent, ``(None, reason)`` if damaged."""
+        try:
+            row = self.db.execute("SELECT body, checksum FROM points WHERE point = ?",
+                                  (point,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            return None, f"unreadable ({exc})"
+        if row is None:
+            return None, None
+        try:
+            body = json.loads(row[0])
+        except (TypeError, ValueError, RecursionError):
+            return None, "not valid JSON (truncated or garbled)"
+        if not isinstance(body, dict) or set(body) != {"key", "row"} \
+                or not isinstance(body["row"], dict):
+            return None, "not a point (an object with key and row)"
+        if row[1] != point_checksum(body):
+            return None, "checksum mismatch (the point was edited or damaged)"
+        return body, None
+
+    # -- plumbing ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def info(self, name: str) -> str | None:
+        row = self.db.execute("SELECT value FROM info WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+
+    def _migrate_json_layout(self) -> dict[str, int]:
+        """Copy ``results/**.json`` and ``points/*.json`` of an older fedsim (module doc)."""
+        moved = {"records": 0, "points": 0, "damaged": 0}
+        old_results, old_points = self.run_dir / "results", self.run_dir / "points"
+        if kind_of(old_results) == "directory":
+            recs = []
+            for p in sorted(old_results.glob("*/*.json")):
+                rec, problem = _read_json_record(p)
+                if rec is None:
+                    moved["damaged"] += problem is not None
+                    continue
+                recs.append(rec)
+            with self._transaction():
+                self.db.executemany(f"INSERT OR IGNORE INTO records VALUES "
+                                    f"({','.join('?' * len(_COLS))})",
+                                    [_record_to_row(r) for r in recs])
+            moved["records"] = len(recs)
+            shutil.rmtree(old_results)
+        if kind_of(old_points) == "directory":
+            rows = []
+            for p in sorted(old_points.glob("*.json")):
+                try:
+                    body = json.loads(p.read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                    moved["damaged"] += 1
+                    continue
+                if not (isinstance(body, dict) and set(body) == {"key", "row"}
+                        and isinstance(body["row"], dict)):
+                    moved["damaged"] += 1
+                    continue
+                rows.append((p.stem, canonical_json(body), point_checksum(body)))
+            with self._transaction():
+                self.db.executemany("INSERT OR IGNORE INTO points VALUES (?, ?, ?)", rows)
+            moved["points"] = len(rows)
+            shutil.rmtree(old_points)
+        if any(moved.values()):
+            sys.stderr.write(f"fedsim: moved {moved['records']} records and {moved['points']} "
+                             f"search points of {self.run_dir} from the old JSON layout into "
+                             f"{STORE_FILE} ({moved['damaged']} damaged, to be recomputed)\n")
+        return moved
+
+
+def _read_json_record(path: Path) -> tuple[dict | None, str | None]:
+    """A record file of the old layout, verified (checksum and schema) as before."""
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None, "unreadable"
+    problem = check_record(rec)
+    if problem is None:
+        h = hashlib.sha256(rec["task_id"].encode()).hexdigest()
+        if path.stem != h:
+            problem = "stored under the path of another task"
+    return (None, problem) if problem is not None else (rec, None)
+
+
+_OPEN: dict[tuple[int, Path], RunStore] = {}
+
+
+def open_store(run_dir: str | os.PathLike) -> RunStore:
+    """The :class:`RunStore` of ``run_dir`` (one per process and directory; opening it the
+    first time creates the database and migrates an old JSON layout)."""
+    key = (os.getpid(), Path(run_dir).resolve())
+    st = _OPEN.get(key)
+    if st is None:
+        st = _OPEN[key] = RunStore(run_dir)
+    return st
+
+
+def close_store(run_dir: str | os.PathLike) -> None:
+    """Close ``run_dir``'s database if this process opened it."""
+    st = _OPEN.pop((os.getpid(), Path(run_dir).resolve()), None)
+    if st is not None:
+        st.close()
