@@ -44,7 +44,7 @@ from fedsim.theory import params
 from fedsim.theory.registry import Theorem, get_theorem, theorems
 from fedsim.theory.result import BoundResult
 
-from fedsim.errors import ConfigError
+from fedsim.errors import ConfigError, FedsimError
 
 __all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option"]
 
@@ -92,9 +92,20 @@ def _horizons(text: str) -> float | list[float]:
     return vals[0] if len(vals) == 1 and "," not in text else vals
 
 
+#: the largest iteration count a recursion-based bound is run to (theorem7 and theorem8 keep
+#: O(max K) numbers and time: 1e8 iterations took 400 s and 2.4 GB on one core)
+MAX_ITERATIONS = 10**7
+
+
 def _iterations(text: str) -> int | list[int]:
-    """An integer or a comma list of integers (a curve)."""
+    """An integer or a comma list of integers (a curve), each in ``[1, MAX_ITERATIONS]``
+    (the bound is evaluated by a recursion that runs to the largest one)."""
     vals = [_int(p) for p in _items(text)]
+    for v in vals:
+        if not 1 <= v <= MAX_ITERATIONS:
+            raise argparse.ArgumentTypeError(
+                f"expected whole numbers of iterations in [1, {MAX_ITERATIONS:.0e}], got "
+                f"{text!r} (the bound's recursion runs to the largest one)")
     return vals[0] if len(vals) == 1 and "," not in text else vals
 
 
@@ -257,7 +268,18 @@ def _kwargs(args: argparse.Namespace, theorem: Theorem) -> dict[str, Any]:
         elif o.required and o.name not in kw:
             raise ConfigError(f"{o.name} is required for {theorem.name}, got no {o.flag} "
                               "(give it or a --problem/--scenario)")
+    _check_per_client_lengths(kw, [o for o in opts if o.kind == "vector"])
     return kw
+
+
+def _check_per_client_lengths(kw: dict[str, Any], vectors: list[Option]) -> None:
+    """Every comma-list option is per client: all given ones have the same length."""
+    given = [(o, kw[o.name]) for o in vectors
+             if isinstance(kw.get(o.name), (list, tuple, np.ndarray))]
+    if len({len(v) for _, v in given}) > 1:
+        (o1, v1), (o2, v2) = given[0], next((o, v) for o, v in given if len(v) != len(given[0][1]))
+        raise ConfigError(f"{o2.flag} has {len(v2)} entries but {o1.flag} has {len(v1)}; the "
+                          "comma lists are per client and must have one entry per client")
 
 
 # --------------------------------------------------------------------------- output
@@ -296,7 +318,11 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
     theorem = get_theorem(args.theorem)
     kw = _kwargs(args, theorem)
-    result = theorem.function(**kw)
+    try:
+        result = theorem.function(**kw)
+    except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
+        raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "
+                          f"constants ({type(exc).__name__}: {exc}); use smaller values") from None
     if args.json:
         print(to_json(result))
         return 0

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from cli_corpus import make_device
 
 from fedsim import safefile
 from fedsim.cli import main
@@ -41,7 +42,7 @@ def test_check_output_file_refuses_non_regular(tmp_path, make):
     elif make == "dir":
         p.mkdir()
     else:
-        p = Path("/dev/null")
+        make_device(p)
     with pytest.raises(ConfigError, match="regular file or a new path"):
         safefile.check_output_file("--out", p)
     if make == "symlink":
@@ -51,7 +52,8 @@ def test_check_output_file_refuses_non_regular(tmp_path, make):
 def test_check_output_dir_refuses_links_files_and_empty(tmp_path):
     (tmp_path / "f").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "gone")
-    for p in (tmp_path / "f", tmp_path / "link", Path("/dev/null")):
+    make_device(tmp_path / "dev")
+    for p in (tmp_path / "f", tmp_path / "link", tmp_path / "dev"):
         with pytest.raises(ConfigError, match="directory or a new path"):
             safefile.check_output_dir("--out", p)
     with pytest.raises(ConfigError, match="empty"):
@@ -74,10 +76,11 @@ def test_atomic_writer_replaces_a_file_and_never_writes_through_a_link(tmp_path)
     with pytest.raises(FedsimError, match="symlink"):
         safefile.atomic_write_text(link, "evil")
     assert victim.read_text() == "intact" and link.is_symlink()
-    with pytest.raises(FedsimError, match="device"):
-        safefile.atomic_write_bytes("/dev/null", b"x")
-    assert Path("/dev/null").is_char_device()
-    assert sorted(os.listdir(tmp_path)) == ["link", "victim", "x.txt"]  # no temporary left
+    make_device(tmp_path / "dev")
+    with pytest.raises(FedsimError, match="device|FIFO"):
+        safefile.atomic_write_bytes(tmp_path / "dev", b"x")
+    assert not (tmp_path / "dev").is_file()
+    assert sorted(os.listdir(tmp_path)) == ["dev", "link", "victim", "x.txt"]  # no temporary
 
 
 def test_link_planted_during_the_work_is_refused_at_the_rename(tmp_path):
@@ -120,20 +123,23 @@ def test_stale_temporaries_removed_when_the_lock_is_taken(tmp_path):
 @pytest.mark.parametrize("argv,needle", [
     (["run", str(EXAMPLE), "--out", ""], "--out must be a path"),
     (["run", str(EXAMPLE), "--plot", "x.xyz"], "--plot must end in one of"),
-    (["run", str(EXAMPLE), "--out", "/dev/null"], "a device"),
+    (["run", str(EXAMPLE), "--out", "dev"], "regular file or a new path"),
+    (["run", str(EXAMPLE), "--out", "dev"], "a "),
     (["run", "/dev/zero"], "regular TOML file"),
     (["validate", "--suite", "smoke", "--out", ""], "--out must be a path"),
-    (["validate", "--suite", "smoke", "--report", "/dev/null"], "a device"),
-    (["report", "/nonexistent-run", "--out", "/dev/null"], "a device"),
+    (["validate", "--suite", "smoke", "--report", "dev"], "a "),
+    (["report", "/nonexistent-run", "--out", "dev"], "a "),
     (["search", "theorem8", "--family", "theorem8-lemma", "--space", "n=1..3",
       "--out", ""], "--out must be a path"),
 ])
 def test_cli_refuses_bad_output_paths_before_any_work(argv, needle, capsys, tmp_path,
                                                       monkeypatch):
     monkeypatch.chdir(tmp_path)
+    make_device(tmp_path / "dev")  # never the system's /dev/null: an unsafe writer replaces it
     assert _exit_code(argv) == 2
     _one_line_error(capsys, needle)
-    assert os.listdir(tmp_path) == []  # nothing written, not even a run directory
+    assert os.listdir(tmp_path) == ["dev"]  # nothing written, not even a run directory
+    assert not (tmp_path / "dev").is_file()
 
 
 def test_cli_refuses_a_fifo_and_a_symlinked_out(tmp_path, capsys, monkeypatch):
