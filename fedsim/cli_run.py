@@ -18,6 +18,7 @@ exploding iterate: the trace stops at the divergence step and is still written).
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -121,6 +122,10 @@ def main_run(args: argparse.Namespace) -> int:
     from fedsim.engine import run
 
     trace = run(sc, args.replicate, progress=not args.no_progress)
+    if not math.isfinite(float(trace.sim_time)):
+        raise ConfigError(f"simulated time overflowed float64 (sim_time = {trace.sim_time}) "
+                          f"after {trace.steps_done} steps: the delays are too long to add up "
+                          "(e.g. a rate near 1e-308); rescale the delays")
     frame = trace.to_pandas()
     mf = trace.metrics_frame().drop(columns=["time"])
     div = int(bool(trace.diverged))

@@ -137,6 +137,20 @@ def _refuse_target(path: Path) -> None:
         raise FedsimError(f"refusing to write {path}: it is a {k}, not a regular file")
 
 
+def _output_mode(path: Path) -> int:
+    """The permissions of the file being replaced, else 0666 less the umask (what
+    ``open(path, 'w')`` would give; ``mkstemp`` alone gives 0600)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
     """Open a fresh temporary file next to ``path``; on a clean exit fsync it and rename it
@@ -146,6 +160,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix="-" + path.name)
     try:
+        os.fchmod(fd, _output_mode(path))
         kw: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
         with os.fdopen(fd, mode, **kw) as fh:
             yield fh

@@ -39,7 +39,13 @@ __all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"
 SUITES = ("quick", "full", "smoke", "paper")
 
 
-def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
+#: the largest --replicates / --workers accepted (a replicate is a stored record of 1-2 kB
+#: plus a task object: 1e9 of them would need terabytes before the first one runs)
+MAX_REPLICATES = 10**6
+MAX_WORKERS = 4096
+
+
+def _int_at_least(lo: int, name: str, hi: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -48,6 +54,8 @@ def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
                 f"{name} must be an integer >= {lo}, got {name}={text!r}") from None
         if value < lo:
             raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {name}={value}")
+        if hi is not None and value > hi:
+            raise argparse.ArgumentTypeError(f"{name} must be <= {hi}, got {name}={value}")
         return value
 
     parse.__name__ = name  # argparse names the type in some messages
@@ -55,10 +63,14 @@ def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
 
 
 def _dask_address(text: str) -> str:
-    if text == "local" or ("://" in text and text.split("://", 1)[1]):
+    """``local``, or a ``tcp://`` / ``tls://`` scheduler address with a host (checked
+    before anything is built: another scheme, e.g. ``file://``, is a usage error)."""
+    scheme, sep, rest = text.partition("://")
+    if text == "local" or (sep and scheme in ("tcp", "tls") and rest.strip("/")):
         return text
     raise argparse.ArgumentTypeError(
-        f"dask must be 'local' or a scheduler address like tcp://host:8786, got dask={text!r}")
+        f"dask must be 'local' or a scheduler address tcp://host:port or tls://host:port, "
+        f"got dask={text!r}")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -72,9 +84,11 @@ def add_parser(subparsers: Any) -> None:
         epilog="exit codes: 0 done; 1 a negative control did not get its required verdict; "
         "2 bad options; 130 interrupted")
     p.add_argument("--suite", required=True, choices=SUITES, help="which suite to run")
-    p.add_argument("--replicates", type=_int_at_least(2, "replicates"), default=None,
+    p.add_argument("--replicates", type=_int_at_least(2, "replicates", MAX_REPLICATES),
+                   default=None,
                    metavar="R", help="Monte-Carlo replicates per scenario (>= 2; suite default)")
-    p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None, metavar="N",
+    p.add_argument("--workers", type=_int_at_least(1, "workers", MAX_WORKERS), default=None,
+                   metavar="N",
                    help="worker processes (default: all cores; 1 = in-process)")
     p.add_argument("--dask", type=_dask_address, default=None, metavar="ADDR",
                    help="run on Dask: 'local' (a LocalCluster on this machine) or a "
@@ -134,6 +148,10 @@ def dask_security(args: argparse.Namespace) -> Any:
     """
     given = {flag: getattr(args, dest, None) for dest, flag in _TLS_FLAGS}
     addr = args.dask or ""
+    if addr.startswith("tls://") and not all(v is not None for v in given.values()):
+        raise FedsimError(f"a tls:// scheduler needs --dask-tls-ca, --dask-tls-cert and "
+                          f"--dask-tls-key, got dask={addr!r} without "
+                          f"{', '.join(f for f, v in given.items() if v is None)}")
     if not any(v is not None for v in given.values()):
         host = addr.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
         if addr.startswith("tcp://") and host not in ("127.0.0.1", "localhost", "::1"):
@@ -193,15 +211,15 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
     check_output_path("--report", pdf)
+    security = dask_security(args)  # TLS options before anything is built
     if args.suite == "paper":  # the papers' own experiments (validation.paper)
         if getattr(args, "batched", False):
             raise FedsimError("--batched applies to the theorem suites (quick, full, smoke), "
                               "not to --suite paper")
-        return _cmd_paper(args, out, pdf)
+        return _cmd_paper(args, out, pdf, security)
 
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
-    security = dask_security(args)
     if security is not None:
         kwargs["dask_security"] = security
     if args.no_progress:
@@ -247,14 +265,14 @@ def _run_suite_batched(suites: Any, args: argparse.Namespace, kwargs: dict) -> A
             os.environ[BATCH_ENV] = old
 
 
-def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:
+def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path, security: Any) -> int:
     """``--suite paper``: :func:`fedsim.validation.paper.run_paper_suite`; prints the verdicts."""
     from fedsim.validation.paper import run_paper_suite
 
     try:
         result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
                                  progress=not args.no_progress, replicates=args.replicates,
-                                 dask_security=dask_security(args))
+                                 dask_security=security)
     except KeyboardInterrupt:
         sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
                          "re-run the same command to resume\n")

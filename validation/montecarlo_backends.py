@@ -22,7 +22,9 @@ import math
 import multiprocessing as mp
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -142,14 +144,49 @@ def _mp_context() -> mp.context.BaseContext:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
-def _quiet_worker() -> None:
-    """Pool initializer: the parent handles Ctrl-C, workers ignore SIGINT (no tracebacks)."""
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGKILL when its parent dies
+    (``prctl(PR_SET_PDEATHSIG)``), so a pool worker never outlives a killed run; if the
+    parent is already gone (the race before the call), exit now.  A no-op elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
+        return
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def _watch(run_pid: int) -> None:
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(run_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # pragma: no cover - the pid was reused by another user
+            os._exit(1)
+
+
+def _quiet_worker(run_pid: int | None = None) -> None:
+    """Pool initializer: the parent handles Ctrl-C, workers ignore SIGINT (no tracebacks).
+    A worker dies with its parent (the forkserver; :func:`_die_with_parent`) and, through a
+    daemon thread that checks every second, with the run's process ``run_pid``: a killed
+    run leaves no worker behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    if run_pid is not None:
+        threading.Thread(target=_watch, args=(run_pid,), daemon=True,
+                         name="fedsim-parent-watch").start()
 
 
 def _new_pool(workers: int) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(),
-                                  initializer=_quiet_worker)
+                                  initializer=_quiet_worker, initargs=(os.getpid(),))
 
 
 def _kill_pool(ex: cf.ProcessPoolExecutor) -> None:
@@ -200,7 +237,7 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                 recs = [rec for rec in fut.result() if rec["task_id"] not in done]
                 sink(recs)
                 done.update(rec["task_id"] for rec in recs)
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, a time limit, a failed write: stop the workers now
         _kill_pool(ex)
         raise
     finally:

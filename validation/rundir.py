@@ -11,8 +11,9 @@ Issue 14 item 3.  :func:`fedsim.validation.suites.run_suite` writes ``suite.json
 
 * ``verdicts.csv`` missing, empty, not UTF-8, not a CSV, without the
   :data:`~validation.compare.VERDICT_COLUMNS`, without rows, not ending in a newline
-  (a cut file), with an empty key cell or a verdict outside
-  :data:`~validation.compare.VERDICTS`;
+  (a cut file), with an empty key cell, a verdict outside
+  :data:`~validation.compare.VERDICTS`, a horizon that is not an integer of at most 18
+  digits or a number column (mean, bounds, ...) holding something else than a number;
 * a ``meta/*.json`` that is not UTF-8 JSON holding an object with ``theorem`` and
   ``scenario`` strings;
 * ``suite.json`` not a JSON object;
@@ -43,6 +44,8 @@ from fedsim.errors import FedsimError
 __all__ = ["manifest", "write_manifest", "check_run_dir"]
 
 _KEYS = ("theorem", "scenario", "horizon", "verdict")
+#: the number columns of verdicts.csv (empty, nan and inf allowed)
+_NUMBERS = ("mean", "ci_low", "ci_high", "bound", "tightness", "slope", "exact")
 
 
 def _sha(path: Path) -> str:
@@ -103,8 +106,16 @@ def _read_verdicts(run_dir: Path) -> tuple[pd.DataFrame, bytes]:
     if bad.any():
         _fail(run_dir, f"verdicts.csv has the verdict {df['verdict'][bad].iloc[0]!r}, "
                        f"not one of {list(VERDICTS)}")
-    if not df["horizon"].str.fullmatch(r"\d+").all():
-        _fail(run_dir, "verdicts.csv has a horizon that is not a positive integer")
+    if not df["horizon"].str.fullmatch(r"\d{1,18}").all():
+        _fail(run_dir, "verdicts.csv has a horizon that is not a positive integer of at most "
+                       "18 digits")
+    for col in _NUMBERS:
+        vals = pd.to_numeric(df[col].replace("", "nan"), errors="coerce")
+        bad = vals.isna() & ~df[col].str.strip().str.lower().isin(("", "nan"))
+        if bad.any():
+            row = int(bad.to_numpy().argmax()) + 2
+            _fail(run_dir, f"verdicts.csv line {row} has {col} = {df[col][bad].iloc[0][:20]!r}, "
+                           "not a number")
     return df, raw
 
 

@@ -20,9 +20,12 @@ Sequential, within a wall-clock budget:
    ``inconclusive`` / ``not_applicable`` verdicts, the exact value z-tested against it.
 
 A point the family refuses (a ``ConfigError`` from building or measuring it, e.g. a
-parameter combination outside a theorem's setting) is a row with ``status = REFUSED``, the
-reason in ``oracle`` and no ratio; the search goes on (before, the first refusal ended it
-and kept no points).  ``summary.json`` counts them (``refused``).
+parameter combination outside a theorem's setting, or an arithmetic overflow at extreme
+constants) is a row with ``status = REFUSED``, the reason in ``oracle`` and no ratio; the
+search goes on.  ``summary.json`` counts them (``refused``).  The budget holds inside a
+point too: a point still running when it runs out is stopped (SIGALRM) and is a row with
+``status = TIMEOUT`` (counted as ``timed_out``, not stored, so a resumed search measures it
+again).
 
 Every evaluated point is a row of the run directory's database (``out/store.sqlite``, table
 ``points``, :mod:`fedsim.validation.montecarlo_db`), one transaction each, with the sha256
@@ -39,11 +42,15 @@ the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by va
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,9 +105,38 @@ def _ratio(measured: float, bound: float, objective: str) -> float:
     return float(num / den)
 
 
+class _PointTimeout(Exception):
+    """The search budget ran out inside a point."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`_PointTimeout` in this thread after ``seconds`` (SIGALRM; only in the
+    main thread of a process that has it, else no limit)."""
+    if (seconds is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def ring(signum: int, frame: Any) -> None:
+        raise _PointTimeout
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Path | None,
-             phase: str = "grid") -> dict[str, Any]:
-    """Build, bound and measure one point (or read its record from ``out/points``)."""
+             phase: str = "grid", time_left: float | None = None) -> dict[str, Any]:
+    """Build, bound and measure one point (or read its record from the run directory).
+
+    ``time_left``: seconds the point may take; a point still running then is stopped and
+    returned as a row with status ``TIMEOUT`` (not stored: a resumed search with more
+    budget measures it again)."""
     full = family.complete(params)
     key = {"family": family.name, "params": full, "max_states": st.max_states,
            "replicates": st.replicates, "seed": st.seed}
@@ -110,8 +146,21 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
     if row is None:
         t0 = time.perf_counter()
         try:
-            inst = family.build(full)
-            m = inst.measure(max_states=st.max_states, replicates=st.replicates, seed=st.seed)
+            with _deadline(time_left):
+                inst = family.build(full)
+                m = inst.measure(max_states=st.max_states, replicates=st.replicates,
+                                 seed=st.seed)
+        except _PointTimeout:
+            secs = time.perf_counter() - t0
+            row = _refused_row(full, digest, phase, f"stopped after {secs:.1f} s: the search "
+                               "budget ran out inside this point", secs, status="TIMEOUT")
+            return dict(row)
+        except ArithmeticError as exc:  # e.g. a bound that overflows float64 at this point
+            row = _refused_row(full, digest, phase, f"{type(exc).__name__}: {exc}",
+                               time.perf_counter() - t0)
+            if store is not None:
+                store.put_point(digest, {"key": key, "row": row})
+            return dict(row)
         except ConfigError as exc:  # the family refuses this point: a row, not a crash
             row = _refused_row(full, digest, phase, str(exc), time.perf_counter() - t0)
             if store is not None:
@@ -161,15 +210,17 @@ def _stored_row(store: Any, digest: str, key: dict) -> dict | None:
 
 
 def _refused_row(full: dict[str, Any], digest: str, phase: str, reason: str,
-                 seconds: float) -> dict[str, Any]:
-    """The row of a point the family refuses to build or measure (status ``REFUSED``, the
-    reason in ``oracle``; no bound, no measurement, never a candidate)."""
+                 seconds: float, status: str = "REFUSED") -> dict[str, Any]:
+    """The row of a point the family refuses to build or measure (status ``REFUSED``, or
+    ``TIMEOUT`` for a point the budget stopped; the reason in ``oracle``; no bound, no
+    measurement, never a candidate)."""
     nan = math.nan
     return {**{k: v for k, v in full.items() if not isinstance(v, list)},
             "params": json.dumps(full, sort_keys=True), "point": digest, "theorem": "",
-            "mode": "", "horizon": nan, "bound": nan, "status": "REFUSED", "claim": False,
+            "mode": "", "horizon": nan, "bound": nan, "status": status, "claim": False,
             "unknown_hypotheses": "", "failing_hypotheses": "", "measured": nan,
-            "error": nan, "method": "refused", "oracle": reason.splitlines()[0],
+            "error": nan, "method": "refused" if status == "REFUSED" else "stopped",
+            "oracle": reason.splitlines()[0],
             "n_oracle": 0, "phase": phase, "seconds": seconds, "violation_ratio": nan,
             "ratio": nan}
 
@@ -224,7 +275,7 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
         q = dict(fixed)
         for d, v in zip(ranges, x, strict=True):
             q[d.name] = int(round(v)) if d.integer else float(v)
-        row = evaluate(family, q, st, out, phase="refine")
+        row = evaluate(family, q, st, out, phase="refine", time_left=clock.left())
         if row["point"] not in rows:
             rows[row["point"]] = row
             if bar is not None:
@@ -328,7 +379,7 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
         if clock.left() <= 0:
             stopped = True
             break
-        row = evaluate(fam, {**fixed, **q}, st, out, "grid")
+        row = evaluate(fam, {**fixed, **q}, st, out, "grid", time_left=clock.left())
         rows.setdefault(row["point"], row)
         if bar is not None:
             bar.update(1)
@@ -363,6 +414,7 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
     atomic_write_json(out / "summary.json", {
         "points": int(len(df)),
         "refused": int((df["status"] == "REFUSED").sum()) if len(df) else 0,
+        "timed_out": int((df["status"] == "TIMEOUT").sum()) if len(df) else 0,
         "seconds": time.perf_counter() - clock.t0,
         "budget_exhausted": clock.left() <= 0,
         "violations": int((df["violation_ratio"] > 1).sum()),

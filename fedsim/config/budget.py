@@ -7,7 +7,10 @@
   Moreau caches), logistic ``2 n (m + 2d) d`` (features and the 2d anchor rows, with one
   working copy), norm ``n d``, digits the bundled 1797 x 64 set per client;
 * the client rule's round buffer ``Q d`` and the server and client models ``3 n d``;
-* the trace: 6 numbers per recorded step (``horizon.steps``).
+* the trace: 6 numbers per recorded step (``horizon.steps``);
+* the window model (``model = "window"``): the ring of the last ``tau + 1`` server models
+  (``(tau + 1) d``) and the delay distribution on ``{0..tau}`` (array and default list,
+  ``3 (tau + 1)``).
 
 :func:`check_budget` refuses a scenario over the budget with a ConfigError that names the
 estimate.  The budget is 4 GiB unless the environment variable ``FEDSIM_MEMORY_BUDGET``
@@ -85,8 +88,12 @@ def estimate_bytes(scenario: Any) -> dict[str, float]:
     steps_q = max(_num(a.get("Q"), 1.0), _num(a.get("M"), 1.0))
     steps = scenario.horizon.steps
     trace = 6.0 * (float(steps) if steps is not None else 0.0)
-    return {"problem": 8.0 * prob, "rule": 8.0 * steps_q * d, "models": 8.0 * 3.0 * n * d,
-            "trace": 8.0 * trace}
+    out = {"problem": 8.0 * prob, "rule": 8.0 * steps_q * d, "models": 8.0 * 3.0 * n * d,
+           "trace": 8.0 * trace}
+    if getattr(a, "model", None) == "window":
+        tau = _num(getattr(a, "tau", None), 0.0)
+        out["window"] = 8.0 * (tau + 1.0) * (d + 3.0)
+    return out
 
 
 def _fmt(b: float) -> str:

@@ -17,7 +17,7 @@ from fedsim.config.runtime import (
     TriggerConfig,
 )
 from fedsim.config.schema import ALGORITHMS, check_keys
-from fedsim.errors import require
+from fedsim.errors import ConfigError, require
 
 __all__ = ["Scenario"]
 
@@ -60,6 +60,26 @@ class Scenario:
         spec = ALGORITHMS[self.algorithm.name]
         if spec.check is not None:
             spec.check(self)
+        self._check_time_advances(spec)
+
+    def _check_time_advances(self, spec: Any) -> None:
+        """A run with a time horizon and no step horizon must let simulated time advance:
+        a client whose download, compute, upload and think delays are all 0 with
+        probability 1 (upper end of every support 0) makes an asynchronous run loop at time
+        0 forever; a synchronous run loops when every client does.  Refused with the reason
+        (the window model counts time in steps and has no delays)."""
+        if self.horizon.steps is not None or self.algorithm.get("model") == "window":
+            return
+        zero = [all(float(d.upper) == 0.0 for d in self.delays.for_client(i).values())
+                for i in range(self.n)]
+        sync = getattr(spec, "runners", {}).get(self.algorithm.get("model")) == "sync"
+        stuck = all(zero) if sync else any(zero)
+        if stuck:
+            who = "every client" if all(zero) else f"client {zero.index(True)}"
+            raise ConfigError(
+                f"horizon.time = {self.horizon.time:g} cannot be reached: the delays of {who} "
+                "are all 0 (download, compute, upload and think), so simulated time never "
+                "advances; give positive delays or a horizon.steps")
 
     @property
     def n(self) -> int:

@@ -31,6 +31,8 @@ from fedsim.theory import area as tarea
 from fedsim.theory import oracle
 from fedsim.theory.lumped import lumped_events
 from fedsim.validation.families.base import (
+    MAX_CLIENTS,
+    MAX_ITERATIONS,
     Family,
     Instance,
     Measurement,
@@ -128,11 +130,12 @@ THEOREM8_NORM = Family(
     "theorem8-norm", "theorem8", "[A] Theorem 8 on the norm family (THEORY_SPEC 7.d)",
     __doc__.split("``theorem7-quad``")[0].split("``theorem8-norm``")[1].strip(),
     (
-        Param("n", "int", 2, "clients", low=1),
+        Param("n", "int", 2, "clients", low=1, high=MAX_CLIENTS),
         Param("p_s", "float", 0.4, "server event probability", low=0.0, open_low=True, high=1.0),
         *_P_LAW,
         Param("M", "int", 50, "local steps", low=1),
-        Param("K", "int", 9, "global iterations (horizon)", low=1),
+        Param("K", "int", 9, "global iterations (horizon)", low=1,
+              high=MAX_ITERATIONS),
         Param("B", "float", 1.0, "Lipschitz constant: f_i = B|x - c_i|", low=0.0, open_low=True),
         Param("centre_spread", "float", 0.0, "spread of the centres around -1 (< 2)", low=0.0),
         Param("sigma2", "float", 0.0, "declared gradient-noise variance (true: 0)", low=0.0),
@@ -194,11 +197,12 @@ THEOREM7_QUAD = Family(
     "theorem7-quad", "theorem7", "[A] Theorem 7 (certified) on quadratics",
     __doc__.split("``theorem7-quad``")[1].strip(),
     (
-        Param("n", "int", 3, "clients", low=1),
+        Param("n", "int", 3, "clients", low=1, high=MAX_CLIENTS),
         Param("p_s", "float", 0.25, "server event probability", low=0.0, open_low=True, high=1.0),
         *_P_LAW,
         Param("M", "int", 1, "local steps", low=1),
-        Param("K", "int", 1000, "global iterations (horizon)", low=1),
+        Param("K", "int", 1000, "global iterations (horizon)", low=1,
+              high=MAX_ITERATIONS),
         Param("kappa", "float", 2.0, "condition number L/mu", low=1.0),
         Param("L", "float", 1.0, "smoothness", low=0.0, open_low=True),
         Param("heterogeneity", "float", 1.0, "spread of the client optima", low=0.0),

@@ -39,7 +39,15 @@ from fedsim.errors import ConfigError, check_positive, require
 
 __all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
            "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
-           "params_digest", "poisson_delays"]
+           "params_digest", "poisson_delays", "MAX_CLIENTS", "MAX_ITERATIONS", "MAX_WINDOW"]
+
+
+#: size limits of the families' parameters, checked before a point is built (issue 21: a
+#: size is checked against what it allocates): clients, iterations / horizon, and the
+#: staleness window (the window model's exact oracle holds a (2 tau + 2)^2 matrix)
+MAX_CLIENTS = 10_000
+MAX_ITERATIONS = 10**7
+MAX_WINDOW = 1_000
 
 
 @dataclass(frozen=True)

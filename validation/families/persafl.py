@@ -34,6 +34,9 @@ from typing import Any
 import numpy as np
 from fedsim.theory import oracle, persafl
 from fedsim.validation.families.base import (
+    MAX_CLIENTS,
+    MAX_ITERATIONS,
+    MAX_WINDOW,
     Family,
     Instance,
     Measurement,
@@ -62,12 +65,13 @@ def _window(tau: int) -> tuple[tuple[bool, str], list[float]]:
 
 
 _WINDOW_PARAMS = (
-    Param("n", "int", 4, "clients", low=1),
+    Param("n", "int", 4, "clients", low=1, high=MAX_CLIENTS),
     Param("Q", "int", 1, "local steps", low=1),
-    Param("tau", "int", 1, "staleness window {0..tau}", low=0),
+    Param("tau", "int", 1, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
     Param("eta_mult", "float", 1.0, "eta / prescribed eta (1 = the theorem's step)", low=0.0,
           open_low=True),
-    Param("T", "int", None, "horizon (default ceil(T_factor * T_min))", low=1),
+    Param("T", "int", None, "horizon (default ceil(T_factor * T_min))", low=1,
+          high=MAX_ITERATIONS),
     Param("T_factor", "float", 1.0, "T = ceil(T_factor * T_min) when T is not given", low=0.0),
 )
 _QUAD_PARAMS = (
@@ -238,9 +242,10 @@ THEOREM3_WINDOW = Family(
 THEOREM2_LOGISTIC = Family(
     "theorem2-logistic", "theorem2", "[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
     _D2.strip(),
-    (*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0),
+    (*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
         "Q": Param("Q", "int", 2, "local steps", low=1),
-        "T": Param("T", "int", 200, "horizon (T >= 64 L_b needed)", low=1)}.get(p.name, p)
+        "T": Param("T", "int", 200, "horizon (T >= 64 L_b needed)", low=1,
+                   high=MAX_ITERATIONS)}.get(p.name, p)
        for p in _WINDOW_PARAMS),
      Param("heterogeneity", "float", 1.0, "client data heterogeneity", low=0.0),
      Param("feature_scale", "float", 1.0, "feature (and anchor) scale", low=0.0, open_low=True),
