@@ -319,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
     theorem = get_theorem(args.theorem)
     kw = _kwargs(args, theorem)
     try:
-        result = theorem.function(**kw)
+        with np.errstate(all="ignore"):  # an overflow shows in the value (inf) or below
+            result = theorem.function(**kw)
     except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
         raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "
                           f"constants ({type(exc).__name__}: {exc}); use smaller values") from None

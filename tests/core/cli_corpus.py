@@ -298,3 +298,52 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+#: hostile values the generated cases put into one option of a valid command line
+#: (never a system path such as /dev/zero or /dev/null: an unsafe writer would replace it)
+HOSTILE = ("", "nan", "inf", "-inf", "-1", "0", "1e308", "1e-308", "1e18", "abc", "1,,2",
+           "9" * 400, "\u00e9", "--", "1e9", "-0", "0x10")
+
+#: valid command lines and the options whose value the generator replaces
+_BASES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("bounds", "theorem7", *_T7, "--K", "10"), ("--L", "--mu", "--M", "--p", "--p-s",
+                                                  "--sigma", "--zeta", "--R0", "--K")),
+    (("bounds", "theorem1", "--L", "1", *_T1), ("--L", "--Q", "--tau", "--b", "--sigma-g2",
+                                                "--f-gap", "--T")),
+    (("bounds", "asypfl_theorem2", *_Y2, "--sigma2", "1,1"), ("--p", "--sigma2", "--pi",
+                                                              "--E", "--T")),
+    (("search", "theorem8", "--family", "theorem8-norm", "--space", "K=2..4", "--out", "s",
+      *_SEARCH), ("--space", "--grid", "--budget", "--fixed", "--replicates", "--out")),
+    # --report names a FIFO, so a mutation that passes every other check still ends in a
+    # refusal before the suite runs (a smoke suite would take minutes)
+    (("validate", "--suite", "smoke", "--out", "v", "--no-progress", "--report", "fifo.pdf"),
+     ("--suite", "--replicates", "--workers", "--out", "--dask")),
+    (("run", str(EXAMPLES / "fedasync_quadratic.toml"), "--steps", "50", "--no-progress",
+      "--out", "o.csv"), ("--steps", "--seed", "--replicate", "--out", "--memory-budget",
+                          "--plot")),
+    (("report", "rd", "--out", "r.pdf"), ("--out",)),
+)
+
+
+def generated_cases(n: int, seed: int = 21) -> tuple[Case, ...]:
+    """``n`` cases: a base command line with one option's value replaced by a hostile value
+    (seeded: the same cases every run).  ``validate`` cases keep ``--replicates`` small
+    unless that is the option replaced, so a case that runs stays short."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        argv, opts = _BASES[k % len(_BASES)]
+        opt = rng.choice(opts)
+        val = rng.choice(HOSTILE)
+        args = list(argv)
+        if opt in args:
+            args[args.index(opt) + 1] = val
+        else:
+            args += [opt, val]
+        setup = {"report": "run_dir:ok", "validate": "fifo:fifo.pdf"}.get(args[0], "")
+        out.append(Case(f"gen{k:02d}-{args[0]}-{opt.lstrip('-')}={val[:12]!r}", "generated",
+                        tuple(args), setup=setup))
+    return tuple(out)
