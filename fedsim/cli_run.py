@@ -52,6 +52,38 @@ def check_output_path(option: str, path: Path) -> None:
     safefile.check_output_file(option, path, create_parents=True)
 
 
+#: floating-point operations of the problem set-up above which ``fedsim run`` says, before
+#: the (silent) set-up starts, that it can take a while (about 1 s of work on one core)
+SETUP_FLOPS_NOTICE = 1e9
+
+
+def setup_flops(scenario) -> float:
+    """Rough floating-point work of building the scenario's problem before the first step:
+    a quadratic factorises n d x d matrices (~10 n d^3), a logistic one touches n m d
+    numbers a few times; the others are cheap."""
+    pc = scenario.problem
+    n = float(pc.n)
+    d = float(pc.params.get("dim", 1) or 1)
+    if pc.kind == "quadratic":
+        return 10.0 * n * d**3
+    if pc.kind == "logistic":
+        return 10.0 * n * float(pc.params.get("samples_per_client", 1) or 1) * d
+    return n * d
+
+
+def _announce_setup(scenario) -> None:
+    """One line on stderr before a set-up that takes more than about a second (the progress
+    bar only starts with the first step)."""
+    import sys
+
+    f = setup_flops(scenario)
+    if f >= SETUP_FLOPS_NOTICE:
+        sys.stderr.write(f"fedsim: building the {scenario.problem.kind} problem "
+                         f"({scenario.problem.n} clients, dim {scenario.problem.params.get('dim')}"
+                         f"; ~{f:.1e} flops) before the first step; this can take a while\n")
+        sys.stderr.flush()
+
+
 def _size(text: str) -> int:
     from fedsim.config.budget import parse_size
 
@@ -121,6 +153,8 @@ def main_run(args: argparse.Namespace) -> int:
         set_memory_budget(None)
     from fedsim.engine import run
 
+    if not args.no_progress:
+        _announce_setup(sc)
     trace = run(sc, args.replicate, progress=not args.no_progress)
     if not math.isfinite(float(trace.sim_time)):
         raise ConfigError(f"simulated time overflowed float64 (sim_time = {trace.sim_time}) "

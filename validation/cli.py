@@ -73,6 +73,17 @@ def _dask_address(text: str) -> str:
         f"got dask={text!r}")
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < 1e9):
+        raise argparse.ArgumentTypeError(f"dask-timeout must be a number of seconds > 0, got "
+                                         f"dask-timeout={text!r}")
+    return value
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``validate`` and ``report`` on the ``fedsim`` dispatcher."""
     p = subparsers.add_parser(
@@ -94,6 +105,10 @@ def add_parser(subparsers: Any) -> None:
                    help="run on Dask: 'local' (a LocalCluster on this machine) or a "
                    "scheduler address tls://host:port (with the --dask-tls-* options) or "
                    "tcp://host:port (unencrypted: trusted networks only)")
+    p.add_argument("--dask-timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="with --dask: give up (exit 2, finished records kept) after SECONDS "
+                   "without progress; by default a stall of 60 s prints one line and the "
+                   "run keeps waiting")
     p.add_argument("--dask-tls-ca", type=Path, default=None, metavar="PEM",
                    help="CA certificate of a TLS Dask cluster (with --dask tls://...)")
     p.add_argument("--dask-tls-cert", type=Path, default=None, metavar="PEM",
@@ -188,12 +203,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     ignore SIGINT, so they print nothing (see :mod:`fedsim.validation.montecarlo_backends`).
     """
     out = args.out if args.out is not None else Path("runs") / args.suite
+    from fedsim.validation.montecarlo_backends import set_dask_timeout
+
+    set_dask_timeout(getattr(args, "dask_timeout", None))
     try:
         return _validate(args, out)
     except KeyboardInterrupt:
         sys.stderr.write(f"fedsim: interrupted; finished replicates are saved in {out}; "
                          "re-run the same command to resume\n")
         return 130
+    finally:
+        set_dask_timeout(None)
 
 
 def _validate(args: argparse.Namespace, out: Path) -> int:

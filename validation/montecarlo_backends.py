@@ -34,7 +34,7 @@ from fedsim.validation.montecarlo_store import Task, canonical_json
 from fedsim.errors import FedsimError
 
 __all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
-           "run_dask", "CHUNK"]
+           "run_dask", "CHUNK", "DASK_STALL_SECONDS", "set_dask_timeout"]
 
 #: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
 #: a batch of replicates is the same whatever the backend; a kill loses at most the
@@ -274,13 +274,62 @@ def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
         _run_isolated(left, sink)
 
 
+#: seconds without a finished chunk after which a Dask run says so on stderr (once per stall)
+DASK_STALL_SECONDS = 60.0
+_DASK_TIMEOUT: list[float | None] = [None]
+
+
+def set_dask_timeout(seconds: float | None) -> None:
+    """Make a Dask run fail (:class:`FedsimError`) after ``seconds`` without a finished chunk
+    (``fedsim validate --dask-timeout``); ``None``: wait for as long as it takes."""
+    _DASK_TIMEOUT[0] = seconds
+
+
+def _watched(client: Any, address: str, futures: list) -> Iterator[Any]:
+    """The futures as they finish.  After :data:`DASK_STALL_SECONDS` without one, one line
+    on stderr names the cluster and its worker count and the wait goes on; after the
+    ``--dask-timeout`` (:func:`set_dask_timeout`) the run stops with a one-line error (the
+    finished records are saved)."""
+    from dask.distributed import wait
+
+    pending = set(futures)
+    last = time.monotonic()
+    warned = False
+    while pending:
+        limit = _DASK_TIMEOUT[0]
+        step = DASK_STALL_SECONDS if limit is None else min(DASK_STALL_SECONDS, limit)
+        try:
+            done, pending = wait(pending, timeout=step, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        if not done:
+            stalled = time.monotonic() - last
+            try:
+                n = len(client.scheduler_info().get("workers", {}))
+            except Exception:  # noqa: BLE001 -- the count is only informative
+                n = "an unknown number of"
+            if limit is not None and stalled >= limit:
+                raise FedsimError(f"no progress for {stalled:.0f} s on the Dask cluster "
+                                  f"{address} ({n} workers); finished records are saved, "
+                                  "re-run to resume")
+            if not warned:
+                sys.stderr.write(f"fedsim: no progress for {stalled:.0f} s on the Dask cluster "
+                                 f"{address} ({n} workers connected); still waiting "
+                                 "(--dask-timeout SECONDS gives up instead)\n")
+                sys.stderr.flush()
+                warned = True
+            continue
+        last, warned = time.monotonic(), False
+        yield from done
+
+
 def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
               sink: Sink, security: Any = None) -> None:
     """Run on Dask: ``address`` is ``"local"`` (a LocalCluster on this machine, loopback
     only) or a scheduler address; ``security`` (a ``distributed.Security``) is passed to
     the Client for a ``tls://`` scheduler."""
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise FedsimError("the Dask backend needs dask[distributed]: "
                           "pip install 'fedsim[dask]'") from exc
@@ -300,7 +349,7 @@ def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
         futs = {}
         for c in _chunks(todo, CHUNK):
             futs[client.submit(_run_chunk, c, pure=False)] = c
-        for fut in as_completed(list(futs)):
+        for fut in _watched(client, address, list(futs)):
             try:
                 recs = fut.result()
             except Exception as exc:  # noqa: BLE001 -- e.g. KilledWorker: record, go on
