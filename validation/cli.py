@@ -163,10 +163,9 @@ def dask_security(args: argparse.Namespace) -> Any:
     """
     given = {flag: getattr(args, dest, None) for dest, flag in _TLS_FLAGS}
     addr = args.dask or ""
-    if addr.startswith("tls://") and not all(v is not None for v in given.values()):
+    if addr.startswith("tls://") and all(v is None for v in given.values()):
         raise FedsimError(f"a tls:// scheduler needs --dask-tls-ca, --dask-tls-cert and "
-                          f"--dask-tls-key, got dask={addr!r} without "
-                          f"{', '.join(f for f, v in given.items() if v is None)}")
+                          f"--dask-tls-key, got dask={addr!r} without them")
     if not any(v is not None for v in given.values()):
         host = addr.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
         if addr.startswith("tcp://") and host not in ("127.0.0.1", "localhost", "::1"):
