@@ -19,7 +19,7 @@ ROOTS = {"fedsim": ROOT / "fedsim", "fedsim.theory": ROOT / "theory",
 
 LAYERS = [
     ("fedsim.validation",),
-    ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__"),
+    ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__", "fedsim.api"),
     ("fedsim.engine",),
     ("fedsim.config",),
     ("fedsim.algorithms",),
@@ -27,11 +27,11 @@ LAYERS = [
     ("fedsim.trace",),
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
-    ("fedsim.errors",),
+    ("fedsim.errors", "fedsim.lazy"),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",
         "fedsim.problems", "fedsim.servers", "fedsim.trace", "fedsim.rng", "fedsim.errors",
-        "fedsim.cli", "fedsim.cli_run", "fedsim.plot")
+        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.api", "fedsim.lazy")
 PURE = ("fedsim.local", "fedsim.servers", "fedsim.algorithms", "fedsim.problems",
         "fedsim.delays", "fedsim.config", "fedsim.trace")
 
