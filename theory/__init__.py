@@ -8,7 +8,11 @@ The theorems (each in a literal and a corrected form, THEORY_SPEC.md and ``docs/
 * AsyPFL (Ma, Lu, Li, Cui), Theorems 1-2: :mod:`fedsim.theory.asypfl`;
 
 and exact oracles (moment recursions and enumeration for FedAsync and AREA):
-:mod:`fedsim.theory.oracle`, :mod:`fedsim.theory.lumped`.
+:mod:`fedsim.theory.oracle`, :mod:`fedsim.theory.lumped`, :mod:`fedsim.theory.lumped_mc` and
+each paper's ``oracle`` module. FedAsync (Xie, Koyejo, Gupta 2019) is the asynchronous scheme
+the engine is built on (PersA-FL's form of its server rule, :mod:`fedsim.servers.fedasync`);
+it has no theorem here. Shared by the theorem modules: :mod:`fedsim.theory.assembly` and
+:mod:`fedsim.theory.conventions`.
 
 Public API (loaded lazily: ``import fedsim.theory`` imports neither the engine nor SimPy):
 
