@@ -105,9 +105,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     p.add_argument("--replicate", type=int, default=0, help="replicate index (default 0)")
     p.add_argument("--out", type=safefile.path_option("--out"), default=None,
-                   help="CSV file for the per-step trace")
+                   help="CSV file for the per-step trace with its metric columns (missing "
+                   "parent folders are created)")
     p.add_argument("--metrics-out", type=safefile.path_option("--metrics-out"), default=None,
-                   help="CSV file for the metric rows only")
+                   help="CSV file for the metric rows only (missing parent folders are created)")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
@@ -130,13 +131,11 @@ def main_run(args: argparse.Namespace) -> int:
         require(args.seed >= 0, "--seed", args.seed, "must be >= 0")
     if args.steps is not None:
         require(args.steps >= 1, "--steps", args.steps, "must be >= 1")
-    for opt, path in (("--out", args.out), ("--metrics-out", args.metrics_out),
-                      ("--plot", args.plot)):
+    for opt, path in (("--out", args.out), ("--metrics-out", args.metrics_out)):
         if path is not None:
-            check_output_file(opt, path)
+            check_output_path(opt, path)
     if args.plot is not None:
-        safefile.check_output_file("--plot", args.plot, suffixes=PLOT_SUFFIXES,
-                                   create_parents=False)
+        safefile.check_output_file("--plot", args.plot, suffixes=PLOT_SUFFIXES)
     outs = [p.resolve() for p in (args.out, args.metrics_out, args.plot) if p is not None]
     require(len(set(outs)) == len(outs), "--out/--metrics-out/--plot",
             ", ".join(map(str, outs)), "must be different files")
@@ -160,14 +159,13 @@ def main_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"simulated time overflowed float64 (sim_time = {trace.sim_time}) "
                           f"after {trace.steps_done} steps: the delays are too long to add up "
                           "(e.g. a rate near 1e-308); rescale the delays")
-    frame = trace.to_pandas()
-    mf = trace.metrics_frame().drop(columns=["time"])
     div = int(bool(trace.diverged))
+    for path in (args.out, args.metrics_out):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
     if args.out is not None:
-        out = frame.merge(mf, on="step", how="left")
-        out["diverged"] = div
         with safefile.atomic_writer(args.out) as fh:
-            out.to_csv(fh, index=False)
+            trace.to_pandas().to_csv(fh, index=False)
     if args.metrics_out is not None:
         m = trace.metrics_frame()
         m["diverged"] = div

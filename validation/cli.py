@@ -34,7 +34,7 @@ from typing import Any
 from fedsim.errors import FedsimError
 from fedsim.safefile import path_option
 
-__all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"]
+__all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES", "int_at_least"]
 
 SUITES = ("quick", "full", "smoke", "paper")
 
@@ -45,7 +45,9 @@ MAX_REPLICATES = 10**6
 MAX_WORKERS = 4096
 
 
-def _int_at_least(lo: int, name: str, hi: int | None = None) -> Callable[[str], int]:
+def int_at_least(lo: int, name: str, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``lo`` (and <= ``hi`` if given), with ``name`` in
+    the error message."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -95,10 +97,10 @@ def add_parser(subparsers: Any) -> None:
         epilog="exit codes: 0 done; 1 a negative control did not get its required verdict; "
         "2 bad options; 130 interrupted")
     p.add_argument("--suite", required=True, choices=SUITES, help="which suite to run")
-    p.add_argument("--replicates", type=_int_at_least(2, "replicates", MAX_REPLICATES),
+    p.add_argument("--replicates", type=int_at_least(2, "replicates", MAX_REPLICATES),
                    default=None,
                    metavar="R", help="Monte-Carlo replicates per scenario (>= 2; suite default)")
-    p.add_argument("--workers", type=_int_at_least(1, "workers", MAX_WORKERS), default=None,
+    p.add_argument("--workers", type=int_at_least(1, "workers", MAX_WORKERS), default=None,
                    metavar="N",
                    help="worker processes (default: all cores; 1 = in-process)")
     p.add_argument("--dask", type=_dask_address, default=None, metavar="ADDR",

@@ -43,8 +43,8 @@ from typing import Any
 from fedsim.validation.montecarlo_db import STORE_FILE, close_store, open_store
 from fedsim.validation.montecarlo_schema import (
     STATUSES,
-    _jsonable,
     canonical_json,
+    jsonable,
     record_checksum,
 )
 
@@ -87,7 +87,7 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     Either the old content (or no file) or the complete new content is visible at
     ``path``, never a partial file; the temporary file is removed on failure.
     """
-    atomic_write_json_file(path, obj, default=_jsonable)
+    atomic_write_json_file(path, obj, default=jsonable)
 
 
 def write_records(run_dir: str | os.PathLike, recs: list[dict]) -> list[dict]:
