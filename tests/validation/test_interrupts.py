@@ -123,3 +123,50 @@ def test_ctrl_c_while_the_subcommands_import(monkeypatch, capsys):
     assert cli.main(["run", "x.toml"]) == 130
     err = capsys.readouterr().err
     assert err == "fedsim: interrupted while starting\n"
+
+
+
+_KILLED = """
+import sys
+from fedsim.validation.montecarlo import Task, run_tasks
+tasks = [Task(f"r{i}", "fedsim.validation._selftest:normal_mean",
+              {"seed": 1, "replicate": i, "n": 10, "sleep": 0.3, "log": sys.argv[2],
+               "tag": f"r{i}"}) for i in range(48)]
+run_tasks(tasks, sys.argv[1], workers=2, progress=False)
+"""
+
+
+def test_kill_9_leaves_no_worker_and_loses_no_committed_record(tmp_path):
+    """kill -9 of the run's process: its pool workers (and the forkserver) are gone within
+    5 s (PR_SET_PDEATHSIG and the parent watchdog), no temporary file is left, and a resume
+    keeps every committed record and computes only the others (issue 21 item 4)."""
+    run, log = tmp_path / "run", tmp_path / "calls.log"
+    p = subprocess.Popen([sys.executable, "-c", _KILLED, str(run), str(log)], cwd=ROOT,
+                         start_new_session=True, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    while _stored(run) < 16:
+        assert p.poll() is None and time.monotonic() - t0 < 240, "no record appeared"
+        time.sleep(0.2)
+    p.kill()  # SIGKILL to the run's process only, not to its group
+    p.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(p.pid, signal.SIGKILL)
+        pytest.fail("processes of the killed run were still alive 5 s after kill -9")
+    from fedsim.validation.montecarlo_store import load_records
+
+    before = load_records(run)
+    assert len(before) == _stored(run) >= 16 and not list(run.rglob(".tmp-*"))
+    log.unlink()
+    r = subprocess.run([sys.executable, "-c", _KILLED, str(run), str(log)], cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0
+    after = load_records(run)
+    assert len(after) == 48 and all(after[k] == v for k, v in before.items())
+    assert sorted(log.read_text().split()) == sorted(set(after) - set(before))  # 0 recomputed
