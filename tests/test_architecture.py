@@ -27,11 +27,11 @@ LAYERS = [
     ("fedsim.trace",),
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
-    ("fedsim.errors",),
+    ("fedsim.errors", "fedsim.jit"),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",
         "fedsim.problems", "fedsim.servers", "fedsim.trace", "fedsim.rng", "fedsim.errors",
-        "fedsim.cli", "fedsim.cli_run", "fedsim.plot")
+        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.jit")
 PURE = ("fedsim.local", "fedsim.servers", "fedsim.algorithms", "fedsim.problems",
         "fedsim.delays", "fedsim.config", "fedsim.trace")
 
