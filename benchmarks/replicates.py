@@ -77,12 +77,11 @@ def _work(args: tuple[Scenario, list[int], bool]) -> tuple[float, int, float]:
     return w, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
 
 
-def _draws(args: tuple[Scenario, list[int]]) -> tuple[float, int, float]:
+def _draws(args: tuple[Scenario, list[int], int, int]) -> tuple[float, int, float]:
     """The draws alone: each replicate's ``steps Q d`` normals from its own n client
     ``noise`` streams (built as the replay builds them), split evenly over the streams."""
-    sc, reps = args
+    sc, reps, n, d = args
     c0 = _cpu()
-    n, d = sc.problem.n, sc.problem.dim
     per = int(sc.horizon.steps) * int(sc.algorithm.get("Q")) * d // n
     buf = np.empty(per)
     acc = 0.0
@@ -93,13 +92,13 @@ def _draws(args: tuple[Scenario, list[int]]) -> tuple[float, int, float]:
     return acc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
 
 
-def floor(sc: Scenario, R: int, procs: int) -> float:
+def floor(sc: Scenario, R: int, procs: int, n: int, d: int) -> float:
     """Wall seconds of :func:`_draws` for R replicates in ``procs`` processes."""
     reps = list(range(R))
     t0 = time.perf_counter()
     parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
     with mp.get_context("fork").Pool(procs) as pool:
-        pool.map(_draws, [(sc, p) for p in parts])
+        pool.map(_draws, [(sc, p, n, d) for p in parts])
     return time.perf_counter() - t0
 
 
@@ -200,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         for R in a.R:
             batched(sc, min(R, 2), a.procs)  # compiled code loaded in the parent
             dt, mb, cpu = batched(sc, R, a.procs)
-            fl = floor(sc, R, max(a.procs, 1))
+            fl = floor(sc, R, max(a.procs, 1), n, d)
             print(_line(f"model=quadratic n={n} d={d} Q={Q}", R, steps, dt, mb, cpu, eng,
                         eng_cpu, "replay") + f" draws_only_s={fl:.3f} vs_draws={dt / fl:.2f}",
                   flush=True)
