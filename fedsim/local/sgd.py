@@ -63,14 +63,16 @@ def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     """[P] Alg. 2 lines 5-7 (Option A): ``out = w_{i,Q}`` after Q steps from ``w_read``.
 
     ``grad(view, i, w, Z[q], g)`` writes step q's stochastic gradient into ``g``; the step
-    is ``w - eta * g`` (``g`` is overwritten).  ``w_read`` is only read (``out`` may be
+    is ``w - eta * g``, coordinate by coordinate.  ``w_read`` is only read (``out`` may be
     ``w_read`` itself: the steps then run in place).
     """
-    out[:] = w_read
+    d = out.shape[0]
+    for k in range(d):
+        out[k] = w_read[k]
     for q in range(Q):
         grad(view, i, out, Z[q], g)
-        np.multiply(g, eta, g)
-        np.subtract(out, g, out)
+        for k in range(d):
+            out[k] = out[k] - eta * g[k]
     return 0
 
 

@@ -67,27 +67,30 @@ def draws_per_step(view: tuple) -> int:
 
 @jit
 def quadratic_sample_grad(view, i, w, z, g):
-    """``g = A_i (w - b_i) + e``, ``e`` from the step's normals ``z`` (module docstring)."""
+    """``g = A_i (w - b_i) + e``, ``e`` from the step's normals ``z`` (module docstring).
+
+    ``(A_i r)_k = sum_j A_ikj r_j`` is summed over ``j`` in order for every ``k`` (the
+    columns are added one after the other, which lets the ``k`` loop vectorise), then
+    ``e_k`` is added.
+    """
     A, b, mode, scale, F = view
     d = w.shape[0]
+    for k in range(d):
+        g[k] = 0.0
+    for j in range(d):
+        r = w[j] - b[i, j]
+        for k in range(d):
+            g[k] += A[i, k, j] * r
     if mode == 1:
         s = scale[i]
         for k in range(d):
-            g[k] = s * z[k]
+            g[k] = g[k] + s * z[k]
     elif mode == 2:
         for k in range(d):
-            acc = 0.0
+            e = 0.0
             for j in range(d):
-                acc += F[i, k, j] * z[j]
-            g[k] = acc
-    else:
-        for k in range(d):
-            g[k] = 0.0
-    for k in range(d):
-        acc = 0.0
-        for j in range(d):
-            acc += A[i, k, j] * (w[j] - b[i, j])
-        g[k] += acc
+                e += F[i, k, j] * z[j]
+            g[k] = g[k] + e
     return 0
 
 
