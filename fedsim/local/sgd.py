@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import require
-from fedsim.jit import jit
+from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
@@ -58,7 +58,7 @@ def fused_kernel(problem: Problem, batch: int) -> Any:
     return None if make is None else make(problem, batch)
 
 
-@jit
+@jit(cache=False)
 def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     """[P] Alg. 2 lines 5-7 (Option A): ``out = w_{i,Q}`` after Q steps from ``w_read``.
 
@@ -128,6 +128,7 @@ class SGDRule(ConfigRule, StepRule):
         self.view = quadratic_view(problem, self.batch) if self.fast else (problem, self.batch)
         self.draws = draws_per_step(self.view) if self.fast else 0
         self.fused = None if self.fast else fused_kernel(problem, self.batch)
+        self._round = Bound(sgd_round, quadratic_sample_grad) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
@@ -148,8 +149,7 @@ class SGDRule(ConfigRule, StepRule):
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
         if self.fast:
-            sgd_round(quadratic_sample_grad, self.view, i, w0, out, self._block(rng, Q), eta,
-                      Q, self._g)
+            self._round(self.view, i, w0, out, self._block(rng, Q), eta, Q, self._g)
         elif self.fused is not None:
             if out is not w0:
                 np.copyto(out, w0)

@@ -28,7 +28,7 @@ from fedsim.jit import jit
 __all__ = ["replay_chunk"]
 
 
-@jit
+@jit(cache=False)
 def replay_chunk(client_round, grad, view, server_apply, metrics, mview, codes, hist, t0,
                  client, omega, zrow, Z, eta, Q, beta, every, g, new, grid, last, div2):
     """Steps ``t0 + 1 .. t0 + len(client)`` (module docstring); returns the number of
