@@ -19,7 +19,10 @@ largest resident set of the processes doing the work (``ru_maxrss``).  The same 
 CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
 ``cpu_vs_per_replicate``: that / the engine's updates per CPU second) are less sensitive to
 other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
-approaches ``procs`` times the CPU one.  Wall-clock times
+approaches ``procs`` times the CPU one.  Quadratic cells also print ``draws_only_s``: the
+wall time of building the same per-replicate noise streams and drawing the same number
+of normals (``steps Q d`` per replicate) in the same processes, and ``vs_draws`` = the
+replay's time / that floor (issue 19).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
 steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
