@@ -106,6 +106,8 @@ class SGDRule(ConfigRule, StepRule):
     """
 
     name = "sgd"
+    #: the compiled round the replay runs for this rule (:func:`sgd_round`)
+    compiled_round = sgd_round
 
     @classmethod
     def from_config(cls, name: str, cfg: Any, problem: Problem) -> SGDRule:

@@ -40,12 +40,14 @@ from typing import Any
 
 import numpy as np
 
+from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario, build_problem
 from fedsim.engine.replay.fedasync_result import BatchResult, merge_results
 from fedsim.engine.replay.kernel import replay_chunk
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.errors import require
+from fedsim.local.registry import get_client_rule
 from fedsim.local.sgd import sgd_round
 from fedsim.problems.quadratic_view import (
     METRIC_CODES,
@@ -76,9 +78,17 @@ def _problem(scenario: Scenario):
 
 
 def supports(scenario: Scenario) -> bool:
-    """Whether :func:`replay_fedasync` implements ``scenario`` exactly."""
+    """Whether :func:`replay_fedasync` implements ``scenario`` exactly, read from the
+    registries (no algorithm name is compared): the algorithm's model runs on the
+    one-upload-per-step runner (``"fedasync_fast"``, whose server step is
+    :func:`~fedsim.servers.fedasync.fedasync_apply`), its client rule's round is the
+    compiled :func:`~fedsim.local.sgd.sgd_round` (``compiled_round``), the problem has a
+    compiled view (a quadratic), the trigger is every upload and every metric is one of the
+    view's (``QUAD_METRICS``)."""
     a = scenario.algorithm
-    if not (a.name == "fedasync" and a.model == "physical" and a.client_rule == "sgd"):
+    if get_algorithm(a.name).runners.get(a.model) != "fedasync_fast":
+        return False
+    if getattr(get_client_rule(a.client_rule).cls, "compiled_round", None) is not sgd_round:
         return False
     if scenario.problem.kind != "quadratic" or scenario.trigger.kind != "every_upload":
         return False

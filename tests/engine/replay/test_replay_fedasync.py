@@ -140,3 +140,13 @@ def test_time_horizon_groups_merge() -> None:
         a, b = run(sc, k), res.trace(k)
         assert (a.steps_done, a.sim_time) == (b.steps_done, b.sim_time)
         np.testing.assert_allclose(b.metrics["grad_sq"], a.metrics["grad_sq"], rtol=1e-10)
+
+
+def test_expcycle_runs_on_the_same_runner_and_replays_bitwise() -> None:
+    """``supports`` reads the registry: FedAsync's ``expcycle`` model uses the same engine
+    runner as ``physical``, so the replay covers it, bit for bit."""
+    d = scenario(delays={"compute": _E(1.0)}, steps=300).to_dict()
+    d["algorithm"]["model"] = "expcycle"
+    sc = Scenario.from_dict(d)
+    assert supports(sc)
+    assert_matches_engine(sc, [0, 4], chunk=100)
