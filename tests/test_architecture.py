@@ -18,6 +18,7 @@ ROOTS = {"fedsim": ROOT / "fedsim", "fedsim.theory": ROOT / "theory",
          "fedsim.validation": ROOT / "validation"}
 
 LAYERS = [
+    ("fedsim.testing",),
     ("fedsim.validation",),
     ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__"),
     ("fedsim.engine",),
