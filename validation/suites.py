@@ -60,7 +60,8 @@ from fedsim.validation.worker import task_function
 
 from fedsim.errors import ConfigError, check_integer, require
 
-__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
+__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
+           "check_selection"]
 
 
 @dataclass(frozen=True)
@@ -78,19 +79,55 @@ def _ctrl_r(R: int) -> int:
     return max(2, min(R, 4))
 
 
-def _from_registry(suite: str) -> Callable[[int], list[S.Case]]:
-    """The cases of ``suite``: every registered theorem's builder for it, in registry order."""
+def _from_registry(suite: str) -> Callable[..., list[S.Case]]:
+    """The cases of ``suite``: every registered theorem's builder for it, in registry order
+    (only the theorems named in ``only``, when given: the others' builders never run)."""
 
-    def cases(R: int) -> list[S.Case]:
+    def cases(R: int, only: frozenset[str] | None = None) -> list[S.Case]:
         c = _ctrl_r(R)
         out: list[S.Case] = []
         for th in theorems():
             builder = th.scenarios.get(suite)
-            if builder is not None:
+            if builder is not None and (only is None or th.name in only):
                 out += builder(R, c)
         return out
 
     return cases
+
+
+def _names(field: str, given: str | list[str] | tuple[str, ...], known: list[str]
+           ) -> frozenset[str]:
+    """The comma-separated names of ``given``, each checked against ``known`` (one-line
+    ConfigError listing the known names)."""
+    names = [n.strip() for n in (given.split(",") if isinstance(given, str) else given)]
+    names = [n for n in names if n]
+    require(bool(names), field, given, "must name at least one")
+    for n in names:
+        require(n in known, field, n, f"must be one of {', '.join(known)}")
+    return frozenset(names)
+
+
+def check_selection(*, theorem: str | list[str] | None = None,
+                    family: str | list[str] | None = None
+                    ) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The theorem names (None: every theorem) and family names of a partial suite, each
+    checked against the registered ones (one-line ConfigError listing them)."""
+    only = None if theorem is None else _names("theorem", theorem,
+                                                [t.name for t in theorems()])
+    fams: frozenset[str] = frozenset()
+    if family is not None:
+        from fedsim.validation.families import families
+
+        fams = _names("family", family, [f.name for f in families()])
+    return only, fams
+
+
+def _family_cases(names: frozenset[str], R: int) -> list[S.Case]:
+    """Each named family at its default point, one row of ``R`` replicates
+    (:meth:`fedsim.validation.families.Instance.case`)."""
+    from fedsim.validation.families import families
+
+    return [f.build().case(R, key=f"{f.name}-default") for f in families() if f.name in names]
 
 
 def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
@@ -110,13 +147,25 @@ SUITES: dict[str, Suite] = {
 }
 
 
-def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
-    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default)."""
+def build_cases(suite: str, replicates: int | None = None, *,
+                theorem: str | list[str] | None = None,
+                family: str | list[str] | None = None) -> list[S.Case]:
+    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default).
+
+    ``theorem`` (names, or one comma-separated string) keeps the cases of those theorems
+    only, and builds nothing else; ``family`` (names) adds each named family's suite row: the
+    family at its default point, ``replicates`` replicates, one horizon.  With ``family``
+    alone, only the family rows run.  An unknown name is a one-line ConfigError listing the
+    known ones.
+    """
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
     R = SUITES[suite].replicates if replicates is None else check_integer(
         "replicates", replicates)
     require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
-    return SUITES[suite].cases(R)
+    only, fams = check_selection(theorem=theorem, family=family)
+    if family is not None and theorem is None:
+        return _family_cases(fams, R)
+    return SUITES[suite].cases(R, only) + _family_cases(fams, R)
 
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
@@ -304,8 +353,13 @@ def _build_report(out: Path, report: str | os.PathLike) -> None:
 def run_suite(suite: str, *, replicates: int | None = None, workers: int | None = None,
               dask: str | None = None, out: str | os.PathLike = "runs/quick",
               report: str | os.PathLike | None = "reports/validation-quick.pdf",
-              progress: bool = True, dask_security: Any = None) -> dict[str, Any]:
+              progress: bool = True, dask_security: Any = None,
+              theorem: str | list[str] | None = None,
+              family: str | list[str] | None = None) -> dict[str, Any]:
     """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
+
+    ``theorem`` / ``family`` select part of the suite (:func:`build_cases`): checking one
+    theorem costs that theorem's time.
 
     ``suite = "paper"`` runs :func:`fedsim.validation.paper.run_paper_suite` instead (the default
     ``out`` and ``report`` become ``runs/paper`` and ``reports/paper-experiments.pdf``) and
@@ -329,22 +383,24 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
             workers=workers, dask=dask, progress=progress, replicates=replicates,
             dask_security=dask_security)
     require(suite in SUITES, "suite", suite, f"must be one of {sorted([*SUITES, 'paper'])}")
+    check_selection(theorem=theorem, family=family)   # before anything is written
     with lock_run_dir(out):
         return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,
                           out=Path(out), report=report, progress=progress,
-                          dask_security=dask_security)
+                          dask_security=dask_security, theorem=theorem, family=family)
 
 
 def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask: str | None,
                out: Path, report: str | os.PathLike | None, progress: bool,
-               dask_security: Any) -> dict[str, Any]:
+               dask_security: Any, theorem: str | list[str] | None = None,
+               family: str | list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     S.set_oracle_cache(out / "oracle-cache")
     if progress:
         sys.stderr.write(f"fedsim: building the {suite} suite (bounds and exact oracles; "
                          f"cached under {out / 'oracle-cache'})...\n")
     try:
-        cases = build_cases(suite, replicates)
+        cases = build_cases(suite, replicates, theorem=theorem, family=family)
     finally:
         cache = oracle_cache_stats()
         S.set_oracle_cache(None)

@@ -183,7 +183,7 @@ class Instance:
         row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact)
         return Case(self.theorem, name, f"search: {self.family}", self.description,
                     "horizon", self.quantity, math.nan, [run], [row], self.constants,
-                    list(self.sim_checks), list(self.notes))
+                    list(self.sim_checks), list(self.notes), family=self.family)
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,7 @@ class Case:
     control: str = ""
     expected_verdict: str = ""
     exacts: list[ExactSpec] = field(default_factory=list)   # rows measured exactly
+    family: str = ""   # the scenario family the case was built from ("" for a hand-built case)
 
     def exact_keys(self) -> frozenset[str]:
         """The run keys whose rows are exact oracle values (no simulation)."""
