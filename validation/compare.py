@@ -16,7 +16,8 @@ Issue 6 item 3.  Pure functions on numbers, numpy arrays and DataFrames.
   ``ASYMPTOTIC_LEADING_TERMS``, ``RATE_SHAPE_ONLY``,
   ``PAPER_LITERAL_KNOWN_ERRATUM`` are never ``holds``); ``holds`` if the CI upper
   end is <= the bound; ``violated`` if the CI lower end is > the bound; otherwise
-  ``inconclusive``.
+  ``inconclusive``; ``error`` (:func:`verdict_table`) when every replicate of the row
+  raised, so nothing was measured.
 * Tightness = bound / mean (>= 1 when the bound holds; large = loose).
 * Slope: least squares of log(mean) on log(horizon) over the T or K grid, to be
   compared with the theorem's order (e.g. -1/2 for O(1/sqrt T)).
@@ -80,7 +81,7 @@ EXACT_RTOL = 1e-9
 #: rounding band of an exact row's exact-vs-bound comparison (relative to |bound|): the two
 #: float64 evaluations (oracle and bound) agree to far better than this when they are equal
 EXACT_BOUND_RTOL = 1e-9
-VERDICTS = ("holds", "violated", "inconclusive", "not_applicable")
+VERDICTS = ("holds", "violated", "inconclusive", "not_applicable", "error")
 VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
                    "bound", "status", "verdict", "tightness", "slope", "exact"]
 #: extra columns :func:`verdict_table` adds after VERDICT_COLUMNS
@@ -334,8 +335,9 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     ``status``, ``bound_is_certified`` (bool), ``hypotheses_hold`` (True/False/None) and
     optionally ``exact`` (oracle value, NaN if none), ``expected_slope`` and
     ``measured_exactly`` (True: an exact row, its measured value is ``exact``, no samples;
-    module docstring); any other column is carried through.  Horizons without samples get
-    n_ok = 0 (inconclusive).
+    module docstring) and ``n_failed`` (replicates that raised); any other column is carried
+    through.  Horizons without samples get n_ok = 0: verdict ``error`` when replicates
+    failed (``n_failed > 0``: nothing was measured), else ``inconclusive``.
     The slope is fitted per (theorem, scenario, mode) over its horizons.
     Returns VERDICT_COLUMNS + EXTRA_COLUMNS + carried columns.
     """
@@ -362,6 +364,8 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
                              hypotheses_hold=hyp, values=groups.get(key, np.empty(0)),
                              level=level)
         v = s["verdict"]
+        if s["n_ok"] == 0 and s["n_nonfinite"] == 0 and _float(b.get("n_failed")) > 0:
+            v = "error"   # every replicate raised: nothing was measured (never a silent NaN)
         z, passed = (math.nan, False)
         if math.isfinite(exact):
             z, passed = oracle_test(s["mean"], s["sem"], exact, far,

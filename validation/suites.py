@@ -61,7 +61,7 @@ from fedsim.validation.worker import task_function
 from fedsim.errors import ConfigError, check_integer, require
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
-           "check_selection"]
+           "check_selection", "say_failures", "in_regime_rows"]
 
 
 @dataclass(frozen=True)
@@ -225,13 +225,15 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     for case in cases:
         sim = _case_hypotheses(case, recs)
         exact_keys = case.exact_keys()
-        n_failed = 0
+        n_failed, first_failure = 0, ""
         rep = None
         for run in case.runs:
             for r in range(run.replicates):
                 rec = recs.get(f"{run.key}/r{r}")
                 if rec is None or rec["status"] == "error":
                     n_failed += 1
+                    first_failure = first_failure or (
+                        "no record" if rec is None else str(rec.get("reason") or "error"))
                     continue
                 val = rec.get("value") or {}
                 if val.get("staleness_steps") is not None:
@@ -244,6 +246,9 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
                     for row in case.rows:
                         if row.run_key == run.key and row.horizon == h:
                             samples.append((case.theorem, case.scenario, row.mode, h, v))
+        n_tasks = sum(run.replicates for run in case.runs)
+        failure = (f"{n_failed} of {n_tasks} replicates failed; first: {first_failure}"
+                   if n_failed else "")
         for row in case.rows:
             hyps = _merged(row, sim)
             hold = not any(h.holds is False for h in hyps)
@@ -254,7 +259,7 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
             base = dict(theorem=case.theorem, scenario=case.scenario, horizon=row.horizon,
                         status=status.value, hypotheses_hold=hold, exact=row.exact,
                         expected_slope=case.expected_slope, n_failed=n_failed,
-                        failing_hypotheses=failing)
+                        failing_hypotheses=failing, failure=failure)
             claim = status in S.CLAIM_STATUSES and hold
             bounds.append(dict(base, mode=row.mode, bound=row.bound, bound_is_certified=claim,
                                control=row.control, expected_verdict=row.expected_verdict,
@@ -281,6 +286,7 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
             "errata_applied": list(r0.errata_applied),
             "notes": case.notes + list(dict.fromkeys(r0.warnings)),
             "control": case.control,
+            "failure": failure,
         }
         if rep is not None:
             metas[(case.theorem, case.scenario)]["representative"] = rep
@@ -293,6 +299,18 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     ok &= ~oor | (table["failing_hypotheses"].fillna("") != "")
     table["control_ok"] = np.where(exp == "", None, ok)
     return table, metas
+
+
+def say_failures(table: pd.DataFrame) -> None:
+    """One stderr line per (theorem, scenario) whose replicates failed: the count and the
+    first failure's message (printed whatever ``--no-progress`` says)."""
+    if "failure" not in table.columns:
+        return
+    bad = table[table["failure"].fillna("") != ""]
+    for (th, sc), sub in bad.groupby(["theorem", "scenario"], sort=False):
+        err = " (no replicate finished: error row)" if (sub["verdict"] == "error").any() \
+            else ""
+        sys.stderr.write(f"fedsim: {th} {sc}: {sub['failure'].iloc[0]}{err}\n")
 
 
 def _say_records(audit: dict[str, Any], progress: bool) -> None:
@@ -334,6 +352,7 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
         recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
                          desc=desc, overwrite=True, dask_security=dask_security)
         table, metas = collect(cases, recs, div1000)
+        say_failures(table)
         write_verdicts(table, out / "verdicts.csv")
         for (th, sc), meta in metas.items():
             atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
@@ -390,6 +409,17 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
                           dask_security=dask_security, theorem=theorem, family=family)
 
 
+def in_regime_rows(table: pd.DataFrame) -> pd.Series:
+    """The rows ``summary.json``'s ``in_regime_ok`` requires to hold: every non-control row
+    whose verdict could be wrong -- it claims a bound (status in ``CLAIM_STATUSES``), or a
+    hypothesis failed, or replicates failed, or its verdict is ``error``."""
+    claim = table["status"].isin([s.value for s in S.CLAIM_STATUSES])
+    failing = table["failing_hypotheses"].fillna("").astype(str) != ""
+    failed = pd.to_numeric(table["n_failed"], errors="coerce").fillna(0) > 0
+    return ((table["control"].fillna("") == "")
+            & (claim | failing | failed | (table["verdict"] == "error")))
+
+
 def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask: str | None,
                out: Path, report: str | os.PathLike | None, progress: bool,
                dask_security: Any, theorem: str | list[str] | None = None,
@@ -416,14 +446,17 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
     if report is not None:
         _build_report(out, report)
     ctrl = table["control_ok"].dropna()
-    in_reg = table[(table["control"].fillna("") == "")
-                   & table["status"].isin(["CERTIFIED_PAPER", "CERTIFIED_CORRECTED"])]
+    in_reg = table[in_regime_rows(table)]
     rec = stats["records"]
     result = {"verdicts": str(out / "verdicts.csv"),
               "report": str(report) if report is not None else None,
               "seconds": time.perf_counter() - t0,
               "controls_ok": bool(ctrl.astype(bool).all()),
               "in_regime_ok": bool((in_reg["verdict"] == "holds").all()),
+              "in_regime_rows": int(len(in_reg)),
+              "error_rows": int((table["verdict"] == "error").sum()),
+              "failed_replicates": int(table.drop_duplicates(["theorem", "scenario"])
+                                       ["n_failed"].fillna(0).sum()),
               "records": {k: rec[k] for k in ("tasks", "reused", "computed", "damaged",
                                               "damaged_reasons", "errors_retried",
                                               "stale_payload")},
@@ -431,17 +464,16 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
     if cache["damaged"]:
         sys.stderr.write(f"fedsim: {cache['damaged']} damaged oracle cache entr"
                          f"{'y was' if cache['damaged'] == 1 else 'ies were'} recomputed\n")
-    if progress:
-        bad = table[table["control_ok"].astype(object).eq(False)]
-        for _, r in bad.iterrows():
-            sys.stderr.write(f"fedsim: CONTROL FAILED {r['theorem']} {r['scenario']} "
-                             f"{r['mode']} T/K={r['horizon']}: got {r['verdict']}, expected "
-                             f"{r['expected_verdict']}\n")
-        for _, r in in_reg[in_reg["verdict"] != "holds"].iterrows():
-            sys.stderr.write(f"fedsim: in-regime row not 'holds': {r['theorem']} "
-                             f"{r['scenario']} {r['mode']} T/K={r['horizon']} -> "
-                             f"{r['verdict']} (mean {r['mean']:.4g}, CI [{r['ci_low']:.4g}, "
-                             f"{r['ci_high']:.4g}], bound {r['bound']:.4g})\n")
+    # --no-progress hides progress only: these lines always print
+    for _, r in table[table["control_ok"].astype(object).eq(False)].iterrows():
+        sys.stderr.write(f"fedsim: CONTROL FAILED {r['theorem']} {r['scenario']} "
+                         f"{r['mode']} T/K={r['horizon']}: got {r['verdict']}, expected "
+                         f"{r['expected_verdict']}\n")
+    for _, r in in_reg[in_reg["verdict"] != "holds"].iterrows():
+        sys.stderr.write(f"fedsim: in-regime row not 'holds': {r['theorem']} "
+                         f"{r['scenario']} {r['mode']} T/K={r['horizon']} -> "
+                         f"{r['verdict']} (mean {r['mean']:.4g}, CI [{r['ci_low']:.4g}, "
+                         f"{r['ci_high']:.4g}], bound {r['bound']:.4g})\n")
     atomic_write_json(out / "summary.json", result)
     return result
 

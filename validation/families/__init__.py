@@ -37,6 +37,7 @@ from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTI
 from fedsim.errors import ConfigError, require
 
 __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_family",
+           "unregister_family",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",
            "engine_scenario", "build_problem_from", "constants_of", "params_digest",
            "poisson_delays", "norm_centres"]
@@ -54,6 +55,11 @@ def register_family(family: Family, *, replace: bool = False) -> Family:
                           f"name={family.name!r}")
     _FAMILIES[family.name] = family
     return family
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family (tests and plug-in development)."""
+    _FAMILIES.pop(name, None)
 
 
 def get_family(name: str) -> Family:
