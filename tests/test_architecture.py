@@ -28,6 +28,7 @@ LAYERS = [
     ("fedsim.trace",),
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
+    ("fedsim.plugins",),
     ("fedsim.errors",),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",

@@ -54,6 +54,7 @@ from fedsim.validation import scenarios as S
 from fedsim.validation.compare import verdict_table, write_verdicts
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
 from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
+from fedsim.validation.rows import suite_rows
 from fedsim.validation.rundir import write_manifest
 from fedsim.validation.scenarios.common import oracle_cache_stats
 from fedsim.validation.worker import task_function
@@ -61,7 +62,7 @@ from fedsim.validation.worker import task_function
 from fedsim.errors import ConfigError, check_integer, require
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
-           "check_selection", "say_failures", "in_regime_rows"]
+           "check_selection", "say_failures", "in_regime_rows", "div1000_pairs"]
 
 
 @dataclass(frozen=True)
@@ -122,12 +123,30 @@ def check_selection(*, theorem: str | list[str] | None = None,
     return only, fams
 
 
-def _family_cases(names: frozenset[str], R: int) -> list[S.Case]:
-    """Each named family at its default point, one row of ``R`` replicates
-    (:meth:`fedsim.validation.families.Instance.case`)."""
-    from fedsim.validation.families import families
+def _row_cases(suite: str, R: int, only: frozenset[str] | None, fams: frozenset[str]
+               ) -> list[S.Case]:
+    """The family rows of ``suite`` (:func:`fedsim.validation.rows.suite_rows`, read now):
+    all of them for the whole suite; with a selection, those of the named families or of
+    the named theorems, plus each named family without a row at its default point."""
+    from fedsim.validation.families import get_family
 
-    return [f.build().case(R, key=f"{f.name}-default") for f in families() if f.name in names]
+    whole = only is None and not fams
+    rows = [r for r in suite_rows(suite)
+            if whole or r.family in fams
+            or (only is not None and get_family(r.family).theorem in only)]
+    out = [r.case(R) for r in rows]
+    have = {r.family for r in rows}
+    out += [get_family(f).build().case(R, key=f"{f}-default") for f in sorted(fams - have)]
+    return out
+
+
+def div1000_pairs(suite: str) -> tuple[tuple[str, str], ...]:
+    """The (theorem, scenario) pairs whose bound / 1000 must be violated: the theorems'
+    (:attr:`Suite.div1000`) and the family rows' (``SuiteRow.div1000``)."""
+    from fedsim.validation.families import get_family
+
+    return SUITES[suite].div1000 + tuple((get_family(r.family).theorem, r.name)
+                                         for r in suite_rows(suite) if r.div1000)
 
 
 def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
@@ -152,20 +171,20 @@ def build_cases(suite: str, replicates: int | None = None, *,
                 family: str | list[str] | None = None) -> list[S.Case]:
     """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default).
 
-    ``theorem`` (names, or one comma-separated string) keeps the cases of those theorems
-    only, and builds nothing else; ``family`` (names) adds each named family's suite row: the
-    family at its default point, ``replicates`` replicates, one horizon.  With ``family``
-    alone, only the family rows run.  An unknown name is a one-line ConfigError listing the
-    known ones.
+    The theorems' cases come first, then the family rows (:mod:`fedsim.validation.rows`,
+    e.g. a plug-in's).  ``theorem`` (names, or one comma-separated string) keeps the cases
+    and rows of those theorems only, and builds nothing else; ``family`` (names) adds those
+    families' rows (a family with no row in the suite: its default point, ``replicates``
+    replicates, one horizon).  With ``family`` alone, only the family rows run.  An unknown
+    name is a one-line ConfigError listing the known ones.
     """
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
     R = SUITES[suite].replicates if replicates is None else check_integer(
         "replicates", replicates)
     require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
     only, fams = check_selection(theorem=theorem, family=family)
-    if family is not None and theorem is None:
-        return _family_cases(fams, R)
-    return SUITES[suite].cases(R, only) + _family_cases(fams, R)
+    cases = [] if family is not None and theorem is None else SUITES[suite].cases(R, only)
+    return cases + _row_cases(suite, R, only, fams)
 
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
@@ -438,7 +457,7 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
         sys.stderr.write(f"fedsim: {len(cases)} scenarios built in "
                          f"{time.perf_counter() - t0:.1f} s\n")
     stats: dict[str, Any] = {}
-    table = run_cases(cases, out, workers=workers, dask=dask, div1000=SUITES[suite].div1000,
+    table = run_cases(cases, out, workers=workers, dask=dask, div1000=div1000_pairs(suite),
                       report=None, progress=progress, desc=f"{suite} replicates",
                       dask_security=dask_security, stats=stats)
     write_manifest(out, suite=suite, replicates=replicates, seed=S.SEED,

@@ -17,6 +17,7 @@ point is built), or as a plain Python value (fixed, checked at once).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
@@ -78,5 +79,8 @@ def points(family: str | Family, **space: Any) -> st.SearchStrategy[Point]:
     fam = family if isinstance(family, Family) else get_family(family)
     require(isinstance(fam, Family), "family", family, "must be a family name or a Family")
     parts = {name: _strategy(name, spec, fam) for name, spec in space.items()}
-    name = fam.name
-    return st.fixed_dictionaries(parts).map(lambda q: Point(family=name, params=q))
+    return st.fixed_dictionaries(parts).map(partial(_point, fam.name))
+
+
+def _point(family: str, params: dict[str, Any]) -> Point:
+    return Point(family=family, params=params)

@@ -172,18 +172,22 @@ class Instance:
         require(self.mc is not None, "family", self.family, "has neither oracle nor MC")
         return self.mc(replicates, seed)
 
-    def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan):
+    def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan,
+             control: str = "", expected_verdict: str = ""):
         """This instance as a :class:`fedsim.validation.scenarios.Case` (one run set, one row), for
-        :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery."""
+        :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery.
+        ``control``/``expected_verdict``: a control row's kind and required verdict."""
         from fedsim.validation.scenarios.common import Case, Row, RunSpec
 
         name = key or f"{self.family}-{params_digest(self.params)}"
         run_key = f"{self.theorem}/{name}/{self.mode}/H{self.horizon}"
         run = RunSpec(run_key, self.scenario, self.metric, (self.horizon,), int(replicates))
-        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact)
+        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact,
+                  control, expected_verdict)
         return Case(self.theorem, name, f"search: {self.family}", self.description,
                     "horizon", self.quantity, math.nan, [run], [row], self.constants,
-                    list(self.sim_checks), list(self.notes), family=self.family)
+                    list(self.sim_checks), list(self.notes), control=control,
+                    family=self.family)
 
 
 @dataclass(frozen=True)
