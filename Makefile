@@ -17,6 +17,8 @@ $(BIN)/python:
 
 $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	@# the distribution was called `fedsim` before 0.2.0: drop that editable install from an old .venv
+	$(BIN)/python -m pip uninstall --quiet --yes fedsim 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,data]'
 	touch $(STAMP)
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from fedsim.errors import FedsimError
 
-__all__ = ["main", "build_parser", "OneLineParser"]
+__all__ = ["main", "build_parser", "OneLineParser", "DESCRIPTION"]
 
 _SUBCOMMAND_MODULES = ("fedsim.cli_run", "fedsim.theory.cli", "fedsim.validation.cli",
                        "fedsim.validation.search_cli")
@@ -39,9 +39,16 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+DESCRIPTION = ("Simulate asynchronous and personalized federated learning and check "
+               "published convergence theorems against the simulation.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every subcommand module."""
-    parser = OneLineParser(prog="fedsim", description=__doc__.split("\n\n")[0])
+    from fedsim import __version__
+
+    parser = OneLineParser(prog="fedsim", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"fedsim {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, required=True)
     for modname in _SUBCOMMAND_MODULES:
         importlib.import_module(modname).add_parser(sub)

@@ -59,7 +59,11 @@ def check_output_path(option: str, path: Path) -> None:
     """An output file whose missing directories will be created (``fedsim validate
     --report``): not a directory, the nearest existing ancestor writable."""
     require(not path.is_dir(), option, str(path), "must be a file path, not a directory")
-    check_output_dir(option, path.parent if str(path.parent) else Path("."))
+    anc = path.parent
+    while not anc.exists():
+        anc = anc.parent
+    require(anc.is_dir() and os.access(anc, os.W_OK), option, str(path),
+            f"must be creatable ({str(anc)!r} is not a writable directory)")
     require(not path.exists() or os.access(path, os.W_OK), option, str(path),
             "must be a writable file")
 
@@ -84,9 +88,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("scenario", type=Path, help="scenario TOML file")
     p.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     p.add_argument("--replicate", type=int, default=0, help="replicate index (default 0)")
-    p.add_argument("--out", type=Path, default=None, help="CSV file for the per-step trace")
+    p.add_argument("--out", type=Path, default=None,
+                   help="CSV file for the per-step trace with its metric columns (missing "
+                   "parent folders are created)")
     p.add_argument("--metrics-out", type=Path, default=None,
-                   help="CSV file for the metric rows only")
+                   help="CSV file for the metric rows only (missing parent folders are created)")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
@@ -111,7 +117,7 @@ def main_run(args: argparse.Namespace) -> int:
         require(args.steps >= 1, "--steps", args.steps, "must be >= 1")
     for opt, path in (("--out", args.out), ("--metrics-out", args.metrics_out)):
         if path is not None:
-            check_output_file(opt, path)
+            check_output_path(opt, path)
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)
@@ -126,13 +132,12 @@ def main_run(args: argparse.Namespace) -> int:
     from fedsim.engine import run
 
     trace = run(sc, args.replicate, progress=not args.no_progress)
-    frame = trace.to_pandas()
-    mf = trace.metrics_frame().drop(columns=["time"])
     div = int(bool(trace.diverged))
+    for path in (args.out, args.metrics_out):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
     if args.out is not None:
-        out = frame.merge(mf, on="step", how="left")
-        out["diverged"] = div
-        out.to_csv(args.out, index=False)
+        trace.to_pandas().to_csv(args.out, index=False)
     if args.metrics_out is not None:
         m = trace.metrics_frame()
         m["diverged"] = div

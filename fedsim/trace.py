@@ -93,11 +93,14 @@ class Trace:
         """Event kind of every step as strings (``KINDS``)."""
         return np.asarray(KINDS, dtype=object)[self.kind_code].astype(str)
 
-    def to_pandas(self):  # -> pandas.DataFrame
-        """One row per server step (``step`` 0..T) with the per-step columns."""
+    def to_pandas(self, *, metrics: bool = True):  # -> pandas.DataFrame
+        """One row per server step (``step`` 0..T) with the per-step columns and, with
+        ``metrics=True`` (the default), every metric column: its value at the steps where it
+        was recorded (``metric_steps``, see ``record.every``) and NaN at the others; a
+        ``diverged`` column (0/1) says whether the run diverged."""
         import pandas as pd
 
-        return pd.DataFrame({
+        frame = pd.DataFrame({
             "step": np.arange(self.time.size),
             "time": self.time,
             "kind": self.kind,
@@ -106,6 +109,11 @@ class Trace:
             "staleness_time": self.staleness_time,
             "buffer_fill": self.buffer_fill,
         })
+        if not metrics:
+            return frame
+        out = frame.merge(self.metrics_frame().drop(columns=["time"]), on="step", how="left")
+        out["diverged"] = int(bool(self.diverged))
+        return out
 
     def metrics_frame(self):  # -> pandas.DataFrame
         """One row per recorded step: ``step``, ``time`` and every metric column."""

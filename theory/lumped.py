@@ -48,7 +48,7 @@ import pandas as pd
 
 from fedsim.errors import ConfigError, check_integer, check_number, check_positive, require
 
-__all__ = ["lumped_events", "exchangeable_classes"]
+__all__ = ["lumped_events", "exchangeable_classes", "event_law"]
 
 
 def exchangeable_classes(problem: Any, p: Any) -> list[int]:
@@ -67,7 +67,9 @@ def exchangeable_classes(problem: Any, p: Any) -> list[int]:
     return out
 
 
-def _event_law(p: Any, p_s: Any, n: int) -> tuple[np.ndarray, float]:
+def event_law(p: Any, p_s: Any, n: int) -> tuple[np.ndarray, float]:
+    """The checked event law: client probabilities ``p`` (shape ``(n,)``, each > 0) and the
+    server's ``p_s > 0``, with ``sum(p) + p_s = 1`` within 1e-12."""
     pv = np.asarray(p, dtype=np.float64).reshape(-1)
     require(pv.shape == (n,), "p", pv.shape, f"must have shape (n,) = ({n},)")
     for i, v in enumerate(pv):
@@ -101,7 +103,7 @@ def lumped_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Calla
     """
     n = check_integer("problem.n", getattr(problem, "n", None), low=1)
     d = check_integer("problem.dim", getattr(problem, "dim", None), low=1)
-    pv, ps = _event_law(p, p_s, n)
+    pv, ps = event_law(p, p_s, n)
     M = check_integer("M", M, low=1)
     K = check_integer("K", K, low=0)
     record_every = check_integer("record_every", record_every, low=1)

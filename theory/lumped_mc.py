@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from fedsim.theory.lumped import _event_law, exchangeable_classes, lumped_events
+from fedsim.theory.lumped import event_law, exchangeable_classes, lumped_events
 
 from fedsim.errors import ConfigError, check_integer, check_probability, require
 
@@ -119,7 +119,7 @@ def mc_events(problem: Any, p: Any, p_s: float, M: int, alpha: float | Callable[
     """
     n = check_integer("problem.n", getattr(problem, "n", None), low=1)
     d = check_integer("problem.dim", getattr(problem, "dim", None), low=1)
-    pv, ps = _event_law(p, p_s, n)
+    pv, ps = event_law(p, p_s, n)
     M = check_integer("M", M, low=1)
     K = check_integer("K", K, low=0)
     record_every = check_integer("record_every", record_every, low=1)

@@ -35,12 +35,13 @@ from typing import Any
 
 from fedsim.errors import FedsimError
 
-__all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES"]
+__all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES", "int_at_least"]
 
 SUITES = ("quick", "full", "smoke", "paper")
 
 
-def _int_at_least(lo: int, name: str) -> Callable[[str], int]:
+def int_at_least(lo: int, name: str) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``lo``, with ``name`` in the error message."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -73,9 +74,9 @@ def add_parser(subparsers: Any) -> None:
         epilog="exit codes: 0 done; 1 a negative control did not get its required verdict; "
         "2 bad options; 130 interrupted")
     p.add_argument("--suite", required=True, choices=SUITES, help="which suite to run")
-    p.add_argument("--replicates", type=_int_at_least(2, "replicates"), default=None,
+    p.add_argument("--replicates", type=int_at_least(2, "replicates"), default=None,
                    metavar="R", help="Monte-Carlo replicates per scenario (>= 2; suite default)")
-    p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None, metavar="N",
+    p.add_argument("--workers", type=int_at_least(1, "workers"), default=None, metavar="N",
                    help="worker processes (default: all cores; 1 = in-process)")
     p.add_argument("--dask", type=_dask_address, default=None, metavar="ADDR",
                    help="run on Dask: 'local' (a LocalCluster on this machine) or a "

@@ -35,7 +35,7 @@ import numpy as np
 
 __all__ = ["STATUSES", "canonical_json", "record_checksum", "check_record",
            "VALUE_SCHEMAS",
-           "register_value_schema", "is_number", "LEGACY_REASON"]
+           "register_value_schema", "is_number", "LEGACY_REASON", "jsonable"]
 
 #: the three outcomes a record can hold
 STATUSES = ("ok", "diverged", "error")
@@ -45,7 +45,7 @@ LEGACY_REASON = "no checksum (written by an older fedsim)"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     """``json.dumps`` default hook: numpy scalars/arrays -> Python numbers/lists."""
     if isinstance(obj, np.ndarray):
         return obj.tolist()
@@ -58,7 +58,7 @@ def _jsonable(obj: Any) -> Any:
 
 def canonical_json(obj: Any) -> str:
     """Sorted-key, compact JSON (numpy values converted): the form every hash is taken of."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=jsonable)
 
 
 def record_checksum(rec: dict) -> str:

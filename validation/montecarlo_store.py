@@ -40,9 +40,9 @@ from typing import Any
 
 from fedsim.validation.montecarlo_schema import (
     STATUSES,
-    _jsonable,
     canonical_json,
     check_record,
+    jsonable,
     record_checksum,
 )
 
@@ -95,7 +95,7 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, sort_keys=True, indent=1, default=_jsonable)
+            json.dump(obj, fh, sort_keys=True, indent=1, default=jsonable)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())

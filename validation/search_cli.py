@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedsim.validation.cli import _int_at_least
+from fedsim.validation.cli import int_at_least
 
 __all__ = ["add_parser", "cmd_search", "list_families"]
 
@@ -113,26 +113,26 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--objective", choices=("violation", "looseness"), default="violation")
     p.add_argument("--budget", default=None,
                    help="wall-clock budget (90s, 10m, 1h; default 10m)")
-    p.add_argument("--evals", type=_int_at_least(1, "evals"), default=None, metavar="N",
+    p.add_argument("--evals", type=int_at_least(1, "evals"), default=None, metavar="N",
                    help="stop after N point evaluations instead of a time budget: the same "
                    "command then gives the same search.csv")
     p.add_argument("--out", default="runs/search", help="run directory (resumable)")
-    p.add_argument("--grid", type=_int_at_least(1, "grid"), default=60,
+    p.add_argument("--grid", type=int_at_least(1, "grid"), default=60,
                    help="coarse-grid points (about)")
-    p.add_argument("--refine", type=_int_at_least(0, "refine"), default=3,
+    p.add_argument("--refine", type=int_at_least(0, "refine"), default=3,
                    help="grid points refined by differential evolution")
-    p.add_argument("--confirm", type=_int_at_least(0, "confirm"), default=8,
+    p.add_argument("--confirm", type=int_at_least(0, "confirm"), default=8,
                    help="violating points confirmed by engine Monte Carlo (largest first)")
-    p.add_argument("--confirm-replicates", type=_int_at_least(2, "confirm-replicates"),
+    p.add_argument("--confirm-replicates", type=int_at_least(2, "confirm-replicates"),
                    default=200)
-    p.add_argument("--replicates", type=_int_at_least(2, "replicates"), default=4000,
+    p.add_argument("--replicates", type=int_at_least(2, "replicates"), default=4000,
                    help="Monte-Carlo replicates where no exact oracle is feasible")
-    p.add_argument("--max-states", type=_int_at_least(1, "max-states"), default=20000,
+    p.add_argument("--max-states", type=int_at_least(1, "max-states"), default=20000,
                    help="state budget of an exact enumeration before falling back to MC")
-    p.add_argument("--workers", type=_int_at_least(1, "workers"), default=None)
+    p.add_argument("--workers", type=int_at_least(1, "workers"), default=None)
     p.add_argument("--heat", help="two parameters for the heat map, e.g. 'K,p_s'")
     p.add_argument("--report", help="PDF path (default DIR/search.pdf)")
-    p.add_argument("--top", type=_int_at_least(1, "top"), default=10)
+    p.add_argument("--top", type=int_at_least(1, "top"), default=10)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_search)
 

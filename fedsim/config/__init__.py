@@ -7,12 +7,13 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
     seed = 1                          # run seed (fedsim.rng.Streams(seed, replicate))
 
     [problem]                         # the objective; its own `seed` (independent of the run)
-    kind = "quadratic"                # "quadratic" | "logistic" | "digits" | "norm"
+    kind = "quadratic"                # "quadratic" | "logistic" | "digits" | "softmax" | "norm"
     # quadratic: QuadraticProblem.random(n, dim, mu, L, heterogeneity, noise_sd, noise,
     #            shared_hessian, seed); logistic: LogisticProblem.synthetic(n_clients, dim,
     #            samples_per_client, heterogeneity, label_noise, seed, nu_reg, anchors,
     #            anchor_scale); digits: LogisticProblem.digits(n_clients, nu_reg, ...);
-    # norm: NormProblem(B, n, dim)  (keys are the builder's keyword arguments)
+    # softmax: SoftmaxProblem.digits(...); norm: NormProblem(B, n, dim)
+    # (keys are the builder's keyword arguments)
 
     [algorithm]
     name = "fedasync"                 # "fedasync" | "fedbuff" | "area" | "fedavg" | "asfedavg"
@@ -27,12 +28,15 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
     Q = 10                            # local steps ([P]); AREA uses M
     eta = 0.01                        # local step ([P])
     batch = 1                         # batch size b
-    beta = 1.0                        # fedasync server step; fedavg/asfedavg server mixing
+    beta = 1.0                        # fedasync: server step; asfedavg: server mixing;
+                                      # fedavg: Per-FedAvg's outer step (maml rules only)
     # maml/fomaml/hfmaml: alpha (MAML inner step), hf_delta (hfmaml finite difference)
     # moreau: lam, nu, inner_max_iter, inner_solver = "gd" | "exact"
     # fedbuff: buffer (Delta >= 1), server_lr, staleness_weight = "none" | "inverse_sqrt"
     #          | "polynomial", staleness_exponent;   asfedavg: buffer, beta
-    # fedavg: participation (r in (0, 1]; r*n clients per round, rounded, at least 1)
+    # fedavg: participation (r in (0, 1]; r*n clients per round, rounded, at least 1),
+    #         server_mix (w <- w + server_mix (mean - w), default 1), beta (Per-FedAvg's
+    #         outer step = the maml rule's eta; maml/fomaml/hfmaml only, not with eta)
     # area: M, alpha = {kind="constant", value=0.1} | {kind="c_over_k_plus_d", c=, d=}
     #       | {kind="theorem7"}  (the [A] Thm 7 schedule from the problem's L, mu and p_min)
     # window: tau, delay_pmf = [pi_0, ..., pi_tau]  (default: point mass at tau)

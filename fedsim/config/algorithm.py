@@ -15,9 +15,9 @@ from typing import Any
 
 from fedsim.algorithms.area import StepSchedule
 from fedsim.config.schema import (
-    _MODEL_KEYS,
     ALGORITHMS,
     CLIENT_RULES,
+    MODEL_KEYS,
     check_keys,
 )
 from fedsim.errors import check_integer, check_number, require
@@ -96,7 +96,7 @@ class AlgorithmConfig:
         object.__setattr__(self, "client_rule", rule)
         rule_spec = CLIENT_RULES[rule]
         section_keys = spec.section.keys()
-        allowed = set(rule_spec.keys) | set(section_keys) | set(_MODEL_KEYS.get(model, ()))
+        allowed = set(rule_spec.keys) | set(section_keys) | set(MODEL_KEYS.get(model, ()))
         for fl in fields(self):
             if fl.name in _NOT_KEYS:
                 continue

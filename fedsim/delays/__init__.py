@@ -23,12 +23,13 @@ Parameters are validated when the object is built; a bad one raises
 The package: :mod:`~fedsim.delays.base` (the :class:`Delay` contract, ``from_dict``),
 :mod:`~fedsim.delays.families` (exponential, log-normal, uniform, constant),
 :mod:`~fedsim.delays.normal` and its maths :mod:`~fedsim.delays.truncated_normal`,
-:mod:`~fedsim.delays.empirical`; ``KINDS`` below is the registry of ``kind`` names.
+:mod:`~fedsim.delays.empirical`; ``KINDS`` (from :mod:`~fedsim.delays.base`) is the registry
+of ``kind`` names, filled by each model class as it is defined.
 """
 
 from __future__ import annotations
 
-from fedsim.delays.base import Delay
+from fedsim.delays.base import KINDS, Delay
 from fedsim.delays.empirical import Empirical
 from fedsim.delays.families import Constant, Exponential, LogNormal, Uniform
 from fedsim.delays.normal import Normal
@@ -43,8 +44,3 @@ __all__ = [
     "Empirical",
     "KINDS",
 ]
-
-#: ``kind`` name -> model class, as used by :meth:`Delay.from_dict` (one line per model)
-KINDS: dict[str, type[Delay]] = {
-    cls.kind: cls for cls in (Exponential, Normal, LogNormal, Uniform, Constant, Empirical)
-}

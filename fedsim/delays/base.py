@@ -5,6 +5,11 @@ Every model is a frozen dataclass deriving from :class:`Delay` with vectorised
 and ``to_dict()``/``Delay.from_dict(d)``.  Parameters are validated when the object is
 built: :meth:`Delay.__post_init__` runs the model's ``_validate`` on the fields named by
 its ``_signature``, and :meth:`Delay.from_dict` first checks the kind and the keys.
+
+``KINDS`` maps each ``kind`` name to its model class.  A subclass that sets ``kind`` in its
+own body registers itself there when it is defined, so this module needs none of the models
+(they import it); ``fedsim.delays`` imports every built-in model, hence ``KINDS`` is complete
+as soon as any part of the package is imported.
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ import numpy as np
 
 from fedsim.errors import require
 
-__all__ = ["Delay", "REQUIRED", "as_output"]
+__all__ = ["Delay", "KINDS", "REQUIRED", "as_output"]
+
+#: ``kind`` name -> model class, filled by :meth:`Delay.__init_subclass__`; read by
+#: :meth:`Delay.from_dict`
+KINDS: dict[str, type[Delay]] = {}
 
 #: marks a keyword without default in a model's ``_signature``
 REQUIRED = object()
@@ -36,6 +45,18 @@ class Delay(ABC):
     """Abstract base of every delay model (a non-negative random duration)."""
 
     kind: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Register a subclass that names its own ``kind`` in :data:`KINDS`."""
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if not kind:
+            return
+        known = KINDS.get(kind)
+        if known is not None and known.__qualname__ != cls.__qualname__:
+            raise TypeError(f"delay kind {kind!r} is already registered by "
+                            f"{known.__module__}.{known.__qualname__}")
+        KINDS[kind] = cls
 
     @abstractmethod
     def sample(self, rng: np.random.Generator,
@@ -90,8 +111,6 @@ class Delay(ABC):
         messages: ``delays.upload.rate must be > 0, got delays.upload.rate=-1.0``.
         Unknown kinds, unknown keys and missing keys raise ConfigError.
         """
-        from fedsim.delays import KINDS  # the registry imports every model, hence lazily
-
         prefix = f"{field_name}." if field_name else ""
         require(isinstance(d, Mapping), field_name or "delay", d,
                 "must be a table/dict with a 'kind' key")

@@ -41,6 +41,8 @@ __all__ = [
     "partition_dirichlet",
     "partition_classes",
     "SIGNAL",
+    "load_digits_arrays",
+    "pca",
 ]
 
 #: Scale of the common true weight vector of :func:`synthetic_logistic`.
@@ -130,7 +132,7 @@ def synthetic_logistic(
 
 # ------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
-def _load_digits() -> tuple[np.ndarray, np.ndarray]:
+def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     """The bundled digits as read-only (pixels 0..16 float64 (1797, 64), digit int64)."""
     try:
         from sklearn.datasets import load_digits
@@ -146,7 +148,7 @@ def _load_digits() -> tuple[np.ndarray, np.ndarray]:
     return pixels, digits
 
 
-def _pca(X: np.ndarray, k: int) -> np.ndarray:
+def pca(X: np.ndarray, k: int) -> np.ndarray:
     """Scores on the top-k principal axes of the centred data (numpy SVD).
 
     The sign of each axis is fixed so that its largest-magnitude entry is positive,
@@ -176,7 +178,7 @@ def digits_binary(
     * Labels: ``+1`` for digits in ``positive_classes`` (default even digits), else ``-1``.
     * Features: pixels / 16, in [0, 1].  ``max_features=k`` (1..63) replaces them by
       the scores on the top-k principal axes of the centred pixel data (numpy SVD,
-      signs fixed; see :func:`_pca`), which keeps ``d`` and the constants moderate;
+      signs fixed; see :func:`pca`), which keeps ``d`` and the constants moderate;
       these scores are centred, not in [0, 1].  ``scale="max_norm"`` then divides every
       row by the largest row norm of the whole data set, so ``max_j ||x_j|| = 1``
       (which bounds L_i <= 1/4, G <= 1 and rho <= 1/(6 sqrt 3), THEORY_SPEC 9.2).
@@ -213,10 +215,10 @@ def digits_binary(
     require(n_clients * min_rows <= _DIGITS_ROWS, "n_clients", n_clients,
             f"must satisfy n_clients*min_rows <= {_DIGITS_ROWS} rows (min_rows={min_rows})")
 
-    pixels, digits = _load_digits()
+    pixels, digits = load_digits_arrays()
     X = pixels / 16.0
     if max_features is not None:
-        X = _pca(X, int(max_features))
+        X = pca(X, int(max_features))
     if scale == "max_norm":
         X = X / np.max(np.linalg.norm(X, axis=1))
     y = np.where(np.isin(digits, pos), 1.0, -1.0)

@@ -63,7 +63,7 @@ from fedsim.problems.weighted_logistic import (
     S2_SUP,
     Z_S2_ARGMAX,
     WeightedLogistic,
-    _as_client_arrays,
+    as_client_arrays,
 )
 
 __all__ = [
@@ -106,7 +106,7 @@ class LogisticProblem(Problem):
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray],
                  nu_reg: float = 0.0, *, anchor_rows: int | Sequence[int] = 0) -> None:
-        Xs, ys = _as_client_arrays(X, y)
+        Xs, ys = as_client_arrays(X, y)
         nu = check_number("nu_reg", nu_reg, allow_inf=True)
         require(math.isfinite(nu) and nu >= 0.0, "nu_reg", nu, "must be finite and >= 0")
         m_rows = [Xi.shape[0] for Xi in Xs]

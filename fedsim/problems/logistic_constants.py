@@ -10,18 +10,30 @@ separable (no minimiser).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.logistic_certificate import Certificate
+from fedsim.problems.logistic_certificate import Certificate, Solution
+from fedsim.problems.separability import SeparabilityReport
 from fedsim.problems.weighted_logistic import S2_SUP
 
-if TYPE_CHECKING:
-    from fedsim.problems.logistic import LogisticProblem
+__all__ = ["LogisticFacts", "data_constants", "constants_table"]
 
-__all__ = ["data_constants", "constants_table"]
+
+class LogisticFacts(Protocol):
+    """What the constants read of a logistic problem: the client count ``n``, the ridge term
+    ``nu_reg`` and the THEORY_SPEC 9.4 minimisers (``LogisticProblem`` provides them)."""
+
+    n: int
+    nu_reg: float
+
+    def separability_report(self) -> SeparabilityReport: ...
+
+    def solve_global(self) -> Solution: ...
+
+    def solve_client(self, i: int) -> Solution: ...
 
 
 def data_constants(X: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -43,7 +55,7 @@ def data_constants(X: list[np.ndarray]) -> dict[str, np.ndarray]:
             dict(l_data=l_data, rho=rho, G=G, sigma_g2=sg, sigma_h2=sh).items()}
 
 
-def constants_table(problem: LogisticProblem, dc: dict[str, np.ndarray]) -> ConstantsTable:
+def constants_table(problem: LogisticFacts, dc: dict[str, np.ndarray]) -> ConstantsTable:
     """The 9.2 table of ``problem`` from its :func:`data_constants` ``dc``; solving for
     f_star_A, f_star_P and zeta (9.4) happens here."""
     nu = problem.nu_reg
@@ -83,7 +95,7 @@ def constants_table(problem: LogisticProblem, dc: dict[str, np.ndarray]) -> Cons
 
 
 
-def _minimum_constants(problem: LogisticProblem) -> list[Constant]:
+def _minimum_constants(problem: LogisticFacts) -> list[Constant]:
     rep = problem.separability_report()
     x, fA, cA = problem.solve_global()
     if x is None and rep.whole.strictly_separable:

@@ -10,21 +10,18 @@ variants over a ball around x* (THEORY_SPEC 9.1 "Optional local diagnostic") sit
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fedsim.errors import check_number, require
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
+from fedsim.problems.quadratic_facts import QuadraticFacts
 from fedsim.problems.quadratic_linalg import max_quadratic_on_ball
-
-if TYPE_CHECKING:
-    from fedsim.problems.quadratic import QuadraticProblem
 
 __all__ = ["constants_table", "local_gamma_g2", "local_G"]
 
 
-def constants_table(problem: QuadraticProblem) -> ConstantsTable:
+def constants_table(problem: QuadraticFacts) -> ConstantsTable:
     """The THEORY_SPEC 9.1 table of ``problem``."""
     ev = problem.eigvals
     L = float(np.max(ev))
@@ -68,7 +65,7 @@ def constants_table(problem: QuadraticProblem) -> ConstantsTable:
     ])
 
 
-def local_gamma_g2(problem: QuadraticProblem, R: float) -> float:
+def local_gamma_g2(problem: QuadraticFacts, R: float) -> float:
     """HEURISTIC ``max_{||w - x*|| <= R} (1/n) sum_i ||grad f_i(w) - grad f(w)||^2``.
 
     ``grad f_i - grad f = (A_i - Abar) v + g_i`` with ``v = w - x*``, ``g_i = A_i(x* - b_i)``
@@ -85,7 +82,7 @@ def local_gamma_g2(problem: QuadraticProblem, R: float) -> float:
     return max_quadratic_on_ball(H, h, k, R)
 
 
-def local_G(problem: QuadraticProblem, R: float) -> float:
+def local_G(problem: QuadraticFacts, R: float) -> float:
     """HEURISTIC ``max_i max_{||w - x*|| <= R} ||grad f_i(w)||`` (exact trust-region solve)."""
     check_number("R", R, allow_inf=True)
     require(math.isfinite(R) and R >= 0, "R", R, "must be finite and >= 0")

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fedsim.errors import check_integer
+from fedsim.problems.quadratic_facts import QuadraticFacts
 from fedsim.problems.quadratic_linalg import (
     all_equal,
     from_eigen,
@@ -27,9 +28,6 @@ from fedsim.problems.quadratic_linalg import (
     psd_solve,
     readonly,
 )
-
-if TYPE_CHECKING:
-    from fedsim.problems.quadratic import QuadraticProblem
 
 __all__ = ["MamlExact", "MoreauExact", "build_maml_exact", "build_moreau_exact",
            "check_batch_size"]
@@ -163,7 +161,7 @@ class MoreauExact(_QuadraticObjective):
         return float(np.max(self.estimator_mse_clients(batch)))
 
 
-def _aggregate(problem: QuadraticProblem, h_stack: np.ndarray
+def _aggregate(problem: QuadraticFacts, h_stack: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
     """Hbar, m, w* (pinv), min value, exact diversity for clients 0.5 r^T H_i r + c_i."""
     hbar = readonly(h_stack.mean(axis=0))
@@ -179,7 +177,7 @@ def _aggregate(problem: QuadraticProblem, h_stack: np.ndarray
     return hbar, mvec, w_star, f_min, gamma2
 
 
-def build_maml_exact(problem: QuadraticProblem, alpha: float) -> MamlExact:
+def build_maml_exact(problem: QuadraticFacts, alpha: float) -> MamlExact:
     """The exact MAML objective of ``problem`` for a validated inner step ``alpha >= 0``."""
     ev = problem.eigvals
     hb_eig = ev * (1.0 - alpha * ev) ** 2
@@ -197,7 +195,7 @@ def build_maml_exact(problem: QuadraticProblem, alpha: float) -> MamlExact:
         _C=problem.C_stack)
 
 
-def build_moreau_exact(problem: QuadraticProblem, lam: float) -> MoreauExact:
+def build_moreau_exact(problem: QuadraticFacts, lam: float) -> MoreauExact:
     """The exact Moreau-envelope objective of ``problem`` for a validated ``lam > 0``."""
     ev = problem.eigvals
     hc_eig = lam * ev / (lam + ev)

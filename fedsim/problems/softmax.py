@@ -81,12 +81,12 @@ from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
 from fedsim.problems.fused_sgd import SoftmaxSGD, overrides_batch_oracles
 from fedsim.problems.softmax_kernel import (
-    _EPS,
+    EPS,
+    SoftmaxData,
     SoftmaxSolution,
-    _client_arrays,
-    _newton_cg,
-    _SoftmaxData,
-    _solve,
+    newton_cg,
+    softmax_client_arrays,
+    solve_softmax,
 )
 
 __all__ = ["KAPPA", "SoftmaxProblem", "SoftmaxSolution"]
@@ -116,7 +116,7 @@ class SoftmaxProblem(Problem):
                  y_val: Sequence[np.ndarray] | None = None) -> None:
         C = check_integer("n_classes", n_classes, low=2)
         self.reg = check_positive("reg", reg)
-        Xs, ys = _client_arrays(X, y, C, "X", "y", None, allow_empty=False)
+        Xs, ys = softmax_client_arrays(X, y, C, "X", "y", None, allow_empty=False)
         self.n_classes = C
         self.X: list[np.ndarray] = Xs
         self.y: list[np.ndarray] = ys
@@ -126,10 +126,10 @@ class SoftmaxProblem(Problem):
         self.m = np.array([Xi.shape[0] for Xi in Xs], dtype=np.int64)
         self.X_test, self.y_test = self._held_rows(X_test, y_test, "X_test", "y_test")
         self.X_val, self.y_val = self._held_rows(X_val, y_val, "X_val", "y_val")
-        self._client = [_SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
-                                     C) for Xi, yi in zip(Xs, ys, strict=True)]
+        self._client = [SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
+                                    C) for Xi, yi in zip(Xs, ys, strict=True)]
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
-        self._whole = _SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
+        self._whole = SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
         self._global_sol: SoftmaxSolution | None = None
         self._client_sol: dict[int, SoftmaxSolution] = {}
         self._table: ConstantsTable | None = None
@@ -143,7 +143,7 @@ class SoftmaxProblem(Problem):
                 f"and {yn} must be given together")
         if X is None:
             return None, None
-        Xh, yh = _client_arrays(X, y, self.n_classes, xn, yn, self.d, allow_empty=True)
+        Xh, yh = softmax_client_arrays(X, y, self.n_classes, xn, yn, self.d, allow_empty=True)
         require(len(Xh) == self.n, f"len({xn})", len(Xh), f"must equal n = {self.n}")
         return Xh, yh
 
@@ -184,10 +184,10 @@ class SoftmaxProblem(Problem):
             check_integer("max_features", max_features, low=1, high=63)
         require(isinstance(intercept, (bool, np.bool_)), "intercept", intercept,
                 "must be True or False")
-        pixels, digits = data._load_digits()
+        pixels, digits = data.load_digits_arrays()
         X = pixels / 16.0
         if max_features is not None:
-            X = data._pca(X, int(max_features))
+            X = data.pca(X, int(max_features))
         if intercept:
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         cs = splits.split_dataset(digits, n_clients, split=split, a=a,
@@ -295,8 +295,8 @@ class SoftmaxProblem(Problem):
         lam = check_positive("lam", lam)
         w = self._w(w)
         cd = self._client[i]
-        th, gn = _newton_cg(cd, w, lam, w)
-        gi = gn + cd.grad_error_bound(th) + 4.0 * _EPS * lam * float(
+        th, gn = newton_cg(cd, w, lam, w)
+        gi = gn + cd.grad_error_bound(th) + 4.0 * EPS * lam * float(
             np.linalg.norm(th) + np.linalg.norm(w))
         return th, lam * gi / (lam + self.reg)
 
@@ -308,14 +308,14 @@ class SoftmaxProblem(Problem):
     def solve_global(self) -> SoftmaxSolution:
         """x*, f* and the strong-convexity certificate (Newton, cached)."""
         if self._global_sol is None:
-            self._global_sol = _solve(self._whole)
+            self._global_sol = solve_softmax(self._whole)
         return self._global_sol
 
     def solve_client(self, i: int) -> SoftmaxSolution:
         """u_i*, f_i* and the certificate (Newton, cached)."""
         i = check_integer("i", i, low=0, high=self.n - 1)
         if i not in self._client_sol:
-            self._client_sol[i] = _solve(self._client[i])
+            self._client_sol[i] = solve_softmax(self._client[i])
         return self._client_sol[i]
 
     @property

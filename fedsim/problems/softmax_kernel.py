@@ -1,14 +1,14 @@
 """The weighted softmax kernel, its Newton-CG solver and the client-array checks.
 
 Parts of :class:`fedsim.problems.softmax.SoftmaxProblem` (see that module's
-docstring for the objective, its derivatives and the constants): ``_SoftmaxData``
+docstring for the objective, its derivatives and the constants): ``SoftmaxData``
 evaluates ``sum_j c_j [lse(W^T x_j) - (W^T x_j)_{y_j}] + reg/2 ||W||_F^2`` and its
 gradient / Hessian / Hessian-vector products stably (``logsumexp``, ``softmax``);
-``_newton_cg`` minimises it plus ``lam/2 ||t - w||^2`` (the Moreau inner problem,
+``newton_cg`` minimises it plus ``lam/2 ||t - w||^2`` (the Moreau inner problem,
 THEORY_SPEC 9.4), with the dense damped Newton of
 :func:`fedsim.problems.newton.newton_minimize` as fallback; :class:`SoftmaxSolution`
 carries the strong-convexity certificate ``||xhat - x*|| <= g/reg``,
-``0 <= f(xhat) - f* <= g^2/(2 reg)``; ``_client_arrays`` validates per-client inputs.
+``0 <= f(xhat) - f* <= g^2/(2 reg)``; ``softmax_client_arrays`` validates per-client inputs.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ from scipy.special import logsumexp, softmax
 from fedsim.errors import ConfigError, check_finite, require
 from fedsim.problems.newton import newton_minimize
 
-__all__ = ["SoftmaxSolution"]
+__all__ = ["SoftmaxSolution", "EPS", "SoftmaxData", "newton_cg", "solve_softmax",
+           "softmax_client_arrays"]
 
-_EPS = float(np.finfo(np.float64).eps)
+EPS = float(np.finfo(np.float64).eps)
 
 # ----------------------------------------------------------------------------------------
 # the weighted kernel shared by f_i, f and the inner Moreau problems
 # ----------------------------------------------------------------------------------------
-class _SoftmaxData:
+class SoftmaxData:
     """``sum_j c_j [lse(W^T x_j) - (W^T x_j)_{y_j}] + reg/2 ||W||^2`` on flat ``w``."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, wts: np.ndarray, reg: float,
@@ -86,11 +87,11 @@ class _SoftmaxData:
         k = self.X.shape[0] + self.dim + 10
         scale = math.sqrt(2.0) * float(self.wts @ self.row_norms) + self.reg * float(
             np.linalg.norm(w))
-        return 2.0 * k * _EPS * scale
+        return 2.0 * k * EPS * scale
 
 
-def _newton_cg(data: _SoftmaxData, w: np.ndarray, lam: float, x0: np.ndarray, *,
-               gtol_rel: float = 1e-13, max_iter: int = 100) -> tuple[np.ndarray, float]:
+def newton_cg(data: SoftmaxData, w: np.ndarray, lam: float, x0: np.ndarray, *,
+              gtol_rel: float = 1e-13, max_iter: int = 100) -> tuple[np.ndarray, float]:
     """Minimise ``data(t) + lam/2 ||t - w||^2`` by Newton-CG (matrix-free); returns (t, ||g||).
 
     ``lam >= 0`` (0: minimise the data objective itself).  The objective is
@@ -145,7 +146,7 @@ def _newton_cg(data: _SoftmaxData, w: np.ndarray, lam: float, x0: np.ndarray, *,
             fn = fun(tn)
             if fn <= ft + 1e-4 * step * slope:
                 ok = True
-            elif fn <= ft + 16.0 * _EPS * max(1.0, abs(ft)):
+            elif fn <= ft + 16.0 * EPS * max(1.0, abs(ft)):
                 gtry = grd(tn)
                 ok = float(np.linalg.norm(gtry)) < gn
             if ok:
@@ -183,10 +184,10 @@ class SoftmaxSolution:
         self.converged = converged
 
 
-def _solve(data: _SoftmaxData) -> SoftmaxSolution:
+def solve_softmax(data: SoftmaxData) -> SoftmaxSolution:
     """Minimise one weighted objective from 0 by Newton-CG (dense Newton as fallback)."""
     zero = np.zeros(data.dim)
-    x, gn = _newton_cg(data, zero, 0.0, zero)
+    x, gn = newton_cg(data, zero, 0.0, zero)
     target = 1e-13 * max(1.0, float(np.linalg.norm(data.grad(zero))))
     g = float(np.linalg.norm(data.grad(x))) + data.grad_error_bound(x)
     return SoftmaxSolution(x, data.value(x), g, data.reg, gn <= target)
@@ -195,8 +196,11 @@ def _solve(data: _SoftmaxData) -> SoftmaxSolution:
 # ----------------------------------------------------------------------------------------
 # input checks
 # ----------------------------------------------------------------------------------------
-def _client_arrays(X_list: Any, y_list: Any, n_classes: int, field_x: str, field_y: str,
-                   d: int | None, allow_empty: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def softmax_client_arrays(X_list: Any, y_list: Any, n_classes: int, field_x: str,
+                          field_y: str, d: int | None, allow_empty: bool
+                          ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-client float64 features and integer labels in ``[0, n_classes)``, checked
+    (ConfigError naming ``field_x[i]``/``field_y[i]``); ``d`` fixes the column count."""
     for name, obj in ((field_x, X_list), (field_y, y_list)):
         require(isinstance(obj, (list, tuple)), name, type(obj).__name__,
                 "must be a list with one array per client")

@@ -3,7 +3,7 @@
 ``sum_j c_j log(1 + exp(-a_j^T w)) + nu/2 ||w||^2`` with rows ``a_j = y_j x_j`` and weights
 ``c_j`` (``1/m_i`` for a client, ``1/(n m_i)`` for the whole), evaluated stably through
 ``np.logaddexp`` and ``scipy.special.expit``; plus the sigmoid constants of 9.2 and
-``_as_client_arrays``, the checks of the per-client ``(X_i, y_i)`` arrays (labels in
+``as_client_arrays``, the checks of the per-client ``(X_i, y_i)`` arrays (labels in
 {-1, +1}) that :class:`fedsim.problems.logistic.LogisticProblem` is built from.
 """
 
@@ -17,7 +17,7 @@ from scipy.special import expit
 
 from fedsim.errors import ConfigError, check_finite, require
 
-__all__ = ["S2_SUP", "Z_S2_ARGMAX", "WeightedLogistic"]
+__all__ = ["S2_SUP", "Z_S2_ARGMAX", "WeightedLogistic", "as_client_arrays"]
 
 #: sup_z |s''(z)| = 1/(6 sqrt 3) for the sigmoid s (THEORY_SPEC 9.2, derivations)
 S2_SUP: float = 1.0 / (6.0 * math.sqrt(3.0))
@@ -69,7 +69,9 @@ class WeightedLogistic:
         return 2.0 * k * _EPS * scale
 
 
-def _as_client_arrays(X: Any, y: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def as_client_arrays(X: Any, y: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per-client float64 ``(m_i, d)`` features and ``-1/+1`` labels, checked (ConfigError
+    naming ``X[i]``/``y[i]``, the value and the rule)."""
     for name, obj in (("X", X), ("y", y)):
         require(isinstance(obj, (list, tuple)), name, type(obj).__name__,
                 "must be a list with one array per client")

@@ -111,7 +111,7 @@ def test_malformed_scenarios_get_one_clean_line(d, broken, tmp_path_factory, cap
 
 ARGS = st.lists(st.sampled_from(["--seed", "--steps", "--out", "--metrics-out",
                                  "--replicate", "--memory-budget", "-1", "1.5", "x",
-                                 "/nonexistent/x.csv", "", "0", "1K", "--T", "100,,200"]),
+                                 "/dev/null/x.csv", "", "0", "1K", "--T", "100,,200"]),
                 max_size=5)
 
 
@@ -171,11 +171,12 @@ def test_no_horizon_and_negative_normal_mean_are_refused(tmp_path, capsys):
 def test_output_paths_are_checked_before_the_run(tmp_path, capsys):
     p = tmp_path / "s.toml"
     p.write_text(tomli_w.dumps({**BASE, "horizon": {"steps": 10**7}}))
-    for opt in ("--out", "--metrics-out"):
-        assert _main(["run", str(p), "--no-progress", opt, "/nonexistent/x.csv"]) == 2
-        assert f"{opt} must be in an existing directory" in capsys.readouterr().err
     f = tmp_path / "afile"
     f.write_text("x")
+    for opt in ("--out", "--metrics-out"):
+        for bad in (f / "x.csv", "/dev/null/x.csv"):   # parent folder cannot be created
+            assert _main(["run", str(p), "--no-progress", opt, str(bad)]) == 2
+            assert f"{opt} must be creatable" in capsys.readouterr().err
     assert _main(["validate", "--suite", "smoke", "--out", str(f)]) == 2
     assert "--out must be a directory" in capsys.readouterr().err
     assert _main(["validate", "--suite", "smoke", "--out", str(tmp_path / "r"),
@@ -197,3 +198,6 @@ def test_diverged_run_exits_3_with_a_diverged_column(tmp_path, capsys):
     p.write_text(tomli_w.dumps(BASE))
     assert _main(["run", str(p), "--no-progress", "--out", str(out)]) == 0
     assert set(pd.read_csv(out)["diverged"]) == {0}
+    nested = tmp_path / "new" / "folder" / "o.csv"       # missing parents are created
+    assert _main(["run", str(p), "--no-progress", "--out", str(nested)]) == 0
+    assert pd.read_csv(nested).equals(pd.read_csv(out))

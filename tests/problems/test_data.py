@@ -251,13 +251,13 @@ def test_digits_bad_args(kwargs, msg):
 
 
 def test_digits_without_sklearn_raises_clear_error(monkeypatch):
-    data._load_digits.cache_clear()
+    data.load_digits_arrays.cache_clear()
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # makes the import fail
     try:
         with pytest.raises(FedsimError, match=r"pip install fedsim\[data\]"):
             digits_binary(2)
     finally:
-        data._load_digits.cache_clear()
+        data.load_digits_arrays.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import pytest
 from fedsim.validation import report
 from fedsim.validation._selftest import write_synthetic_run
 from fedsim.validation.compare import VERDICT_COLUMNS, write_verdicts
+from fedsim.validation.report import layout
 from matplotlib.text import Text
 
 from fedsim.errors import FedsimError
@@ -224,8 +225,8 @@ def test_theorem_title_is_the_common_title_of_its_scenarios(run_dir):
                                               "title": "[A] Thm 8, AREA, quadratic"}
     assert report._meta_for(run, "ThmA")["title"] == "[A] Thm 8"
     assert report._meta_for(run, "nope") == {}
-    assert report._hfmt(10000.0) == "10000" and report._hfmt(0.5) == "0.5"
-    assert report._mid("scenario_with_a_long_name_7", 12) == "scena\u2026name_7"
+    assert layout.fmt_horizon(10000.0) == "10000" and layout.fmt_horizon(0.5) == "0.5"
+    assert layout.shorten_middle("scenario_with_a_long_name_7", 12) == "scena\u2026name_7"
 
 
 def test_details_page_never_hides_a_failing_hypothesis(run_dir):

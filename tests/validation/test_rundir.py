@@ -164,7 +164,7 @@ def _oracle(calls: list, value=(0.25, 1.5)):
     def compute():
         calls.append(1)
         return list(value)
-    return common._cached("area", ("cfg", 3), compute)
+    return common.cached("area", ("cfg", 3), compute)
 
 
 @pytest.mark.parametrize("damage", [

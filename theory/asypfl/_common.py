@@ -16,8 +16,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from fedsim.theory.persafl._assembly import Check, fmt
-from fedsim.theory.persafl._common import count, real
+from fedsim.theory.assembly import Check, fmt
+from fedsim.theory.conventions import count, real
 
 from fedsim.errors import require
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.assembly import assemble, fmt
 from fedsim.theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
+from fedsim.theory.conventions import real
 from fedsim.theory.params import Horizons, Vector
-from fedsim.theory.persafl._assembly import assemble, fmt
-from fedsim.theory.persafl._common import real
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status
 

@@ -24,10 +24,10 @@ import math
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.assembly import assemble, fmt
 from fedsim.theory.asypfl._common import HELP, HYPOTHESES, checks, core, inputs
 from fedsim.theory.asypfl.theorem1 import ticks
 from fedsim.theory.params import Horizons, Vector
-from fedsim.theory.persafl._assembly import assemble, fmt
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status
 

@@ -36,9 +36,9 @@ import math
 from typing import Literal
 
 import numpy as np
+from fedsim.theory.assembly import Check, assemble, fmt
+from fedsim.theory.conventions import count, m0, real
 from fedsim.theory.params import Iterations
-from fedsim.theory.persafl._assembly import Check, assemble, fmt
-from fedsim.theory.persafl._common import count, m0, real
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status
 

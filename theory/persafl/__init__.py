@@ -32,13 +32,14 @@ Conventions shared by the three evaluators
 
 One module per idea: :mod:`fedsim.theory.persafl.lemmas` (Lemmas 1-7),
 :mod:`fedsim.theory.persafl.theorem1`, :mod:`fedsim.theory.persafl.theorem2`,
-:mod:`fedsim.theory.persafl.theorem3`; the shared conventions live in
-``_common`` (checks, ``0*inf``, ``f_lower``) and ``_assembly`` (hypotheses, status).
+:mod:`fedsim.theory.persafl.theorem3`; the conventions they share with
+the other papers' theorems live in :mod:`fedsim.theory.conventions` (checks, ``0*inf``,
+``f_lower``) and :mod:`fedsim.theory.assembly` (hypotheses, status).
 """
 
 from __future__ import annotations
 
-from fedsim.theory.persafl._common import REL_TOL
+from fedsim.theory.conventions import REL_TOL
 from fedsim.theory.persafl.lemmas import maml_constants, me_constants
 from fedsim.theory.persafl.theorem1 import theorem1
 from fedsim.theory.persafl.theorem2 import theorem2

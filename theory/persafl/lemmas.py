@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
-from fedsim.theory.persafl._common import REL_TOL, count, m0, real
+from fedsim.theory.conventions import REL_TOL, count, m0, real
 
 from fedsim.errors import require
 

@@ -14,8 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
-from fedsim.theory.params import Horizons
-from fedsim.theory.persafl._assembly import (
+from fedsim.theory.assembly import (
     Check,
     assemble,
     beta_eta_checks,
@@ -23,7 +22,7 @@ from fedsim.theory.persafl._assembly import (
     fmt,
     general_checks,
 )
-from fedsim.theory.persafl._common import (
+from fedsim.theory.conventions import (
     HELP,
     MODES_12,
     Mode12,
@@ -36,6 +35,7 @@ from fedsim.theory.persafl._common import (
     step,
     with_f_lower,
 )
+from fedsim.theory.params import Horizons
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status
 

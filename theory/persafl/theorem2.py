@@ -15,15 +15,14 @@ import math
 from typing import Any
 
 import numpy as np
-from fedsim.theory.params import Horizons
-from fedsim.theory.persafl._assembly import (
+from fedsim.theory.assembly import (
     Check,
     assemble,
     beta_eta_checks,
     common_checks,
     fmt,
 )
-from fedsim.theory.persafl._common import (
+from fedsim.theory.conventions import (
     HELP,
     MODES_12,
     OBJ,
@@ -39,6 +38,7 @@ from fedsim.theory.persafl._common import (
     step,
     with_f_lower,
 )
+from fedsim.theory.params import Horizons
 from fedsim.theory.persafl.lemmas import maml_constants
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status

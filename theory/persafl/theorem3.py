@@ -16,8 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
-from fedsim.theory.params import Horizons
-from fedsim.theory.persafl._assembly import (
+from fedsim.theory.assembly import (
     Check,
     assemble,
     beta_eta_checks,
@@ -25,7 +24,7 @@ from fedsim.theory.persafl._assembly import (
     fmt,
     general_checks,
 )
-from fedsim.theory.persafl._common import (
+from fedsim.theory.conventions import (
     HELP,
     MODES_3,
     OBJ,
@@ -41,6 +40,7 @@ from fedsim.theory.persafl._common import (
     step,
     with_f_lower,
 )
+from fedsim.theory.params import Horizons
 from fedsim.theory.persafl.lemmas import me_constants
 from fedsim.theory.registry import register_theorem
 from fedsim.theory.result import BoundResult, Status

@@ -49,9 +49,9 @@ from fedsim.validation.report.layout import (  # noqa: E402
     INK,
     PAGE_SIZE,
     SMALL,
-    _fmt,
-    _hfmt,
-    _mid,
+    fmt_horizon,
+    fmt_value,
+    shorten_middle,
 )
 from fedsim.validation.report.plan import (  # noqa: E402
     PANELS_PER_PAGE,
@@ -81,7 +81,7 @@ __all__ = [
 
 # the names of the single-module report (before the split into layout and pages), kept for
 # callers and tests that reach into it
-_REEXPORTED = (FILL, INK, SMALL, Run, _fmt, _hfmt, _mid)
+_REEXPORTED = (FILL, INK, SMALL, Run, fmt_value, fmt_horizon, shorten_middle)
 _plan, _summary_page, _plots_page = page_plan, summary_page, plots_page
 _details_page, _repr_page = details_page, representative_page
 _control_cell, _meta_for = control_cell, meta_for

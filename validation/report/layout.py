@@ -17,7 +17,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-__all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK"]
+__all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK", "STATUS_ORDER", "STATUS_SHORT",
+           "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle",
+           "chars_fitting", "draw_wrapped", "draw_table", "new_page"]
 
 
 PAGE_SIZE = (11.69, 8.27)  # A4 landscape, inches
@@ -28,12 +30,14 @@ FILL = {"holds": "#b9e3b2", "violated": "#f4a9a8", "inconclusive": "#fde3a7",
         "not_applicable": "#dcdcdc", "error": "#c9a0dc"}
 INK = {"holds": "#2e7d32", "violated": "#c62828", "inconclusive": "#e08a00",
        "not_applicable": "#7f7f7f", "error": "#6a1b9a"}
-_ORDER = ("holds", "violated", "inconclusive", "not_applicable", "error")
-_SHORT = {"holds": "holds", "violated": "violated", "inconclusive": "inconcl.",
-          "not_applicable": "n/a", "error": "ERROR"}
+STATUS_ORDER = ("holds", "violated", "inconclusive", "not_applicable", "error")
+STATUS_SHORT = {"holds": "holds", "violated": "violated", "inconclusive": "inconcl.",
+                "not_applicable": "n/a", "error": "ERROR"}
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def fmt_value(v: Any, digits: int = 3) -> str:
+    """A table cell: ``digits`` significant digits, ``-`` for None/NaN, ``yes``/``no`` for
+    booleans, the first four items of a list."""
     if v is None:
         return "-"
     if isinstance(v, (bool, np.bool_)):
@@ -46,22 +50,24 @@ def _fmt(v: Any, digits: int = 3) -> str:
             return "+inf" if x > 0 else "-inf"
         return f"{x:.{digits}g}"
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_fmt(x, digits) for x in v[:4]) + (", ...]" if len(v) > 4 else "]")
+        head = ", ".join(fmt_value(x, digits) for x in v[:4])
+        return "[" + head + (", ...]" if len(v) > 4 else "]")
     return str(v)
 
 
-def _hfmt(x: float) -> str:
+def fmt_horizon(x: float) -> str:
     """A horizon: integers in full (10000, not 1e+04)."""
     x = float(x)
-    return f"{int(x)}" if math.isfinite(x) and x == int(x) and abs(x) < 1e7 else _fmt(x)
+    return f"{int(x)}" if math.isfinite(x) and x == int(x) and abs(x) < 1e7 else fmt_value(x)
 
 
-def _trunc(s: str, n: int) -> str:
+def truncate(s: str, n: int) -> str:
+    """``s`` on one line, cut to ``n`` characters with an ellipsis at the end."""
     s = " ".join(str(s).split())
     return s if len(s) <= n else s[: max(1, n - 1)] + "\u2026"
 
 
-def _mid(s: str, n: int) -> str:
+def shorten_middle(s: str, n: int) -> str:
     """Shorten an identifier in the middle, keeping its (distinguishing) end."""
     s = " ".join(str(s).split())
     if len(s) <= n:
@@ -70,23 +76,23 @@ def _mid(s: str, n: int) -> str:
     return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
 
 
-def _chars(width_frac: float, size: float = SMALL) -> int:
+def chars_fitting(width_frac: float, size: float = SMALL) -> int:
     """How many characters of a ``size``-pt font fit in ``width_frac`` of the page width."""
     return max(3, int((width_frac * PAGE_SIZE[0] * 72 - 5.0) / (0.62 * size)))
 
 
-def _wrap(fig: Figure, x: float, y: float, text: str, width: float, size: float = FONT,
+def draw_wrapped(fig: Figure, x: float, y: float, text: str, width: float, size: float = FONT,
           max_lines: int = 4, **kw: Any) -> float:
     """Write wrapped text from (x, y) downwards; return the y below it."""
-    lines = textwrap.wrap(" ".join(str(text).split()), _chars(width, size)) or [""]
+    lines = textwrap.wrap(" ".join(str(text).split()), chars_fitting(width, size)) or [""]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
-        lines[-1] = _trunc(lines[-1] + " ...", _chars(width, size))
+        lines[-1] = truncate(lines[-1] + " ...", chars_fitting(width, size))
     fig.text(x, y, "\n".join(lines), fontsize=size, va="top", ha="left", **kw)
     return y - len(lines) * size * 1.45 / 72 / PAGE_SIZE[1]
 
 
-def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header: Sequence[str],
+def draw_table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header: Sequence[str],
            rows: Sequence[Sequence[str]], fills: Sequence[Sequence[str | None]] | None = None,
            size: float = SMALL, row_h: float = 0.027, max_rows: int | None = None,
            lines: int = 1) -> float:
@@ -114,7 +120,7 @@ def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header
                                      facecolor=colour or "white", edgecolor="#9a9a9a",
                                      linewidth=0.4))
             is_last_note = r > 0 and str(cells[0]).startswith("... ") and c == 0
-            n = _chars(sum(widths) if is_last_note else w, size) - 1
+            n = chars_fitting(sum(widths) if is_last_note else w, size) - 1
             fig.text(x + 0.004, y - h / 2, _fit(txt, n, 1 if r == 0 else lines), fontsize=size,
                      va="center", ha="left", weight="bold" if r == 0 else "normal",
                      linespacing=1.15)
@@ -126,25 +132,27 @@ def _table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header
 def _fit(text: str, n: int, lines: int) -> str:
     """``text`` wrapped to ``n`` characters per line, at most ``lines`` lines."""
     if lines <= 1:
-        return _trunc(text, n)
+        return truncate(text, n)
     out = textwrap.wrap(" ".join(str(text).split()), n) or [""]
     if len(out) > lines:
-        out = out[: lines - 1] + [_trunc(" ".join(out[lines - 1:]), n)]
+        out = out[: lines - 1] + [truncate(" ".join(out[lines - 1:]), n)]
     return "\n".join(out)
 
 
-def _page(title: str, subtitle: str = "") -> Figure:
+def new_page(title: str, subtitle: str = "") -> Figure:
+    """A blank report page with its title and a wrapped subtitle."""
     fig = plt.figure(figsize=PAGE_SIZE)
-    fig.text(0.03, 0.965, _trunc(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
+    fig.text(0.03, 0.965, truncate(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
              fontsize=14, weight="bold", va="top")
     if subtitle:
-        _wrap(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
+        draw_wrapped(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
     return fig
 
 
-def _rng(x: pd.Series) -> str:
+def fmt_range(x: pd.Series) -> str:
+    """``min - max`` of the finite values (one number when they agree, ``-`` when none)."""
     x = x[np.isfinite(x.to_numpy(dtype=float))]
     if x.empty:
         return "-"
     lo, hi = float(x.min()), float(x.max())
-    return _fmt(lo) if lo == hi else f"{_fmt(lo)} - {_fmt(hi)}"
+    return fmt_value(lo) if lo == hi else f"{fmt_value(lo)} - {fmt_value(hi)}"

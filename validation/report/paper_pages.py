@@ -23,7 +23,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from fedsim.validation.report.layout import FONT, _page, _table, _wrap  # noqa: E402
+from fedsim.validation.report.layout import FONT, draw_table, draw_wrapped, new_page  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -53,12 +53,12 @@ def _ci(v: list) -> str:
 
 def summary_page(summaries: list[dict]) -> Figure:
     """Every experiment's verdict and claims tally."""
-    fig = _page("Paper experiments: claimed ordering against measured (99% CIs)",
-                "fedsim validate --suite paper. Each row: one experiment, its source, its "
-                "verdict (reproduced iff every claim's paired 99% interval lies on the "
-                "claimed side; not reproduced iff one lies entirely on the other side; else "
-                "inconclusive).  Two stages: the step size is tuned on R1 replicates, the "
-                "claims are measured on R fresh ones with common random numbers.")
+    fig = new_page("Paper experiments: claimed ordering against measured (99% CIs)",
+                   "fedsim validate --suite paper. Each row: one experiment, its source, its "
+                   "verdict (reproduced iff every claim's paired 99% interval lies on the "
+                   "claimed side; not reproduced iff one lies entirely on the other side; else "
+                   "inconclusive).  Two stages: the step size is tuned on R1 replicates, the "
+                   "claims are measured on R fresh ones with common random numbers.")
     rows, fills = [], []
     for s in summaries:
         st = [c["status"] for c in s["claims"]]
@@ -69,9 +69,9 @@ def summary_page(summaries: list[dict]) -> Figure:
                      f"{st.count('unresolved')} unresolved",
                      f"{r1} / {s['replicates']}"])
         fills.append([None, None, VERDICT_FILL[s["verdict"]], None, None])
-    _table(fig, 0.03, 0.85, [0.29, 0.26, 0.11, 0.21, 0.07],
-           ["experiment", "source", "verdict", "claims", "R1 / R"], rows, fills, size=8,
-           row_h=0.04, lines=2)
+    draw_table(fig, 0.03, 0.85, [0.29, 0.26, 0.11, 0.21, 0.07],
+               ["experiment", "source", "verdict", "claims", "R1 / R"], rows, fills, size=8,
+               row_h=0.04, lines=2)
     return fig
 
 
@@ -148,18 +148,18 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
     """The page (and continuation pages when the table is long) of one experiment."""
     tuning = (f"Tuning replicates R1={s.get('tune_replicates', 0)}"
               if any(s.get("selection", {}).values()) else "No tuning stage (no grid)")
-    fig = _page(s["title"], f"Source: {s['source']}.  {tuning}, measurement replicates "
-                f"R={s['replicates']}; "
-                "curves: mean and 99% Student-t band over the measurement replicates against "
-                "simulated time; claims: paired 99% Student-t interval of the per-replicate "
-                "differences (common random numbers).")
+    fig = new_page(s["title"], f"Source: {s['source']}.  {tuning}, measurement replicates "
+                   f"R={s['replicates']}; "
+                   "curves: mean and 99% Student-t band over the measurement replicates against "
+                   "simulated time; claims: paired 99% Student-t interval of the per-replicate "
+                   "differences (common random numbers).")
     fig.text(0.80, 0.965, f"verdict: {s['verdict']}", fontsize=12, weight="bold", va="top",
              bbox={"facecolor": VERDICT_FILL[s["verdict"]], "edgecolor": "#777777"})
-    y = _wrap(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
-    y = _wrap(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
-              size=8, max_lines=8, color="#333333")
-    y = _wrap(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
-              max_lines=4, color="#333333")
+    y = draw_wrapped(fig, 0.03, 0.87, "Claim: " + s["claim"], 0.94, size=FONT, max_lines=3)
+    y = draw_wrapped(fig, 0.03, y - 0.005, "Analogue (what it cannot test): " + s["analogue"], 0.94,
+                     size=8, max_lines=8, color="#333333")
+    y = draw_wrapped(fig, 0.03, y - 0.005, "Hyper-parameter rule: " + s["rule"], 0.94, size=8,
+                     max_lines=4, color="#333333")
     # the curves get a fixed height below the text; the tables start under them
     height = 0.22
     bottom = y - 0.07 - height
@@ -206,13 +206,13 @@ def experiment_page(s: dict, run_dir: Path) -> list[Figure]:
         while k < len(body):
             fit = int((y - 0.03) / row_h) - 1
             if fit < 2:
-                fig = _page(s["title"] + " (continued)", f"Source: {s['source']}")
+                fig = new_page(s["title"] + " (continued)", f"Source: {s['source']}")
                 pages.append(fig)
                 y = 0.88
                 continue
             part = slice(k, k + fit)
-            y = _table(fig, 0.02, y, wid, head, body[part], fill[part], size=6.5,
-                       row_h=row_h) - 0.015
+            y = draw_table(fig, 0.02, y, wid, head, body[part], fill[part], size=6.5,
+                           row_h=row_h) - 0.015
             k += fit
     return pages
 

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from fedsim.errors import FedsimError
 
 __all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUMMARY_ROWS",
-           "PANELS_PER_PAGE", "REPR_PER_PAGE"]
+           "PANELS_PER_PAGE", "REPR_PER_PAGE", "unique"]
 
 
 SUMMARY_ROWS = 20
@@ -42,7 +42,8 @@ class Run:
     groups: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
-def _uniq(seq: Sequence[Any]) -> list[Any]:
+def unique(seq: Sequence[Any]) -> list[Any]:
+    """The distinct items of ``seq`` in first-seen order."""
     return list(dict.fromkeys(seq))
 
 
@@ -63,11 +64,11 @@ def load_run(run_dir: str | os.PathLike) -> Run:
             raise FedsimError(f"meta file {p} must be an object with theorem and scenario")
         meta[(str(m["theorem"]), str(m["scenario"]))] = m
     run = Run(run_dir, v, meta)
-    run.theorems = _uniq(list(v["theorem"]) + [k[0] for k in meta])
+    run.theorems = unique(list(v["theorem"]) + [k[0] for k in meta])
     for th in run.theorems:
         sub = v[v["theorem"] == th]
-        run.scenarios[th] = _uniq(list(sub["scenario"]) + [k[1] for k in meta if k[0] == th])
-        run.groups[th] = _uniq(zip(sub["scenario"], sub["mode"], strict=True))
+        run.scenarios[th] = unique(list(sub["scenario"]) + [k[1] for k in meta if k[0] == th])
+        run.groups[th] = unique(zip(sub["scenario"], sub["mode"], strict=True))
     return run
 
 
@@ -95,6 +96,7 @@ def expected_pages(run_dir: str | os.PathLike) -> int:
 
 
 def draw_footer(fig: Figure, i: int, n: int, run: Run) -> None:
+    """The run directory and ``page i / n`` at the foot of a page."""
     fig.text(0.03, 0.015, f"fedsim validation report  -  run directory: {run.run_dir.name}",
              fontsize=SMALL, color="#555555")
     fig.text(0.97, 0.015, f"page {i} / {n}", fontsize=SMALL, color="#555555", ha="right")

@@ -15,14 +15,14 @@ from fedsim.validation.report.layout import (
     FONT,
     INK,
     SMALL,
-    _chars,
-    _fmt,
-    _hfmt,
-    _mid,
-    _page,
-    _rng,
-    _trunc,
-    _wrap,
+    chars_fitting,
+    draw_wrapped,
+    fmt_horizon,
+    fmt_range,
+    fmt_value,
+    new_page,
+    shorten_middle,
+    truncate,
 )
 from fedsim.validation.report.plan import Run
 from matplotlib.figure import Figure
@@ -52,9 +52,9 @@ def meta_for(run: Run, th: str) -> dict:
 
 def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
     m0 = meta_for(run, th)
-    fig = _page(f"{th}: measured vs bound" + (f"  -  {m0['title']}" if m0.get("title") else ""),
-                f"Horizontal axis: {m0.get('x_label', 'T')}. One panel per (scenario, mode); "
-                "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
+    fig = new_page(f"{th}: measured vs bound" + (f"  -  {m0['title']}" if m0.get("title") else ""),
+                   f"Horizontal axis: {m0.get('x_label', 'T')}. One panel per (scenario, mode); "
+                   "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
     v = run.verdicts
     ncol, nrow = 3, 2
     gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.2,
@@ -68,13 +68,13 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         status = str(sub["status"].iloc[0]) if len(sub) else "-"
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
             else meta.get("expected_slope", math.nan)
-        width = _chars(0.27, SMALL)
-        sl = _fmt(sub["slope"].iloc[0] if len(sub) else None)
+        width = chars_fitting(0.27, SMALL)
+        sl = fmt_value(sub["slope"].iloc[0] if len(sub) else None)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
-        last = (f"EXACT value, no CI; bound/exact {_rng(sub['tightness'])}" if exact else
-                f"slope {sl} (order {_fmt(es, 2)}), bound/mean {_rng(sub['tightness'])}")
-        ax.set_title("\n".join([_mid(f"{sc} [{md}]" if md else sc, width),
-                                _trunc(f"{status}", width), _trunc(last, width)]),
+        last = (f"EXACT value, no CI; bound/exact {fmt_range(sub['tightness'])}" if exact else
+                f"slope {sl} (order {fmt_value(es, 2)}), bound/mean {fmt_range(sub['tightness'])}")
+        ax.set_title("\n".join([shorten_middle(f"{sc} [{md}]" if md else sc, width),
+                                truncate(f"{status}", width), truncate(last, width)]),
                      fontsize=SMALL)
     for k in range(len(groups), nrow * ncol):
         fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
@@ -88,7 +88,7 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
            "scenario [mode]; bound status; fitted log-log slope (expected order), bound / mean."
            + (" Squares: an exact oracle value (nothing simulated, no CI)."
               if is_exact_row(v).any() else ""))
-    _wrap(fig, 0.04, 0.125, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
+    draw_wrapped(fig, 0.04, 0.125, cap, 0.92, size=SMALL, max_lines=5, color="#333333")
     return fig
 
 
@@ -109,7 +109,7 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     ax.tick_params(labelsize=SMALL)
     xl = meta.get("x_label", "T")
     ax.set_xlabel(xl, fontsize=FONT)
-    ax.set_ylabel(_trunc(meta.get("quantity", "measured quantity"), 40), fontsize=SMALL)
+    ax.set_ylabel(truncate(meta.get("quantity", "measured quantity"), 40), fontsize=SMALL)
     h = sub["horizon"].to_numpy(float)
     mean = sub["mean"].to_numpy(float)
     lo, hi = sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float)
@@ -126,7 +126,7 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     hs = np.unique(h[ok])
     ax.xaxis.set_minor_formatter(NullFormatter())
     if hs.size <= 6:  # label the simulated horizons themselves
-        ax.set_xticks(hs, [_hfmt(x) for x in hs])
+        ax.set_xticks(hs, [fmt_horizon(x) for x in hs])
     positive = np.concatenate([mean[ok], hi[ok & np.isfinite(hi) & (hi > 0)]])
     bound = sub["bound"].to_numpy(float)
     exact = sub["exact"].to_numpy(float)

@@ -10,10 +10,10 @@ from fedsim.validation.compare import is_exact_row
 from fedsim.validation.report.layout import (
     FONT,
     SMALL,
-    _fmt,
-    _page,
-    _trunc,
-    _wrap,
+    draw_wrapped,
+    fmt_value,
+    new_page,
+    truncate,
 )
 from fedsim.validation.report.plan import Run
 from matplotlib.figure import Figure
@@ -22,7 +22,7 @@ __all__ = ["representative_page"]
 
 
 def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
-    fig = _page(f"{th}: a representative run per scenario (staleness and concurrency)")
+    fig = new_page(f"{th}: a representative run per scenario (staleness and concurrency)")
     if not scs:
         fig.text(0.03, 0.85, "No scenario recorded for this theorem.", fontsize=FONT)
         return fig
@@ -52,9 +52,9 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
             a1.hist(stale, bins=np.arange(-0.5, top + 1.5, max(1, math.ceil((top + 1) / 60))),
                     color="#4c72b0", edgecolor="white", linewidth=0.3)
             a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--",
-                       label=f"mean {_fmt(stale.mean())}, max {top}")
+                       label=f"mean {fmt_value(stale.mean())}, max {top}")
             a1.legend(fontsize=SMALL)
-        a1.set_title(_trunc(f"{sc}: staleness t - Omega(t) (server steps)", 60), fontsize=FONT)
+        a1.set_title(truncate(f"{sc}: staleness t - Omega(t) (server steps)", 60), fontsize=FONT)
         a1.set_xlabel("staleness (steps)", fontsize=SMALL)
         a1.set_ylabel("count", fontsize=SMALL)
         t = np.asarray(rep.get("concurrency_time", []), dtype=float)
@@ -63,22 +63,22 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
             a2.axhline(b[-1], color="#4c72b0", lw=1.2)
             a2.set_xticks([])
             a2.set_ylim(-0.03, 1.05)
-            a2.text(0.5, 0.45, f"busy fraction {_fmt(b[-1])} from t = {_fmt(t[0])} on "
+            a2.text(0.5, 0.45, f"busy fraction {fmt_value(b[-1])} from t = {fmt_value(t[0])} on "
                     "(no change recorded)", ha="center", transform=a2.transAxes, fontsize=SMALL)
         elif t.size and t.size == b.size:
             a2.step(t, b, where="post", color="#4c72b0", lw=0.8, label="busy fraction")
             cm = rep.get("concurrency_mean")
             if cm is not None:
                 a2.axhline(float(cm), color="#c62828", ls="--", lw=1,
-                           label=f"time-weighted mean {_fmt(cm)}")
+                           label=f"time-weighted mean {fmt_value(cm)}")
             a2.set_ylim(-0.03, 1.05)
             a2.legend(fontsize=SMALL, loc="lower right")
-        a2.set_title(_trunc(f"{sc}: clients busy (fraction) vs simulated time", 60),
+        a2.set_title(truncate(f"{sc}: clients busy (fraction) vs simulated time", 60),
                      fontsize=FONT)
         a2.set_xlabel("simulated time", fontsize=SMALL)
         a2.set_ylabel("busy fraction", fontsize=SMALL)
-    _wrap(fig, 0.04, 0.09, "Left: histogram of the staleness t - Omega(t) of each server step "
-          "(in server steps) in one simulated run; dashed red: its mean. Right: fraction of "
-          "clients busy computing as a step function of simulated time; dashed red: "
-          "time-weighted mean.", 0.92, size=SMALL, max_lines=3, color="#333333")
+    draw_wrapped(fig, 0.04, 0.09, "Left: histogram of the staleness t - Omega(t) of each server "
+                 "step (in server steps) in one simulated run; dashed red: its mean. Right: "
+                 "fraction of clients busy computing as a step function of simulated time; dashed "
+                 "red: time-weighted mean.", 0.92, size=SMALL, max_lines=3, color="#333333")
     return fig

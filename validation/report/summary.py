@@ -16,20 +16,20 @@ from fedsim.validation.compare import (
     is_exact_row,
 )
 from fedsim.validation.report.layout import (
-    _ORDER,
-    _SHORT,
     FILL,
     FONT,
     SMALL,
-    _chars,
-    _fmt,
-    _mid,
-    _page,
-    _rng,
-    _table,
-    _wrap,
+    STATUS_ORDER,
+    STATUS_SHORT,
+    chars_fitting,
+    draw_table,
+    draw_wrapped,
+    fmt_range,
+    fmt_value,
+    new_page,
+    shorten_middle,
 )
-from fedsim.validation.report.plan import SUMMARY_ROWS, Run, _uniq
+from fedsim.validation.report.plan import SUMMARY_ROWS, Run, unique
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -66,20 +66,20 @@ def control_cell(sub: pd.DataFrame) -> tuple[str, str | None]:
                 flags = [str(f).lower() for f in sub["control_ok"] if _present(f) or
                          str(f).lower() == "false"]
                 ok = ok and "false" not in flags
-            return (f"{_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",  # fits 0.11
+            return (f"{STATUS_SHORT.get(want, want)}: {'ok' if ok else 'FAILED'}",  # fits 0.11
                     FILL["holds"] if ok else FILL["violated"])
     if "control" in sub.columns:
         kinds = [str(k) for k in sub["control"] if _present(k)]
         if kinds:
-            return _mid(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
-                        _chars(0.11) - 1), FILL["not_applicable"]
+            return shorten_middle(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
+                        chars_fitting(0.11) - 1), FILL["not_applicable"]
     return "-", None
 
 
 def summary_page(run: Run, idx: int) -> Figure:
     v = run.verdicts
-    counts = {k: int((v["verdict"] == k).sum()) for k in _ORDER}
-    fig = _page("Validation summary: theorems x scenarios x verdicts",
+    counts = {k: int((v["verdict"] == k).sum()) for k in STATUS_ORDER}
+    fig = new_page("Validation summary: theorems x scenarios x verdicts",
                 f"{len(run.theorems)} theorem(s), {sum(len(g) for g in run.groups.values())} "
                 f"(scenario, mode) group(s), {len(v)} comparison(s) (one per horizon). "
                 f"Each comparison: Monte-Carlo mean with a {CI_LEVEL:.0%} {CI_METHOD} confidence "
@@ -88,7 +88,7 @@ def summary_page(run: Run, idx: int) -> Figure:
                     "value itself (nothing simulated, no CI) vs the bound."
                     if is_exact_row(v).any() else "."))
     x = 0.03
-    for k in _ORDER:
+    for k in STATUS_ORDER:
         fig.add_artist(Rectangle((x, 0.862), 0.018, 0.022, transform=fig.transFigure,
                                  facecolor=FILL[k], edgecolor="#888888", linewidth=0.5))
         fig.text(x + 0.023, 0.873, f"{k.replace('_', ' ')}: {counts[k]}", fontsize=FONT,
@@ -98,21 +98,23 @@ def summary_page(run: Run, idx: int) -> Figure:
     allg = [(th, sc, md) for th in run.theorems for sc, md in run.groups[th]]
     for th, sc, md in allg[idx * SUMMARY_ROWS:(idx + 1) * SUMMARY_ROWS]:
         sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
-        c = [int((sub["verdict"] == k).sum()) for k in _ORDER]
+        c = [int((sub["verdict"] == k).sum()) for k in STATUS_ORDER]
         overall = group_verdict(list(sub["verdict"]))
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns else math.nan
         ctext, cfill = control_cell(sub)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
-        slope = "exact, no CI" if exact else f"{_fmt(sub['slope'].iloc[0])} ({_fmt(es)})"
-        rows.append([_mid(th, _chars(0.08) - 1), _mid(sc, _chars(0.14) - 1),
-                     _mid(md, _chars(0.08) - 1) or "-",
-                     _mid(_uniq(list(sub["status"].astype(str)))[0], _chars(0.15) - 1),
-                     str(len(sub)), "/".join(str(n) for n in c), _SHORT[overall].upper(),
-                     _rng(sub["tightness"]), slope,
+        slope = "exact, no CI" if exact else f"{fmt_value(sub['slope'].iloc[0])} ({fmt_value(es)})"
+        status = unique(list(sub["status"].astype(str)))[0]
+        rows.append([shorten_middle(th, chars_fitting(0.08) - 1),
+                     shorten_middle(sc, chars_fitting(0.14) - 1),
+                     shorten_middle(md, chars_fitting(0.08) - 1) or "-",
+                     shorten_middle(status, chars_fitting(0.15) - 1),
+                     str(len(sub)), "/".join(str(n) for n in c), STATUS_SHORT[overall].upper(),
+                     fmt_range(sub["tightness"]), slope,
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
-    y = _table(fig, 0.03, 0.835, widths,
+    y = draw_table(fig, 0.03, 0.835, widths,
                ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na/e",
                 "overall", "tightness", "slope (exp)", "control"], rows, fills)
     note = (f"#T/K: number of horizons; h/v/i/na/e: how many of them hold, are violated, "
@@ -131,5 +133,5 @@ def summary_page(run: Run, idx: int) -> Figure:
             f"counterexample no simulation reaches), no CI: holds = exact <= bound, violated = "
             f"exact > bound, beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; "
             f"tightness = bound / exact.")
-    _wrap(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
+    draw_wrapped(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
     return fig

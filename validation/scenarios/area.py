@@ -27,12 +27,12 @@ from fedsim.validation.scenarios.common import (
     Case,
     Row,
     RunSpec,
-    _cached,
-    _consts,
-    _problem,
-    _resolve,
-    _scenario,
-    _v,
+    cached,
+    constant_value,
+    constants_records,
+    problem_from_dict,
+    resolve_hypotheses,
+    scenario_dict,
 )
 
 from fedsim.errors import require
@@ -70,9 +70,9 @@ def theorem7_case(scale: str = "L1", *, horizons: list[int] | None = None,
     every = math.gcd(*horizons)
     pcfg = dict(kind="quadratic", n=3, dim=2, mu=mu, L=L, heterogeneity=1.0, noise_sd=0.3,
                 shared_hessian=False, seed=11)
-    prob = _problem(pcfg)
-    sigma = math.sqrt(_v(prob, "sigma_g2") / b)
-    zeta = _v(prob, "zeta")
+    prob = problem_from_dict(pcfg)
+    sigma = math.sqrt(constant_value(prob, "sigma_g2") / b)
+    zeta = constant_value(prob, "zeta")
     consts = tarea.area_constants(L=L, mu=mu, M=M, p=p, p_s=p_s, sigma=sigma, zeta=zeta)
     c0, d0 = float(consts["c"]), float(consts["d"])
     x0 = np.zeros(prob.dim)
@@ -95,7 +95,7 @@ def theorem7_case(scale: str = "L1", *, horizons: list[int] | None = None,
         trigger = {"kind": "poisson", "rate": rate_s}
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
     key = f"theorem7/{name}"
-    sc = _scenario(f"theorem7-{name}", pcfg, alg, K, ["dist_sq"], every=every, delays=delays,
+    sc = scenario_dict(f"theorem7-{name}", pcfg, alg, K, ["dist_sq"], every=every, delays=delays,
                    trigger=trigger)
     run = RunSpec(key, sc, "dist_sq", tuple(horizons), replicates)
     res = tarea.theorem7(L=L, mu=mu, M=M, p=p, p_s=p_s, sigma=sigma, zeta=zeta, R0=R0,
@@ -104,9 +104,9 @@ def theorem7_case(scale: str = "L1", *, horizons: list[int] | None = None,
            "iterate model: independent Poisson clocks (rates " + str(rates) + f", server "
            f"{rate_s}) give i.i.d. events; x_(i,0) = x_(s,0)" if variant != "fixed_count" else
            "Algorithm 1 with aggregation after every 2 uploads: events not i.i.d.")
-    res = _resolve(res, {"H7.2": (True, "additive Gaussian noise N(0, S_i/b), fresh at each "
-                                  "local step, independent of the events; sigma^2 = max_i "
-                                  "tr(S_i)/b EXACT"), "H7.3": iid})
+    res = resolve_hypotheses(res, {"H7.2": (True, "additive Gaussian noise N(0, S_i/b), fresh at "
+                                            "each local step, independent of the events; "
+                                            "sigma^2 = max_i tr(S_i)/b EXACT"), "H7.3": iid})
     extra: list[Hypothesis] = []
     if variant == "step10x":
         extra.append(Hypothesis("H7.4 step size = c/(k+d) (scenario)", False,
@@ -132,7 +132,7 @@ def theorem7_case(scale: str = "L1", *, horizons: list[int] | None = None,
             ex = dict(zip(df["k"].astype(int), df["sq_dist"], strict=True))
             return [float(ex[h]) for h in horizons]
 
-        exact = np.array(_cached("area", (pcfg, list(p), p_s, M, c_used, d0, K, every,
+        exact = np.array(cached("area", (pcfg, list(p), p_s, M, c_used, d0, K, every,
                                           list(horizons), b), compute))
     vals = np.atleast_1d(res.value)
     ctrl = {"": "", "step10x": "out_of_regime:step10x",
@@ -150,8 +150,8 @@ def theorem7_case(scale: str = "L1", *, horizons: list[int] | None = None,
                 f"n=3, d=2 quadratic clients with different Hessians (mu={mu:g}, L={L:g}), "
                 f"additive noise sd 0.3 (sigma = {sigma:.3g}), M={M}, Poisson client rates "
                 f"{rates}, server rate {rate_s}; alpha_k = c/(k+d), c = {c0:.4g}, "
-                f"d = {d0:.4g}.", "K", "E||x_{s,K} - x*||^2", -1.0, [run], rows, _consts(prob),
-                [], notes, ctrl, expv)
+                f"d = {d0:.4g}.", "K", "E||x_{s,K} - x*||^2", -1.0, [run], rows,
+                constants_records(prob), [], notes, ctrl, expv)
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def _theorem8_runs(theorem_name: str, name: str, pcfg: dict, delays: dict, rate_
         key = f"{theorem_name}/{name}/{mode_tag}/K{K}"
         alg = dict(name="area", model="iterate_model", client_rule="area", M=M, batch=b,
                    alpha={"kind": "constant", "value": a})
-        sc = _scenario(f"{theorem_name}-{name}-{mode_tag}-K{K}", pcfg, alg, K,
+        sc = scenario_dict(f"{theorem_name}-{name}-{mode_tag}-K{K}", pcfg, alg, K,
                        ["ergodic_f_gap"], every=K, delays=delays,
                        trigger={"kind": "poisson", "rate": rate_s})
         runs.append(RunSpec(key, sc, "ergodic_f_gap", (K,), replicates))
@@ -189,13 +189,13 @@ def theorem8_case(scale: str = "L1", *, horizons: list[int] | None = None,
     horizons = horizons or [100, 400, 1600]
     pcfg = dict(kind="logistic", n_clients=4, dim=3, samples_per_client=20, heterogeneity=1.0,
                 seed=1, anchors="first", anchor_scale=s, feature_scale=s)
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     M, b = 2, 2
     rates = [1.0] * 4
     rate_s = float(tarea.optimal_server_rate(rates))
     p, p_s = _area_setup(rates, rate_s)
-    B = _v(prob, "B")
-    sigma2 = _v(prob, "sigma_g2") / b
+    B = constant_value(prob, "B")
+    sigma2 = constant_value(prob, "sigma_g2") / b
     _, _, cert = prob.solve_global()
     require(cert.valid, "problem", "logistic", "needs a valid minimiser certificate")
     R = float(np.linalg.norm(prob.x_star)) + float(cert.dist_bound)
@@ -219,16 +219,17 @@ def theorem8_case(scale: str = "L1", *, horizons: list[int] | None = None,
                                         f"certificate valid, R inflated by "
                                         f"{float(cert.dist_bound):.2e}")}
     for K in horizons:
-        res = _resolve(tarea.theorem8(M=M, p=p, p_s=p_s, sigma2=sigma2, B=B, R=R, K=K,
+        res = resolve_hypotheses(tarea.theorem8(M=M, p=p, p_s=p_s, sigma2=sigma2, B=B, R=R, K=K,
                                       alpha=alphas[K], mode="corrected"), facts)
         rows.append(Row("corrected", K, runs[horizons.index(K)].key, res, float(res.value),
                         math.nan, ctrl, expv))
-    return Case("theorem8", name, f"[A] Thm 8, AREA iterate model, logistic L={_v(prob, 'L'):.3g}",
+    L = constant_value(prob, "L")
+    return Case("theorem8", name, f"[A] Thm 8, AREA iterate model, logistic L={L:.3g}",
                 f"n=4 logistic clients (d=3, feature scale {s:g}, nu_reg=0, anchors in client "
                 f"0); B = G = {B:.4g} (UPPER), sigma^2 = {sigma2:.4g}, R = {R:.4g}; M={M}, "
                 f"batch {b}; client rates 1, server rate {rate_s:.4g}; constant step "
                 f"{mult:g} x alpha(K).", "K", "E f(xbar_{s,K}) - f*", -0.5, runs, rows,
-                _consts(prob), [], ["No exact oracle for stochastic logistic gradients.",
+                constants_records(prob), [], ["No exact oracle for stochastic logistic gradients.",
                                     "Theorem 8 with its prescribed step is invariant under "
                                     "x -> s x, w -> w/s (B R, sigma/B and the dynamics are "
                                     "unchanged), so the two feature scales must give the same "
@@ -247,7 +248,7 @@ def theorem8_counterexample(*, M: int = 50, K: int = 9, replicates: int = 2000) 
     sequences (:func:`fedsim.theory.oracle.enumerate_events`).
     """
     pcfg = dict(kind="norm", B=1.0, n=2, dim=1, centers=[[-1.0], [-1.0]])
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     rates, rate_s = [3.0, 3.0], 4.0
     p, p_s = _area_setup(rates, rate_s)
     sigma2, R, B = 1e-4, 1.0, 1.0
@@ -258,7 +259,7 @@ def theorem8_counterexample(*, M: int = 50, K: int = 9, replicates: int = 2000) 
              "iid_events": (True, "iterate model with independent Poisson clocks"),
              "minimiser_exists": (True, "x* = -1 exactly, R = ||0 - x*|| = 1")}
     for mode, expected in (("paper", "violated"), ("corrected", "holds")):
-        res = _resolve(tarea.theorem8(M=M, p=p, p_s=p_s, sigma2=sigma2, B=B, R=R, K=K,
+        res = resolve_hypotheses(tarea.theorem8(M=M, p=p, p_s=p_s, sigma2=sigma2, B=B, R=R, K=K,
                                       mode=mode), facts)
         a = float(res.step_sizes["alpha_prescribed"])
         rr, _ = _theorem8_runs("theorem8", name, pcfg, delays, rate_s, M, 1, [K], replicates,
@@ -271,7 +272,7 @@ def theorem8_counterexample(*, M: int = 50, K: int = 9, replicates: int = 2000) 
     return Case("theorem8", name, f"[A] Thm 8 known counterexample (THEORY_SPEC 7.d), M={M}",
                 f"f_i(x) = |x+1|, n=2, p_i = 0.3, p_s = 0.4, M={M}, K={K}, x_s0 = 0, "
                 "deterministic subgradients; each mode runs its own prescribed step.", "K",
-                "E f(xbar_{s,K}) - f*", math.nan, runs, rows, _consts(prob), [],
+                "E f(xbar_{s,K}) - f*", math.nan, runs, rows, constants_records(prob), [],
                 ["The paper-literal bound (M+1)B^2/2 must be violated; the corrected M B^2 "
                  "bound must hold (E-A6)."], "counterexample", "")
 

@@ -37,10 +37,10 @@ from fedsim.validation.scenarios.common import (
     ExactSpec,
     Row,
     RunSpec,
-    _cached,
-    _consts,
-    _problem,
-    _scenario,
+    cached,
+    constants_records,
+    problem_from_dict,
+    scenario_dict,
 )
 
 from fedsim.errors import require
@@ -70,13 +70,13 @@ def _run(theorem: str, name: str, pcfg: dict, eta: float, gamma_alg: float, w0, 
                gamma=gamma_alg, lam=0.0, batch=1)
     if w0 is not None:
         alg["w0"] = list(w0)
-    sc = _scenario(f"{theorem}-{name}", pcfg, alg, K, ["f_gap"], every=1, delays=_DELAYS)
+    sc = scenario_dict(f"{theorem}-{name}", pcfg, alg, K, ["f_gap"], every=1, delays=_DELAYS)
     return RunSpec(f"{theorem}/{name}", sc, "f_gap", tuple(horizons), R)
 
 
 def _consts_of(prob) -> tuple[dict, list[dict]]:
     tab = asypfl_constants_table(prob, batch=1, pi=[1])
-    return tab.values(), _consts(prob) + tab.to_frame().to_dict("records")
+    return tab.values(), constants_records(prob) + tab.to_frame().to_dict("records")
 
 
 def asypfl_case(theorem: str, scale: str = "L1", *, horizons: list[int] | None = None,
@@ -97,7 +97,7 @@ def asypfl_case(theorem: str, scale: str = "L1", *, horizons: list[int] | None =
         dim = 2
     pcfg = dict(kind="quadratic", n=1, dim=dim, mu=mu, L=L, heterogeneity=1.0 if t1 else 3.0,
                 noise_sd=0.5 * math.sqrt(L), seed=5)
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     cv, consts = _consts_of(prob)
     D2 = float(np.sum(np.asarray(prob.x_star) ** 2))
     common = dict(L=cv["L"], mu=cv["mu"], p=[1.0], sigma2=[cv["sigma2_0"]], Gamma=cv["Gamma"],
@@ -121,8 +121,8 @@ def asypfl_case(theorem: str, scale: str = "L1", *, horizons: list[int] | None =
                             eta=eta_fn, w0=np.zeros(dim), T=K, C=[prob.C_stack[0]])
             return [float(o["gap"][h]) for h in horizons]
 
-        exact = np.array(_cached("asypfl", (theorem, pcfg, eta, g_alg, list(horizons)),
-                                 compute))
+        exact = np.array(cached("asypfl", (theorem, pcfg, eta, g_alg, list(horizons)),
+                                compute))
     vals = np.atleast_1d(res.value)
     ctrl = "" if not variant else f"out_of_regime:{variant}"
     expv = "not_applicable" if variant else ""
@@ -148,7 +148,7 @@ def asypfl_counterexample(theorem: str, *, replicates: int = 32) -> Case:
         pcfg = dict(kind="quadratic", n=1, dim=1, mu=1.0, L=1.0, heterogeneity=0.0,
                     noise_sd=0.0, seed=0)
         horizons, eta, g_alg, w0 = [1, 10], 2.0 / 8.0, 1.0 / 8.0, [-100.0]
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     cv, consts = _consts_of(prob)
     x0 = np.zeros(1) if w0 is None else np.asarray(w0)
     D2 = float(np.sum((x0 - np.asarray(prob.x_star)) ** 2))
@@ -196,7 +196,7 @@ def asypfl_periods_counterexample() -> Case:
                         E=c["E"], eta=c["eta"], w0=[c["w0"]], T=max(T))
         return [[float(o["gap"][t]) for t in T], [float(np.max(np.abs(o["chi2_sync"])))]]
 
-    gaps, (chi2,) = _cached("asypfl-r2-4", (c,), compute)
+    gaps, (chi2,) = cached("asypfl-r2-4", (c,), compute)
     common = dict(L=1.0, mu=1.0, eta=c["eta"], p=c["p"], sigma2=[0.0, 0.0], Gamma=0.0,
                   E=c["E"], pi=c["pi"], chi2=chi2, D2=c["w0"] ** 2, T=np.array(T))
     name = "counterexample-R2-4-periods-5-8"

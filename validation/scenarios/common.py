@@ -30,7 +30,9 @@ from fedsim.theory.result import BoundResult, Hypothesis, Status
 from fedsim.config import ProblemConfig, build_problem
 
 __all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED",
-           "set_oracle_cache", "oracle_cache_stats"]
+           "set_oracle_cache", "oracle_cache_stats", "cached", "resolve_hypotheses",
+           "FRESH_BATCHES", "QUAD_SMOOTH", "LOGI_SMOOTH", "problem_from_dict", "constants_records",
+           "constant_value", "scenario_dict"]
 
 #: statuses whose value the verdict tests as an upper bound: the certified ones, and the
 #: paper-literal ones (the paper claims them; testing that claim is the point of E-A6)
@@ -92,7 +94,7 @@ def _read_entry(path: Path, tag: str, args: str) -> tuple[Any, str | None]:
     return entry["value"], None
 
 
-def _cached(tag: str, args: Any, compute) -> Any:
+def cached(tag: str, args: Any, compute) -> Any:
     """``compute()`` memoised on disk by ``sha256(tag, repr(args))`` (values are JSON).
 
     Each entry ``{tag, args, value, checksum}`` is written atomically and verified on read
@@ -170,7 +172,7 @@ class SimCheck:
     replaces: tuple[str, ...] = ()   # unknown theory hypotheses (name prefixes) it settles
 
 
-def _resolve(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResult:
+def resolve_hypotheses(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResult:
     """Replace hypotheses the theory cannot check (holds=None) by what the scenario
     guarantees by construction: ``facts`` maps a hypothesis-name prefix to (holds, why)."""
     out = []
@@ -186,10 +188,10 @@ def _resolve(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResul
     return res
 
 
-_FRESH = (True, "the engine draws a fresh batch of size b per local step from the client's "
+FRESH_BATCHES = (True, "the engine draws a fresh batch of size b per local step from the client's "
                 "own noise stream, independent of the events")
-_QUAD_SMOOTH = (True, "quadratic: L = max_i lam_max(A_i) EXACT, f_i* = c_i > -inf")
-_LOGI_SMOOTH = (True, "logistic: L = max_i lam_max(X_i^T X_i)/(4 m_i) EXACT, f_i >= 0")
+QUAD_SMOOTH = (True, "quadratic: L = max_i lam_max(A_i) EXACT, f_i* = c_i > -inf")
+LOGI_SMOOTH = (True, "logistic: L = max_i lam_max(X_i^T X_i)/(4 m_i) EXACT, f_i >= 0")
 
 
 @dataclass
@@ -236,21 +238,26 @@ class Case:
 # ---------------------------------------------------------------------------------------
 # shared helpers
 # ---------------------------------------------------------------------------------------
-def _problem(cfg: dict):
+def problem_from_dict(cfg: dict):
+    """The problem a scenario's ``[problem]`` table describes."""
     return build_problem(ProblemConfig.from_dict(cfg))
 
 
-def _consts(problem) -> list[dict]:
+def constants_records(problem) -> list[dict]:
+    """The problem's constants table as records (a case's ``constants``)."""
     return problem.constants_frame().to_dict("records")
 
 
-def _v(problem, name: str) -> float:
+def constant_value(problem, name: str) -> float:
+    """The value of the constant ``name`` of the problem's table."""
     return float(problem.constants.value(name))
 
 
-def _scenario(name: str, problem: dict, algorithm: dict, steps: int, metrics: list[str],
-              every: int = 1, delays: dict | None = None, trigger: dict | None = None,
-              record_extra: dict | None = None) -> dict:
+def scenario_dict(name: str, problem: dict, algorithm: dict, steps: int, metrics: list[str],
+                  every: int = 1, delays: dict | None = None, trigger: dict | None = None,
+                  record_extra: dict | None = None) -> dict:
+    """A scenario dict with the suites' root seed, ``steps`` steps and ``metrics`` recorded
+    every ``every`` steps."""
     d: dict[str, Any] = {"name": name, "seed": SEED, "problem": dict(problem),
                          "algorithm": dict(algorithm), "horizon": {"steps": int(steps)},
                          "record": {"every": int(every), "metrics": list(metrics)}}

@@ -19,10 +19,10 @@ from fedsim.validation.scenarios.common import (
     Row,
     RunSpec,
     SimCheck,
-    _cached,
-    _consts,
-    _resolve,
-    _scenario,
+    cached,
+    constants_records,
+    resolve_hypotheses,
+    scenario_dict,
 )
 
 from fedsim.errors import require
@@ -52,8 +52,8 @@ def window_exact(problem, option: str, Q: int, eta: float, tau_sim: int, T: int,
                                             batch=batch, record_every=T, **kw)
         return float(df["avg_grad_sq"].iloc[-1])
 
-    return float(_cached("window", (cache_key, option, Q, eta, tau_sim, T, batch,
-                                    sorted(kw.items())), compute))
+    return float(cached("window", (cache_key, option, Q, eta, tau_sim, T, batch,
+                                   sorted(kw.items())), compute))
 
 
 def persafl_case(theorem: str, name: str, title: str, description: str, problem_cfg: dict,
@@ -78,13 +78,13 @@ def persafl_case(theorem: str, name: str, title: str, description: str, problem_
                        delay_pmf=_uniform_pmf(tau_sim), **rule)
         else:
             alg = dict(name="fedasync", model="physical", Q=Q, eta=eta, beta=1.0, **rule)
-        sc = _scenario(f"{theorem}-{name}-T{T}", problem_cfg, alg, T,
-                       [metric.removeprefix("avg_")], record_extra=record_extra,
-                       delays=physical)
+        sc = scenario_dict(f"{theorem}-{name}-T{T}", problem_cfg, alg, T,
+                           [metric.removeprefix("avg_")], record_extra=record_extra,
+                           delays=physical)
         runs.append(RunSpec(key, sc, metric, (T,), replicates))
         ex = exact_fn(eta, T) if exact_fn is not None else math.nan
         for mode in modes:
-            res = _resolve(bound_fn(T=T, eta=eta, mode=mode, tau=tau_decl), facts or {})
+            res = resolve_hypotheses(bound_fn(T=T, eta=eta, mode=mode, tau=tau_decl), facts or {})
             rows.append(Row(mode, T, key, res, float(res.value), ex, control, expected))
     if physical is None:
         checks = [SimCheck("H1.4 staleness <= tau (measured)", tau_decl,
@@ -102,6 +102,6 @@ def persafl_case(theorem: str, name: str, title: str, description: str, problem_
                                "solve that hit the iteration cap is counted",
                                "inner_failures", replaces=("inner accuracy",)))
     return Case(theorem, name, title, description, "T", quantity, -0.5, runs, rows,
-                _consts(problem), checks, list(notes or []), control, expected)
+                constants_records(problem), checks, list(notes or []), control, expected)
 
 

@@ -31,10 +31,10 @@ from fedsim.validation.scenarios.common import (
     ExactSpec,
     Row,
     RunSpec,
-    _cached,
-    _consts,
-    _problem,
-    _scenario,
+    cached,
+    constants_records,
+    problem_from_dict,
+    scenario_dict,
 )
 
 from fedsim.errors import require
@@ -65,7 +65,7 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
     alpha = 0.5 / L
     pcfg = dict(kind="quadratic", n=n, dim=1, mu=L, L=L, heterogeneity=1.0,
                 noise_sd=0.05 * math.sqrt(L), seed=3)
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     w0 = np.full(1, 5.0)   # far from cbar: the init term dominates (tightness < 1000)
     tab = perfedavg_constants_table(prob, alpha=alpha, w0=w0)
     cv = tab.values()
@@ -80,8 +80,8 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
               "upload": {"kind": "constant", "value": 0.1}}
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
     key = f"perfedavg_theorem4_5/{name}"
-    sc = _scenario(f"perfedavg-{name}", pcfg, alg, K, ["grad_maml_sq"], every=1,
-                   delays=delays, record_extra={"maml_alpha": alpha})
+    sc = scenario_dict(f"perfedavg-{name}", pcfg, alg, K, ["grad_maml_sq"], every=1,
+                       delays=delays, record_extra={"maml_alpha": alpha})
     run = RunSpec(key, sc, "avg_grad_maml_sq", tuple(horizons), replicates)
     res = theorem4_5(L=cv["L"], alpha=alpha, sigma_G2=cv["sigma_G2"], gamma_G2=cv["gamma_G2"],
                      f_gap=cv["f_gap_maml"], tau=tau, K=np.array(horizons), n=n, r=r,
@@ -104,14 +104,14 @@ def perfedavg_case(scale: str = "L1", *, horizons: list[int] | None = None,
                                           D=b, Dp=b)
             return [float(x) for x in np.atleast_1d(v)]
 
-        exact = np.array(_cached("perfedavg", (pcfg, alpha, beta, list(horizons)), compute))
+        exact = np.array(cached("perfedavg", (pcfg, alpha, beta, list(horizons)), compute))
     vals = np.atleast_1d(res.value)
     ctrl = {"": "", "r_half": "out_of_regime:partial_participation",
             "step10x": "out_of_regime:step10x"}[variant]
     expv = "not_applicable" if variant else ""
     rows = [Row("corrected", h, key, res, float(vals[j]), float(exact[j]), ctrl, expv)
             for j, h in enumerate(horizons)]
-    consts = _consts(prob) + tab.to_frame().to_dict("records")
+    consts = constants_records(prob) + tab.to_frame().to_dict("records")
     return Case("perfedavg_theorem4_5", name, f"[F] Per-FedAvg Thm 4.5, quadratic L={L:g}",
                 f"n={n} one-dimensional quadratics (shared Hessian a = {L:g}, additive noise, "
                 f"sigma_G2 = {cv['sigma_G2']:.4g}, gamma_G2 = {cv['gamma_G2']:.4g}), MAML "
@@ -158,7 +158,7 @@ def perfedavg_counterexample(tau: int, expected: str = "") -> Case:
             A=[[1.0]], centers=[[-1.0], [1.0]], alpha=CX["alpha"], beta=CX["beta"], tau=tau,
             K=float(CX_K), w0=[0.0], s=1))
 
-    exact = float(_cached("perfedavg-cx", (CX, tau, CX_K), compute))
+    exact = float(cached("perfedavg-cx", (CX, tau, CX_K), compute))
     name = f"counterexample-EF1-tau{tau}"
     key = f"perfedavg_theorem4_5/{name}"
     oracle = (f"fedsim.theory.perfedavg.perfedavg_quadratic_exact(A=[[1]], centers=[[-1],[1]], "

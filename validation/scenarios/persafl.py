@@ -21,12 +21,12 @@ import numpy as np
 from fedsim.theory import persafl
 from fedsim.theory.registry import register_scenarios
 from fedsim.validation.scenarios.common import (
-    _FRESH,
-    _LOGI_SMOOTH,
-    _QUAD_SMOOTH,
+    FRESH_BATCHES,
+    LOGI_SMOOTH,
+    QUAD_SMOOTH,
     Case,
-    _problem,
-    _v,
+    constant_value,
+    problem_from_dict,
 )
 from fedsim.validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
 
@@ -72,10 +72,10 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     horizons = horizons or [T0, 2 * T0]
     pcfg = dict(kind="quadratic", n=n, dim=2, mu=mu, L=L, heterogeneity=3.0, noise_sd=0.3,
                 shared_hessian=True, seed=3)
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     b = 1
-    sig, gam = _v(prob, "sigma_g2"), _v(prob, "gamma_g2")
-    f_gap = prob.f(np.zeros(prob.dim)) - _v(prob, "f_star_P")
+    sig, gam = constant_value(prob, "sigma_g2"), constant_value(prob, "gamma_g2")
+    f_gap = prob.f(np.zeros(prob.dim)) - constant_value(prob, "f_star_P")
     tau_decl = tau - 2 if variant == "tau_small" else tau
     mult = 10.0 if variant == "step10x" else 1.0
 
@@ -95,7 +95,7 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     how = (f"window staleness uniform on {{0..{tau}}}" if physical is None else
            f"physical clients, compute Uniform(1, 1.2) per round, think Uniform(0, 0.3), no "
            f"communication delay, provable staleness tau = {tau}")
-    facts = {"Asm 2": _QUAD_SMOOTH, "Asm 3": _FRESH,
+    facts = {"Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
              "Option A": (True, "client_rule = 'sgd': Q unbiased minibatch SGD steps")}
     notes = []
     if physical is not None:
@@ -134,7 +134,7 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     horizons = horizons or [200, 800]
     pcfg = dict(kind="logistic", n_clients=4, dim=3, samples_per_client=20, heterogeneity=1.0,
                 seed=0, anchors="all", anchor_scale=s, feature_scale=s)
-    prob = _problem(pcfg)
+    prob = problem_from_dict(pcfg)
     c = prob.constants.values()
     alpha, Q, tau, b = 0.5, 2, 2, 2
     mult = 10.0 if variant == "step10x" else 1.0
@@ -163,7 +163,7 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         eta_of_T, ["paper"], None, "out_of_regime:step10x" if variant else "",
         "not_applicable" if variant else "",
         notes=["No exact oracle: logistic objectives need Monte Carlo (THEORY_SPEC 10.2(d))."],
-        facts={"Asm 2": _LOGI_SMOOTH, "Asm 3": _FRESH,
+        facts={"Asm 2": LOGI_SMOOTH, "Asm 3": FRESH_BATCHES,
                "Asm 5": (True, "the logistic loss is infinitely differentiable"),
                "Option B": (True, "client_rule = 'maml' with the exact Hessian-vector product"),
                "batches D, D', D''": (True, "the MAML rule draws D, D', D'' as three fresh, "
@@ -203,9 +203,9 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     het = (0.1 if scale == "L1" else 3.0) if heterogeneity is None else float(heterogeneity)
     pcfg = dict(kind="quadratic", n=4, dim=2, mu=mu, L=L, heterogeneity=het, noise_sd=0.3,
                 shared_hessian=True, seed=5)
-    prob = _problem(pcfg)
-    sig, gam = _v(prob, "sigma_g2"), _v(prob, "gamma_g2")
-    F_gap = prob.F_me(np.zeros(prob.dim), lam) - _v(prob, "f_star_P")
+    prob = problem_from_dict(pcfg)
+    sig, gam = constant_value(prob, "sigma_g2"), constant_value(prob, "gamma_g2")
+    F_gap = prob.F_me(np.zeros(prob.dim), lam) - constant_value(prob, "f_star_P")
     mult = 10.0 if variant == "step10x" else 1.0
 
     def eta_of_T(T):
@@ -235,7 +235,7 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         "not_applicable" if variant else "",
         notes=["Exact oracle: window model with an exact inner solve (nu = 0); the simulation "
                "solves to nu = 1e-8, a difference far below the Monte-Carlo error."],
-        facts={"Asm 2": _QUAD_SMOOTH, "Asm 3": _FRESH,
+        facts={"Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
                "Option C": (True, "client_rule = 'moreau' (inexact Moreau prox, inner GD)"),
                "H3.x": (True, "every batch loss f_i + e_D^T theta has Hessian A_i >= 0"),
                "H3.y": (True, "quadratic f_i (affine gradients) with additive Gaussian noise")})

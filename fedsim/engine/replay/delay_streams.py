@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from fedsim.config import Scenario
+from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant, Exponential, LogNormal, Normal, Uniform
 
 __all__ = ["ClientDelayStream", "DelayPlan", "ENGINE_BLOCK"]
 
 ENGINE_BLOCK = 16
 _CONCAT_SAFE = (Exponential, Uniform, LogNormal, Normal)
-_KINDS = ("download", "compute", "upload", "think")
 
 
 class ClientDelayStream:
@@ -39,7 +39,7 @@ class ClientDelayStream:
 
     def __init__(self, models: dict, rng: np.random.Generator, q: int) -> None:
         self.rng = rng
-        self.models = [models[k] for k in _KINDS]
+        self.models = [models[k] for k in DELAY_KINDS]
         self.q = int(q)
         self.B = max(4, ENGINE_BLOCK // self.q)
         rnd = [m for m in self.models if not isinstance(m, Constant)]
@@ -109,7 +109,7 @@ class DelayPlan:
             q = int(a.get("Q")) if dc.compute_per == "step" else 1
         self.q = q = int(q)
         self.B = B = max(4, ENGINE_BLOCK // q)
-        self.models = [[dc.for_client(i)[k] for k in _KINDS] for i in range(n)]
+        self.models = [[dc.for_client(i)[k] for k in DELAY_KINDS] for i in range(n)]
         counts = (1, q, 1, 1)
         cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
         self.rand: list[tuple[int, int, int, int, np.ndarray]] = []  # a, b, c, offset, scale

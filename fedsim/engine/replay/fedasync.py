@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario, build_problem
-from fedsim.engine.replay.fedasync_result import BatchResult, _merge, _Metrics
-from fedsim.engine.replay.quadratic import QuadBatchKernel, _composed_noise
+from fedsim.engine.replay.fedasync_result import BatchMetrics, BatchResult, merge_results
+from fedsim.engine.replay.quadratic import QuadBatchKernel, composed_noise
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.errors import require
@@ -130,7 +130,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
         sub = None if w0 is None else w0[g:g + group]
         parts.append(_replay_group(scenario, problem, reps[g:g + group], chunk, keep_timeline,
                                    sub))
-    return parts[0] if len(parts) == 1 else _merge(parts)
+    return parts[0] if len(parts) == 1 else merge_results(parts)
 
 
 def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
@@ -147,7 +147,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     T = int(T) if T is not None else None
     every = int(scenario.record.every)
     names = list(scenario.record.metrics)
-    met = _Metrics(problem, names)
+    met = BatchMetrics(problem, names)
     dbg = client_bitgens(scenario.seed, reps, n, "delays")
     # delay blocks per generation: ~1.2x a client's share of the step horizon, at most 8
     B = max(4, 16 // (int(a.get("Q")) if scenario.delays.compute_per == "step" else 1))
@@ -258,8 +258,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
             clsorted = np.zeros(R * S, dtype=np.int64)
             clsorted[:total] = np.repeat(np.arange(R * n) % n, cnt)
             if comp:
-                U = _composed_noise(draw, cnt, clsorted, total, R * S, qd, Q, d, kern, Mq,
-                                    cbar)
+                U = composed_noise(draw, cnt, clsorted, total, R * S, qd, Q, d, kern, Mq,
+                                   cbar)
                 Us = U[inv.T]  # (S, R, d): step j's rows, contiguous
                 del U
             elif qd:

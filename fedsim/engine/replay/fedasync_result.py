@@ -1,13 +1,13 @@
 """The results of a batched FedAsync replay: the metric closed forms and ``BatchResult``.
 
 Part of :mod:`fedsim.engine.replay.fedasync` (its docstring has the algorithm, [P]
-Algorithm 1 line 4 / Algorithm 2 lines 5-7).  ``_Metrics`` evaluates the quadratic's
+Algorithm 1 line 4 / Algorithm 2 lines 5-7).  ``BatchMetrics`` evaluates the quadratic's
 closed forms (``grad_sq = ||Abar w - m||^2``, ``dist_sq = ||w - x*||^2``,
 ``f_gap = (w - x*)^T Abar (w - x*)/2``; ``fedsim.problems.QuadraticProblem.grad_f_sq``
 etc.) row-wise on ``(R, d)`` models; :class:`BatchResult` holds one batch's per-replicate
 records and rebuilds the engine's :class:`fedsim.trace.Trace` of a row (the running
 averages of ``fedsim.trace.Recorder.finish``, the busy-fraction curve of
-``Recorder.busy``); ``_merge`` joins the results of groups.
+``Recorder.busy``); ``merge_results`` joins the results of groups.
 
 Metrics (``grad_sq``, ``dist_sq``, ``f_gap``) are the quadratic's closed forms
 (``fedsim.problems.QuadraticProblem.grad_f_sq`` etc.), recorded at steps
@@ -28,12 +28,12 @@ from fedsim.engine.replay.quadratic import rowwise_matmul
 from fedsim.errors import require
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["BatchResult"]
+__all__ = ["BatchResult", "BatchMetrics", "merge_results"]
 
 _K_UPLOAD = KINDS.index("upload")
 
 
-class _Metrics:
+class BatchMetrics:
     """Batched closed forms of the quadratic metrics, row-wise."""
 
     def __init__(self, problem, names: Sequence[str]) -> None:
@@ -165,7 +165,7 @@ class BatchResult:
         return t[last], b[last]
 
 
-def _merge(parts: list[BatchResult]) -> BatchResult:
+def merge_results(parts: list[BatchResult]) -> BatchResult:
     """One BatchResult from groups (the grid padded with NaN to the longest)."""
     p0 = max(parts, key=lambda p: p.grid_steps.size)
     G = p0.grid_steps.size

@@ -21,7 +21,7 @@ bit for bit.  A row's result never depends on the other rows nor on the batch si
 single-row batch is padded to two rows (NumPy sends a one-row product to GEMV, whose
 summation order differs from GEMM's).
 
-``_composed_noise`` draws a chunk's normals stream by stream and folds them with
+``composed_noise`` draws a chunk's normals stream by stream and folds them with
 :meth:`QuadBatchKernel.composed` (used by :mod:`fedsim.engine.replay.fedasync`).
 """
 
@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-__all__ = ["QuadBatchKernel", "rowwise_matmul"]
+__all__ = ["QuadBatchKernel", "rowwise_matmul", "composed_noise"]
 
 
 def rowwise_matmul(X: np.ndarray, MT: np.ndarray) -> np.ndarray:
@@ -129,9 +129,9 @@ class QuadBatchKernel:
         return X
 
 
-def _composed_noise(draw: list, cnt: np.ndarray, clsorted: np.ndarray, total: int,
-                    rows: int, qd: int, Q: int, d: int, kern: QuadBatchKernel, M: np.ndarray,
-                    cbar: np.ndarray, piece_mb: float = 24.0) -> np.ndarray:
+def composed_noise(draw: list, cnt: np.ndarray, clsorted: np.ndarray, total: int,
+                   rows: int, qd: int, Q: int, d: int, kern: QuadBatchKernel, M: np.ndarray,
+                   cbar: np.ndarray, piece_mb: float = 24.0) -> np.ndarray:
     """The rounds' folded noise ``u = s0_i (z @ M) + cbar_i`` (:meth:`QuadBatchKernel.composed`)
     in the sorted order of ``cnt``'s keys (replicate, client), rows ``total..`` zero.  The
     normals are drawn key by key, each key's rounds with one call, into pieces of at most

@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedsim.config import Scenario
+from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant
-from fedsim.engine.replay.delay_streams import _KINDS, ENGINE_BLOCK, ClientDelayStream, DelayPlan
+from fedsim.engine.replay.delay_streams import ENGINE_BLOCK, ClientDelayStream, DelayPlan
 from fedsim.engine.replay.seeding import client_bitgens
 
 __all__ = ["ClientDelayStream", "DelayPlan", "FedAsyncTimeline", "TimelineChunk",
@@ -105,7 +106,7 @@ class FedAsyncTimeline:
         gen = np.random.Generator
         self.gens = [gen(bg) for bg in bitgens]
         self.streams = None if plan.vector else [
-            ClientDelayStream(dict(zip(_KINDS, plan.models[i], strict=True)), self.gens[i], q)
+            ClientDelayStream(dict(zip(DELAY_KINDS, plan.models[i], strict=True)), self.gens[i], q)
             for i in range(n)]
         self.blocks = int(blocks)
         self.rounds = self.blocks * plan.B

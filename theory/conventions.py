@@ -1,4 +1,7 @@
-"""Conventions shared by [P] Theorems 1-3: input checks, ``0*inf`` arithmetic, ``f_lower``.
+"""Conventions of the bound functions: input checks, ``0*inf`` arithmetic, ``f_lower``.
+
+Written for [P] Theorems 1-3 (the modes and ``f_lower`` are theirs); the input checks and the
+arithmetic are shared by the [Y] AsyPFL and Per-FedAvg theorems.
 
 THEORY_SPEC 1.5 (infinite constants), 2.1 (``f_lower``), 3-5 (modes).  The number checks are
 :mod:`fedsim.errors`' validators (a bool or a string is never a number, 2.0 is not an

@@ -1,5 +1,7 @@
-"""Assembling a [P] Theorem 1-3 :class:`BoundResult`: hypotheses checked per horizon T.
+"""Assembling a :class:`BoundResult`: hypotheses checked per horizon T.
 
+:func:`assemble`, :class:`Check` and :func:`fmt` serve every paper's theorems ([P] 1-3,
+[Y] AsyPFL 1-2, Per-FedAvg 4.5).
 THEORY_SPEC 1.4 (status rules): a checkable hypothesis that fails gives ``NOT_APPLICABLE``
 and ``terms["value_if_hypotheses_ignored"]``; the status is the worst over the horizons.
 :func:`common_checks` are [P] Assumptions 1-4, shared by the three theorems.
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from fedsim.theory.persafl._common import OBJ, REL_TOL, SIM, close
+from fedsim.theory.conventions import OBJ, REL_TOL, SIM, close
 from fedsim.theory.result import BoundResult, Hypothesis, Status, worst_status
 
 __all__ = ["Check", "assemble", "common_checks", "beta_eta_checks", "general_checks", "fmt"]

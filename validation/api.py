@@ -1,0 +1,64 @@
+"""``fedsim.validation.validate``: run a suite or a list of cases from Python and get the
+verdict table as a DataFrame."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from fedsim.validation.scenarios import Case
+from fedsim.validation.suites import SUITES, run_cases, run_suite
+
+from fedsim.errors import ConfigError
+
+__all__ = ["validate", "IN_PROCESS_REPLICATES"]
+
+#: at most this many simulated replicates run in the calling process by default; more run
+#: on a process pool with one worker per core
+IN_PROCESS_REPLICATES = 64
+
+
+def _replicates(cases: Sequence[Case]) -> int:
+    return sum(run.replicates for case in cases for run in case.runs)
+
+
+def validate(what: str | Sequence[Case], *, out: str | os.PathLike | None = None,
+             replicates: int | None = None, workers: int | None = None,
+             report: str | os.PathLike | None = None, progress: bool = False) -> pd.DataFrame:
+    """Validate a named suite (``"smoke"``, ``"quick"``, ``"full"``) or a list of
+    :class:`~fedsim.validation.scenarios.Case` objects; returns the verdict table (the rows
+    of ``verdicts.csv``: measured mean, its 99% CI, the bound, the verdict, the status and
+    the hypotheses of every comparison).
+
+    ``out`` is the run directory (resumable: a second call reuses the stored replicates);
+    ``None`` runs in a temporary directory that is removed afterwards. ``replicates``
+    overrides a suite's replicates per in-regime run set. ``workers=None`` runs small work
+    (at most :data:`IN_PROCESS_REPLICATES` simulated replicates) in this process and larger
+    work on one process per core; ``workers=1`` always runs in this process. ``report``
+    also writes the PDF report there. For the papers' experiments use ``fedsim validate
+    --suite paper`` (:func:`fedsim.validation.paper.run_paper_suite`).
+    """
+    if isinstance(what, str):
+        if what not in SUITES:
+            raise ConfigError(f"suite must be one of {sorted(SUITES)}, got {what!r} (the "
+                              "paper suite: fedsim validate --suite paper)")
+        from fedsim.validation.suites import build_cases
+
+        cases = build_cases(what, replicates)
+    else:
+        cases = list(what)
+        if not cases or not all(isinstance(c, Case) for c in cases):
+            raise ConfigError("validate() takes a suite name or a non-empty list of Case "
+                              "objects")
+    if workers is None and _replicates(cases) <= IN_PROCESS_REPLICATES:
+        workers = 1
+    with tempfile.TemporaryDirectory(prefix="fedsim-validate-") as tmp:
+        run_dir = Path(out) if out is not None else Path(tmp) / "run"
+        if isinstance(what, str):
+            run_suite(what, replicates=replicates, workers=workers, out=run_dir,
+                      report=report, progress=progress)
+            return pd.read_csv(run_dir / "verdicts.csv")
+        return run_cases(cases, run_dir, workers=workers, report=report, progress=progress)
