@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,9 +173,12 @@ class SimCheck:
     replaces: tuple[str, ...] = ()   # unknown theory hypotheses (name prefixes) it settles
 
 
-def resolve_hypotheses(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResult:
+def resolve_hypotheses(res: BoundResult, facts: Mapping[str, tuple[bool | None, str]]
+                       ) -> BoundResult:
     """Replace hypotheses the theory cannot check (holds=None) by what the scenario
-    guarantees by construction: ``facts`` maps a hypothesis-name prefix to (holds, why)."""
+    guarantees by construction: ``facts`` maps a hypothesis-name prefix to (holds, why).
+    A failing one makes the status ``NOT_APPLICABLE`` (as validate does).  The one helper
+    of the suites' cases and of the families (:mod:`fedsim.validation.families`)."""
     out = []
     for h in res.hypotheses:
         hit = next((v for k, v in facts.items() if h.name.startswith(k)), None)
@@ -255,16 +259,16 @@ def constant_value(problem, name: str) -> float:
 
 def scenario_dict(name: str, problem: dict, algorithm: dict, steps: int, metrics: list[str],
                   every: int = 1, delays: dict | None = None, trigger: dict | None = None,
-                  record_extra: dict | None = None) -> dict:
-    """A scenario dict with the suites' root seed, ``steps`` steps and ``metrics`` recorded
-    every ``every`` steps."""
-    d: dict[str, Any] = {"name": name, "seed": SEED, "problem": dict(problem),
+                  record_extra: dict | None = None, *, seed: int = SEED) -> dict:
+    """A scenario dict (the ``fedsim run`` TOML shape) with root seed ``seed`` (the suites'
+    by default), ``steps`` steps and ``metrics`` recorded every ``every`` steps."""
+    d: dict[str, Any] = {"name": name, "seed": int(seed), "problem": dict(problem),
                          "algorithm": dict(algorithm), "horizon": {"steps": int(steps)},
                          "record": {"every": int(every), "metrics": list(metrics)}}
     if delays is not None:
-        d["delays"] = delays
+        d["delays"] = dict(delays)
     if trigger is not None:
-        d["trigger"] = trigger
+        d["trigger"] = dict(trigger)
     if record_extra:
         d["record"].update(record_extra)
     return d
