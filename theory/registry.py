@@ -2,9 +2,11 @@
 
 A theorem is one :class:`Theorem` entry: its name (the ``fedsim bounds`` sub-command), its
 paper label, the bound function (keyword arguments only, returning a
-:class:`fedsim.theory.result.BoundResult`), its hypotheses, the statuses it can return, and the
-builders of its validation scenarios (opaque callables that the validation layer registers
-with :func:`register_scenarios`; theory never imports validation).
+:class:`fedsim.theory.result.BoundResult`), its hypotheses and the statuses it can return.
+(``scenarios``/``controls`` and :func:`register_scenarios` remain for plug-ins written
+against them; the built-in theorems' validation grids live in validation,
+``fedsim.validation.scenarios.GRIDS``, and a plug-in's suite rows are ``fedsim.suite_rows``
+entry points.  Theory never imports validation.)
 
 Built-in theorems are the modules of :data:`BUILTIN_MODULES` (PEPit style: one module per
 theorem, each calling :func:`register_theorem` once).  A separately installed package adds a
@@ -61,8 +63,10 @@ class Theorem:
     (keyword arguments, returns a BoundResult); ``hypotheses``: hypothesis name -> statement;
     ``statuses``: the statuses the function can return; ``horizon``: the argument that holds
     the horizon(s) of a curve (``"T"`` or ``"K"``); ``help``: option help texts by argument
-    name; ``scenarios``: suite name -> builder of its validation cases (registered by the
-    validation layer); ``controls``: suite name -> scenarios whose bound/1000 must be violated.
+    name; ``scenarios``: suite name -> builder of its validation cases and ``controls``: suite
+    name -> scenarios whose bound/1000 must be violated, both only for plug-ins written
+    against :func:`register_scenarios` (the built-ins' grids are validation's
+    ``fedsim.validation.scenarios.GRIDS``, read when a suite runs).
     """
 
     name: str

@@ -1,9 +1,10 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
-A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built from the theorem
-registry (:mod:`fedsim.theory.registry`): every registered theorem contributes the cases its
-scenario module registered for the suite (:func:`fedsim.theory.registry.register_scenarios`), in
-registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
+A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built when the suite
+runs: every registered theorem (:mod:`fedsim.theory.registry`, in its order) contributes the
+cases of its grid for the suite (:func:`case_grids`: the scenario modules' ``GRIDS`` tables,
+:func:`register_grid`), which also names its bound/1000 control scenarios; the family rows
+(:mod:`fedsim.validation.rows`) follow.  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
@@ -62,18 +63,56 @@ from fedsim.validation.worker import task_function
 from fedsim.errors import ConfigError, check_integer, require
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
-           "check_selection", "say_failures", "in_regime_rows", "div1000_pairs"]
+           "check_selection", "say_failures", "in_regime_rows", "div1000_pairs",
+           "case_grids", "register_grid", "unregister_grid"]
 
 
 @dataclass(frozen=True)
 class Suite:
-    """A named suite: default replicates, the case list, and the /1000 control scenarios."""
+    """A named suite: default replicates, the case list, and the /1000 control scenarios
+    (both read from the grids when asked, not when this module is imported)."""
 
     name: str
     replicates: int
-    cases: Callable[[int], list[S.Case]]
-    div1000: tuple[tuple[str, str], ...]
+    cases: Callable[..., list[S.Case]]
     description: str
+
+    @property
+    def div1000(self) -> tuple[tuple[str, str], ...]:
+        """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
+        return _div1000(self.name)
+
+
+_EXTRA_GRIDS: dict[str, S.CaseGrid] = {}
+
+
+def register_grid(grid: S.CaseGrid, *, replace: bool = False) -> None:
+    """Add a theorem's grids beside the built-in ones
+    (:data:`fedsim.validation.scenarios.GRIDS`)."""
+    require(isinstance(grid, S.CaseGrid), "grid", grid, "must be a CaseGrid")
+    if grid.theorem in case_grids() and not replace:
+        raise ConfigError(f"theorem {grid.theorem!r} already has grids, got "
+                          f"theorem={grid.theorem!r}")
+    _EXTRA_GRIDS[grid.theorem] = grid
+
+
+def unregister_grid(theorem: str) -> None:
+    """Remove grids added with :func:`register_grid`."""
+    _EXTRA_GRIDS.pop(theorem, None)
+
+
+def case_grids() -> dict[str, S.CaseGrid]:
+    """Every theorem's grids by theorem name: the built-in tables, then :func:`register_grid`'s,
+    then (for plug-ins written against it) what
+    :func:`fedsim.theory.registry.register_scenarios` attached to a theorem."""
+    out = {g.theorem: g for g in S.GRIDS}
+    out.update(_EXTRA_GRIDS)
+    for th in theorems():
+        if th.scenarios and th.name not in out:
+            out[th.name] = S.CaseGrid(theorem=th.name, builders=dict(th.scenarios),
+                                      div1000=tuple(dict.fromkeys(
+                                          s for c in th.controls.values() for s in c)))
+    return out
 
 
 def _ctrl_r(R: int) -> int:
@@ -87,8 +126,9 @@ def _from_registry(suite: str) -> Callable[..., list[S.Case]]:
     def cases(R: int, only: frozenset[str] | None = None) -> list[S.Case]:
         c = _ctrl_r(R)
         out: list[S.Case] = []
+        grids = case_grids()
         for th in theorems():
-            builder = th.scenarios.get(suite)
+            builder = grids[th.name].builders.get(suite) if th.name in grids else None
             if builder is not None and (only is None or th.name in only):
                 out += builder(R, c)
         return out
@@ -151,12 +191,14 @@ def div1000_pairs(suite: str) -> tuple[tuple[str, str], ...]:
 
 def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
     """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
-    return tuple((th.name, sc) for th in theorems() for sc in th.controls.get(suite, ()))
+    grids = case_grids()
+    return tuple((th.name, sc) for th in theorems() if th.name in grids
+                 and suite in grids[th.name].builders for sc in grids[th.name].div1000)
 
 
 #: the named suites; each one's cases and /1000 controls come from the theorem registry
 SUITES: dict[str, Suite] = {
-    name: Suite(name, R, _from_registry(name), _div1000(name), text)
+    name: Suite(name, R, _from_registry(name), text)
     for name, R, text in (
         ("quick", 16, "every theorem at L ~ 1 and L << 1, every negative control, small R"),
         ("smoke", 6, "the quick scenarios at their smallest horizons (end-to-end test)"),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from fedsim.theory.registry import theorems
+from fedsim.validation import scenarios as S
 from fedsim.validation import suites
 
 from fedsim.errors import ConfigError
@@ -21,12 +21,16 @@ from fedsim.errors import ConfigError
 @pytest.fixture
 def calls(monkeypatch):
     seen: list[str] = []
-    for th in theorems():
-        for suite in list(th.scenarios):
-            def stub(R, c, n=th.name, s=suite):
-                seen.append(n)
-                return [(n, s, R, c)]
-            monkeypatch.setitem(th.scenarios, suite, stub)
+
+    def stub(n, s):
+        def build(R, c):
+            seen.append(n)
+            return [(n, s, R, c)]
+        return build
+
+    monkeypatch.setattr(S, "GRIDS", tuple(
+        S.CaseGrid(theorem=g.theorem, div1000=g.div1000,
+                   builders={s: stub(g.theorem, s) for s in g.builders}) for g in S.GRIDS))
     return seen
 
 

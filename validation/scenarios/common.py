@@ -21,7 +21,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,8 @@ from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.config import ProblemConfig, build_problem
 
-__all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED",
+__all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CaseGrid", "CLAIM_STATUSES",
+           "SEED",
            "set_oracle_cache", "oracle_cache_stats", "cached", "resolve_hypotheses",
            "FRESH_BATCHES", "QUAD_SMOOTH", "LOGI_SMOOTH", "problem_from_dict", "constants_records",
            "constant_value", "scenario_dict"]
@@ -237,6 +238,19 @@ class Case:
     def exact_keys(self) -> frozenset[str]:
         """The run keys whose rows are exact oracle values (no simulation)."""
         return frozenset(e.key for e in self.exacts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseGrid:
+    """A theorem's validation grids: ``builders`` maps a suite name (``quick``, ``full``,
+    ``smoke``) to ``builder(R, c) -> list[Case]`` (``R`` replicates per in-regime run set,
+    ``c`` per control); ``div1000`` names the scenarios whose bound / 1000 must come out
+    violated (negative control (b)).  A table, not a registration: the suites read the
+    scenario modules' ``GRIDS`` when they run (:func:`fedsim.validation.suites.case_grids`)."""
+
+    theorem: str
+    builders: dict[str, Callable[[int, int], list[Case]]]
+    div1000: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------
