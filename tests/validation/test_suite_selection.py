@@ -31,6 +31,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(S, "GRIDS", tuple(
         S.CaseGrid(theorem=g.theorem, div1000=g.div1000,
                    builders={s: stub(g.theorem, s) for s in g.builders}) for g in S.GRIDS))
+    monkeypatch.setattr(suites, "suite_rows", lambda suite: [])  # no installed plug-in's rows
     return seen
 
 
@@ -88,3 +89,31 @@ def test_cli_family_row_end_to_end(tmp_path):
     v = pd.read_csv(out / "verdicts.csv")
     assert list(v["scenario"]) == ["theorem8-norm-default"]
     assert v["n_ok"].iloc[0] == 40 and v["status"].iloc[0] == "PAPER_LITERAL_KNOWN_ERRATUM"
+
+
+def test_family_rows_join_their_suites_and_filters(calls, monkeypatch):
+    from fedsim.validation.rows import SuiteRow, register_rows, suite_rows, unregister_rows
+
+    monkeypatch.undo()                                   # the real row registry, stub grids
+    monkeypatch.setattr(S, "GRIDS", ())
+    rows = [SuiteRow(name="t8-ce", family="theorem8-norm", point={"K": 9},
+                     expected_verdict="violated", div1000=False),
+            SuiteRow(name="t7-row", family="theorem7-quad", point={"K": 20}, suites=("full",),
+                     div1000=True)]
+    register_rows(*rows)
+    try:
+        assert [r.name for r in suite_rows("quick")][-1:] == ["t8-ce"]
+        (c,) = [c for c in suites.build_cases("quick", 4) if c.scenario == "t8-ce"]
+        assert c.rows[0].expected_verdict == "violated" and c.control == "counterexample"
+        assert c.rows[0].exact == pytest.approx(0.8194104369388717, rel=1e-9)  # exact oracle
+        got = suites.build_cases("full", 4, theorem="theorem7")
+        assert [c.scenario for c in got] == ["t7-row"]
+        assert ("theorem7", "t7-row") in suites.div1000_pairs("full")
+        with pytest.raises(ConfigError, match="already registered"):
+            register_rows(SuiteRow(name="t8-ce", family="theorem8-norm"))
+    finally:
+        unregister_rows("t8-ce", "t7-row")
+    with pytest.raises(ConfigError, match="suites"):
+        SuiteRow(name="x", family="theorem8-norm", suites=("nightly",))
+    with pytest.raises(ConfigError, match="expected_verdict"):
+        SuiteRow(name="x", family="theorem8-norm", expected_verdict="fails")
