@@ -17,6 +17,7 @@ ROOTS = {"fedsim": ROOT / "fedsim", "fedsim.theory": ROOT / "theory",
          "fedsim.validation": ROOT / "validation"}
 
 LAYERS = [
+    ("fedsim.testing",),
     ("fedsim.validation",),
     ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__", "fedsim.api"),
     ("fedsim.engine",),
@@ -26,6 +27,7 @@ LAYERS = [
     ("fedsim.trace",),
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
+    ("fedsim.plugins",),
     ("fedsim.errors", "fedsim.lazy", "fedsim.jit"),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",

@@ -1,8 +1,10 @@
 """``fedsim validate`` and ``fedsim report`` (issue 6 item 5, the command line).
 
 ``fedsim validate --suite quick|full [--replicates R] [--workers N] [--dask ADDR]
-[--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]``
-runs a named suite through
+[--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]
+[--theorem NAME[,NAME]] [--family NAME[,NAME]]`` runs a named suite (or, with ``--theorem``,
+only those theorems' cases; with ``--family``, those families' rows at their default points:
+:func:`fedsim.validation.suites.build_cases`) through
 :func:`fedsim.validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
 says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed papers'
 own experiments instead (:func:`fedsim.validation.paper.run_paper_suite`: claimed ordering
@@ -90,6 +92,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--report", type=Path, default=None, metavar="PDF",
                    help="where to write the PDF (default reports/validation-<suite>.pdf)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--theorem", default=None, metavar="NAME[,NAME]",
+                   help="run only these theorems' cases of the suite (fedsim bounds --list)")
+    p.add_argument("--family", default=None, metavar="NAME[,NAME]",
+                   help="run these scenario families' suite rows (each at its default "
+                   "point; fedsim search --list); with --theorem, in addition to its cases")
     p.add_argument("--batched", action="store_true",
                    help="accepted, no effect: the replay is the default path (as is "
                    "FEDSIM_BATCHED=1)")
@@ -195,10 +202,17 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
         sys.stderr.write("fedsim: note: --batched / FEDSIM_BATCHED have no effect any more: "
                          "the replay is the default path\n")
     if args.suite == "paper":  # the papers' own experiments (validation.paper)
+        for flag in ("theorem", "family"):
+            if getattr(args, flag, None):
+                raise FedsimError(f"--{flag} applies to the theorem suites (quick, full, "
+                                  "smoke), not to --suite paper")
         return _cmd_paper(args, out, pdf)
 
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
+    for name in ("theorem", "family"):  # part of the suite (run_suite checks the names)
+        if getattr(args, name, None) is not None:
+            kwargs[name] = getattr(args, name)
     security = dask_security(args)
     if security is not None:
         kwargs["dask_security"] = security
