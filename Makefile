@@ -5,8 +5,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# the example plug-in (examples/plugin), installed from its own setup.cfg into a directory
+# of the venv that only its tests put on sys.path: fedsim's own tests see no plug-in
+PLUGIN      := $(VENV)/example-plugin
+PLUGIN_SRC  := $(wildcard examples/plugin/setup.cfg examples/plugin/pyproject.toml examples/plugin/fedsim_sgd_example/*.py)
 
-.PHONY: test validate lint bench slow explore clean
+.PHONY: test plugin-test validate lint bench slow explore clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +22,17 @@ $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,data]'
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) plugin-test
 	$(BIN)/python -m pytest --hypothesis-profile=ci
+
+$(PLUGIN)/.stamp: $(STAMP) $(PLUGIN_SRC)
+	rm -rf $(PLUGIN)
+	$(BIN)/python -m pip install --quiet --no-deps --target $(PLUGIN) ./examples/plugin
+	touch $@
+
+# the plug-in's own tests, with the installed plug-in on sys.path (entry points and all)
+plugin-test: $(PLUGIN)/.stamp
+	PYTHONPATH=$(PLUGIN) $(BIN)/python -m pytest --hypothesis-profile=ci examples/plugin/tests
 
 slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow --hypothesis-profile=ci
@@ -28,7 +41,7 @@ explore: $(STAMP)
 	$(BIN)/python -m pytest --hypothesis-profile=explore
 
 lint: $(STAMP)
-	$(BIN)/ruff check fedsim theory validation tests benchmarks
+	$(BIN)/ruff check fedsim theory validation tests benchmarks examples/plugin
 
 validate: $(STAMP)
 	$(BIN)/fedsim validate --suite quick --out runs/quick --report reports/validation-quick.pdf

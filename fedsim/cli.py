@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("fedsim: interrupted while starting\n")
         return 130
+    except FedsimError as exc:  # a registry that cannot be built: one line, no traceback
+        sys.stderr.write(f"fedsim: error: {str(exc).splitlines()[0] if str(exc) else exc!r}\n")
+        return 2
     args = parser.parse_args(argv)  # a usage error raises SystemExit(2) after one line
     try:
         code = int(args.func(args) or 0)

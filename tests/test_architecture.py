@@ -17,6 +17,7 @@ ROOTS = {"fedsim": ROOT / "fedsim", "fedsim.theory": ROOT / "theory",
          "fedsim.validation": ROOT / "validation"}
 
 LAYERS = [
+    ("fedsim.testing",),
     ("fedsim.validation",),
     ("fedsim.cli", "fedsim.cli_run", "fedsim.__main__", "fedsim.api"),
     ("fedsim.engine",),
@@ -26,11 +27,12 @@ LAYERS = [
     ("fedsim.trace",),
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
-    ("fedsim.errors", "fedsim.lazy"),
+    ("fedsim.plugins",),
+    ("fedsim.errors", "fedsim.lazy", "fedsim.jit"),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",
         "fedsim.problems", "fedsim.servers", "fedsim.trace", "fedsim.rng", "fedsim.errors",
-        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.api", "fedsim.lazy")
+        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.api", "fedsim.lazy", "fedsim.jit")
 PURE = ("fedsim.local", "fedsim.servers", "fedsim.algorithms", "fedsim.problems",
         "fedsim.delays", "fedsim.config", "fedsim.trace")
 

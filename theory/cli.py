@@ -34,6 +34,7 @@ import importlib
 import inspect
 import json
 import math
+import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,13 +225,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description="Evaluate a theorem's bound: value, status, terms, "
                               "hypotheses, step sizes (THEORY_SPEC 1.4).")
     p.add_argument("--list", action=_ListAction, help="list the registered theorems and exit")
-    entries = theorems()
+    entries = []
+    for th in theorems():
+        try:
+            entries.append((th, options(th)))
+        except (FedsimError, TypeError, ValueError) as exc:  # a plug-in's bad signature
+            sys.stderr.write(f"fedsim: theorem {th.name!r} ({th.module}) is skipped by "
+                             f"fedsim bounds: {str(exc).splitlines()[0] if str(exc) else exc!r}\n")
     sub = p.add_subparsers(dest="theorem", required=True,
-                           metavar="{" + ",".join(t.name for t in entries) + "}",
+                           metavar="{" + ",".join(t.name for t, _ in entries) + "}",
                            parser_class=type(p))
-    for th in entries:
+    for th, opts in entries:
         sp = sub.add_parser(th.name, help=th.label, description=th.label + ". " + th.paper)
-        for o in options(th):
+        for o in opts:
             if o.kind == "flag":
                 sp.add_argument(o.flag, dest=o.name, action="store_true", help=o.help)
             elif o.kind == "choice":

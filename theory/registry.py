@@ -2,9 +2,11 @@
 
 A theorem is one :class:`Theorem` entry: its name (the ``fedsim bounds`` sub-command), its
 paper label, the bound function (keyword arguments only, returning a
-:class:`fedsim.theory.result.BoundResult`), its hypotheses, the statuses it can return, and the
-builders of its validation scenarios (opaque callables that the validation layer registers
-with :func:`register_scenarios`; theory never imports validation).
+:class:`fedsim.theory.result.BoundResult`), its hypotheses and the statuses it can return.
+(``scenarios``/``controls`` and :func:`register_scenarios` remain for plug-ins written
+against them; the built-in theorems' validation grids live in validation,
+``fedsim.validation.scenarios.GRIDS``, and a plug-in's suite rows are ``fedsim.suite_rows``
+entry points.  Theory never imports validation.)
 
 Built-in theorems are the modules of :data:`BUILTIN_MODULES` (PEPit style: one module per
 theorem, each calling :func:`register_theorem` once).  A separately installed package adds a
@@ -26,12 +28,12 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.errors import ConfigError, require
+from fedsim.plugins import load_group
 
 __all__ = ["Theorem", "ENTRY_POINT_GROUP", "BUILTIN_MODULES", "register_theorem",
            "register_scenarios", "get_theorem", "theorems", "load_plugins", "unregister"]
@@ -61,8 +63,10 @@ class Theorem:
     (keyword arguments, returns a BoundResult); ``hypotheses``: hypothesis name -> statement;
     ``statuses``: the statuses the function can return; ``horizon``: the argument that holds
     the horizon(s) of a curve (``"T"`` or ``"K"``); ``help``: option help texts by argument
-    name; ``scenarios``: suite name -> builder of its validation cases (registered by the
-    validation layer); ``controls``: suite name -> scenarios whose bound/1000 must be violated.
+    name; ``scenarios``: suite name -> builder of its validation cases and ``controls``: suite
+    name -> scenarios whose bound/1000 must be violated, both only for plug-ins written
+    against :func:`register_scenarios` (the built-ins' grids are validation's
+    ``fedsim.validation.scenarios.GRIDS``, read when a suite runs).
     """
 
     name: str
@@ -150,32 +154,29 @@ def _load_builtins() -> None:
             importlib.import_module(mod)
 
 
+def _accept(name: str, obj: Any, *, force: bool = False) -> None:
+    """Register one ``fedsim.theorems`` entry point's object (ConfigError if of no known kind)."""
+    if isinstance(obj, Theorem):
+        register_theorem(obj, replace=force)
+    elif callable(obj):
+        obj()
+    else:
+        raise ConfigError(f"entry point {name} must name a Theorem or a callable, "
+                          f"got {type(obj).__name__}")
+
+
 def load_plugins(*, force: bool = False) -> list[str]:
     """Load the ``fedsim.theorems`` entry points (once, or again with ``force``).
 
-    Returns the names of the entry points loaded.  An entry point that fails to load raises
-    :class:`ConfigError` naming it.
+    Returns the names of the entry points loaded.  An entry point that fails to load (or
+    names neither a Theorem nor a callable) is skipped with one line on stderr naming it
+    (:func:`fedsim.plugins.load_group`): every other command keeps working.
     """
     if _state["plugins"] and not force:
         return []
     _state["plugins"] = True
     _load_builtins()
-    loaded = []
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # noqa: BLE001 - report which plug-in broke
-            raise ConfigError(f"entry point {ep.name!r} of {ENTRY_POINT_GROUP} failed to load "
-                              f"({exc}), got value={ep.value!r}") from exc
-        if isinstance(obj, Theorem):
-            register_theorem(obj, replace=force)
-        elif callable(obj):
-            obj()
-        else:
-            raise ConfigError(f"entry point {ep.name} must name a Theorem or a callable, "
-                              f"got value={ep.value!r}")
-        loaded.append(ep.name)
-    return loaded
+    return load_group(ENTRY_POINT_GROUP, lambda n, o: _accept(n, o, force=force))
 
 
 def theorems() -> list[Theorem]:

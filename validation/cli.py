@@ -1,8 +1,10 @@
 """``fedsim validate`` and ``fedsim report`` (issue 6 item 5, the command line).
 
 ``fedsim validate --suite quick|full [--replicates R] [--workers N] [--dask ADDR]
-[--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]``
-runs a named suite through
+[--dask-tls-ca PEM --dask-tls-cert PEM --dask-tls-key PEM] [--out DIR] [--report PDF]
+[--theorem NAME[,NAME]] [--family NAME[,NAME]]`` runs a named suite (or, with ``--theorem``,
+only those theorems' cases; with ``--family``, those families' rows at their default points:
+:func:`fedsim.validation.suites.build_cases`) through
 :func:`fedsim.validation.suites.run_suite` (Monte-Carlo replicates, bounds, verdicts) and
 says where ``verdicts.csv`` and the PDF went.  ``--suite paper`` runs the seed papers'
 own experiments instead (:func:`fedsim.validation.paper.run_paper_suite`: claimed ordering
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -122,11 +123,14 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--report", type=path_option("--report"), default=None, metavar="PDF",
                    help="where to write the PDF (default reports/validation-<suite>.pdf)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--theorem", default=None, metavar="NAME[,NAME]",
+                   help="run only these theorems' cases of the suite (fedsim bounds --list)")
+    p.add_argument("--family", default=None, metavar="NAME[,NAME]",
+                   help="run these scenario families' suite rows (each at its default "
+                   "point; fedsim search --list); with --theorem, in addition to its cases")
     p.add_argument("--batched", action="store_true",
-                   help="theorem suites only: replay many replicates at once where the "
-                   "batched engine applies (fedsim.engine.batch; equal to the engine to "
-                   "~1e-12 relative, not bitwise, so its records live apart from the "
-                   "engine's); the same as FEDSIM_BATCHED=1")
+                   help="accepted, no effect: the replay is the default path (as is "
+                   "FEDSIM_BATCHED=1)")
     p.set_defaults(func=cmd_validate)
 
     r = subparsers.add_parser("report", help="rebuild the PDF report of a run directory",
@@ -233,22 +237,30 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
     check_output_path("--report", pdf)
     security = dask_security(args)  # TLS options before anything is built
+    from fedsim.validation.worker import batched_enabled
+
+    if getattr(args, "batched", False) or batched_enabled():
+        sys.stderr.write("fedsim: note: --batched / FEDSIM_BATCHED have no effect any more: "
+                         "the replay is the default path\n")
     if args.suite == "paper":  # the papers' own experiments (validation.paper)
-        if getattr(args, "batched", False):
-            raise FedsimError("--batched applies to the theorem suites (quick, full, smoke), "
-                              "not to --suite paper")
+        for flag in ("theorem", "family"):
+            if getattr(args, flag, None):
+                raise FedsimError(f"--{flag} applies to the theorem suites (quick, full, "
+                                  "smoke), not to --suite paper")
         return _cmd_paper(args, out, pdf, security)
 
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
                                   dask=args.dask, out=out, report=pdf)
+    for name in ("theorem", "family"):  # part of the suite (run_suite checks the names)
+        if getattr(args, name, None) is not None:
+            kwargs[name] = getattr(args, name)
     if security is not None:
         kwargs["dask_security"] = security
     if args.no_progress:
         params = inspect.signature(suites.run_suite).parameters
         if "progress" in params or any(q.kind is q.VAR_KEYWORD for q in params.values()):
             kwargs["progress"] = False
-    result = _run_suite_batched(suites, args, kwargs) if getattr(args, "batched", False) \
-        else suites.run_suite(args.suite, **kwargs)
+    result = suites.run_suite(args.suite, **kwargs)
     csv: Path = out / "verdicts.csv"
     pdf_out: Path | None = pdf
     if isinstance(result, Mapping):
@@ -268,22 +280,6 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
                          f"{csv})\n")
         return 1
     return 0
-
-
-def _run_suite_batched(suites: Any, args: argparse.Namespace, kwargs: dict) -> Any:
-    """``run_suite`` with ``FEDSIM_BATCHED=1`` for its duration (the parent reads it when it
-    builds the tasks, pool workers inherit it); the previous value is restored."""
-    from fedsim.validation.worker import BATCH_ENV
-
-    old = os.environ.get(BATCH_ENV)
-    os.environ[BATCH_ENV] = "1"
-    try:
-        return suites.run_suite(args.suite, **kwargs)
-    finally:
-        if old is None:
-            os.environ.pop(BATCH_ENV, None)
-        else:
-            os.environ[BATCH_ENV] = old
 
 
 def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path, security: Any) -> int:

@@ -16,7 +16,8 @@ Issue 6 item 3.  Pure functions on numbers, numpy arrays and DataFrames.
   ``ASYMPTOTIC_LEADING_TERMS``, ``RATE_SHAPE_ONLY``,
   ``PAPER_LITERAL_KNOWN_ERRATUM`` are never ``holds``); ``holds`` if the CI upper
   end is <= the bound; ``violated`` if the CI lower end is > the bound; otherwise
-  ``inconclusive``.
+  ``inconclusive``; ``error`` (:func:`verdict_table`) when every replicate of the row
+  raised, so nothing was measured.
 * Tightness = bound / mean (>= 1 when the bound holds; large = loose).
 * Slope: least squares of log(mean) on log(horizon) over the T or K grid, to be
   compared with the theorem's order (e.g. -1/2 for O(1/sqrt T)).
@@ -68,6 +69,7 @@ __all__ = [
     "loglog_slope",
     "oracle_test",
     "verdict_table",
+    "measured_verdict",
     "write_verdicts",
     "read_verdicts",
 ]
@@ -80,7 +82,7 @@ EXACT_RTOL = 1e-9
 #: rounding band of an exact row's exact-vs-bound comparison (relative to |bound|): the two
 #: float64 evaluations (oracle and bound) agree to far better than this when they are equal
 EXACT_BOUND_RTOL = 1e-9
-VERDICTS = ("holds", "violated", "inconclusive", "not_applicable")
+VERDICTS = ("holds", "violated", "inconclusive", "not_applicable", "error")
 VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
                    "bound", "status", "verdict", "tightness", "slope", "exact"]
 #: extra columns :func:`verdict_table` adds after VERDICT_COLUMNS
@@ -252,6 +254,46 @@ def oracle_test(mean: float, sem: float, exact: float, far: float = ORACLE_FAR,
     return z, bool(abs(z) <= crit)
 
 
+def measured_verdict(*, bound: float, certified: bool, hypotheses_hold: bool | None,
+                     values: Iterable[float] | None = None, exact: float | None = None,
+                     exact_error: float = 0.0, level: float = CI_LEVEL) -> dict[str, Any]:
+    """The verdict of one measured quantity against its bound: the one comparison that
+    :func:`verdict_table` (hence ``fedsim validate`` and the search's confirmation) and
+    :mod:`fedsim.testing` make.
+
+    Give either ``values`` (Monte-Carlo replicates: :func:`summarize`'s Student-t ``level``
+    interval, then :func:`verdict`; a non-finite replicate turns ``holds`` into
+    ``inconclusive``) or ``exact`` (an exact oracle value: :func:`exact_verdict` when
+    ``exact_error`` is 0; an oracle with a rigorous error bound ``exact_error > 0`` gives the
+    interval ``exact +- exact_error`` and :func:`verdict`).  ``certified``: the bound is a
+    claimed upper bound (else ``not_applicable``).  Returns ``mean``, ``ci_low``,
+    ``ci_high``, ``sem``, ``n_ok``, ``n_nonfinite``, ``verdict``, ``tightness`` (bound /
+    mean) and ``ratio`` (mean / bound, > 1 when the measured value exceeds the bound).
+    """
+    require((values is None) != (exact is None), "values", values,
+            "give exactly one of values (replicates) and exact (an oracle value)")
+    b = _float(bound)
+    if values is not None:
+        s = summarize(values, level)
+        v = verdict(s["ci_low"], s["ci_high"], b, certified, hypotheses_hold)
+        if v == "holds" and s["n_nonfinite"] > 0:
+            v = "inconclusive"
+        out: dict[str, Any] = {k: s[k] for k in ("mean", "ci_low", "ci_high", "sem", "n_ok",
+                                                 "n_nonfinite")}
+    else:
+        x, err = float(exact), float(exact_error)
+        require(err >= 0.0, "exact_error", exact_error, "must be >= 0")
+        if err == 0.0:
+            v = exact_verdict(x, b, certified, hypotheses_hold)
+        else:
+            v = verdict(x - err, x + err, b, certified, hypotheses_hold)
+        out = dict(mean=x, ci_low=x - err, ci_high=x + err, sem=0.0, n_ok=0, n_nonfinite=0)
+    mean = float(out["mean"])
+    ratio = mean / b if math.isfinite(mean) and math.isfinite(b) and b > 0 else math.nan
+    out.update(verdict=v, tightness=tightness(b, mean), ratio=ratio)
+    return out
+
+
 def _float(x: Any) -> float:
     """float(x), with None (a missing value) as NaN."""
     return math.nan if x is None else float(x)
@@ -269,11 +311,12 @@ def _exact_row(b: dict, key: tuple, exact: float, bound: float, hyp: bool | None
                ) -> dict[str, Any]:
     """One exact row of :func:`verdict_table` (module docstring: the measured value is the
     exact oracle value; no replicates, no CI, no oracle test)."""
+    m = measured_verdict(bound=bound, certified=bool(b["bound_is_certified"]),
+                         hypotheses_hold=hyp, exact=exact)
     row = dict(zip(_KEYS, key, strict=True))
-    row.update(mean=exact, ci_low=exact, ci_high=exact, bound=bound,
+    row.update(mean=m["mean"], ci_low=m["ci_low"], ci_high=m["ci_high"], bound=bound,
                status=str(getattr(b["status"], "value", b["status"])),
-               verdict=exact_verdict(exact, bound, bool(b["bound_is_certified"]), hyp),
-               tightness=tightness(bound, exact), slope=math.nan, exact=exact,
+               verdict=m["verdict"], tightness=m["tightness"], slope=math.nan, exact=exact,
                expected_slope=_float(b.get("expected_slope")), slope_stderr=math.nan,
                n_ok=0, n_nonfinite=0, sem=0.0, oracle_z=math.nan, oracle_pass=None,
                ci_level=math.nan)
@@ -293,8 +336,9 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     ``status``, ``bound_is_certified`` (bool), ``hypotheses_hold`` (True/False/None) and
     optionally ``exact`` (oracle value, NaN if none), ``expected_slope`` and
     ``measured_exactly`` (True: an exact row, its measured value is ``exact``, no samples;
-    module docstring); any other column is carried through.  Horizons without samples get
-    n_ok = 0 (inconclusive).
+    module docstring) and ``n_failed`` (replicates that raised); any other column is carried
+    through.  Horizons without samples get n_ok = 0: verdict ``error`` when replicates
+    failed (``n_failed > 0``: nothing was measured), else ``inconclusive``.
     The slope is fitted per (theorem, scenario, mode) over its horizons.
     Returns VERDICT_COLUMNS + EXTRA_COLUMNS + carried columns.
     """
@@ -317,10 +361,12 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
             require(key not in groups, "samples", key, "must be empty for an exact row")
             rows.append(_exact_row(b, key, exact, bound, hyp))
             continue
-        s = summarize(groups.get(key, np.empty(0)), level)
-        v = verdict(s["ci_low"], s["ci_high"], bound, bool(b["bound_is_certified"]), hyp)
-        if v == "holds" and s["n_nonfinite"] > 0:
-            v = "inconclusive"
+        s = measured_verdict(bound=bound, certified=bool(b["bound_is_certified"]),
+                             hypotheses_hold=hyp, values=groups.get(key, np.empty(0)),
+                             level=level)
+        v = s["verdict"]
+        if s["n_ok"] == 0 and s["n_nonfinite"] == 0 and _float(b.get("n_failed")) > 0:
+            v = "error"   # every replicate raised: nothing was measured (never a silent NaN)
         z, passed = (math.nan, False)
         if math.isfinite(exact):
             z, passed = oracle_test(s["mean"], s["sem"], exact, far,
@@ -328,7 +374,7 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
         row = {k: b[k] for k in _KEYS}
         row.update(mean=s["mean"], ci_low=s["ci_low"], ci_high=s["ci_high"], bound=bound,
                    status=str(getattr(b["status"], "value", b["status"])), verdict=v,
-                   tightness=tightness(bound, s["mean"]), slope=math.nan, exact=exact,
+                   tightness=s["tightness"], slope=math.nan, exact=exact,
                    expected_slope=_float(b.get("expected_slope")),
                    slope_stderr=math.nan, n_ok=s["n_ok"], n_nonfinite=s["n_nonfinite"],
                    sem=s["sem"], oracle_z=z,

@@ -1,6 +1,10 @@
 """Violation / looseness search over a scenario family (``fedsim search``, issue 11 item 3).
 
-Sequential, within a wall-clock budget:
+Sequential, within a budget: wall-clock seconds (``budget``), or a number of point
+evaluations (``evals``, ``fedsim search --evals N``), which makes the search reproducible:
+the same command gives the same ``search.csv`` (grid order, differential evolution and the
+confirmation seeds are all fixed by ``seed``; the per-point ``seconds`` column is then left
+out of ``search.csv``, it stays in the point records):
 
 1. **Coarse grid** (:func:`fedsim.validation.search_space.coarse_grid`, visited in a seeded random
    order so that a grid cut short by the budget still covers the space): every point is built by the
@@ -81,6 +85,8 @@ class SearchSettings:
 
     objective: str = "violation"
     budget: float = 600.0
+    #: a budget of point evaluations instead of seconds (reproducible); ``budget`` is ignored
+    evals: int | None = None
     grid: int = 60
     refine: int = 3
     refine_iter: int = 4
@@ -96,6 +102,8 @@ class SearchSettings:
         require(self.objective in OBJECTIVES, "objective", self.objective,
                 f"must be one of {OBJECTIVES}")
         require(self.budget > 0, "budget", self.budget, "must be > 0")
+        require(self.evals is None or (isinstance(self.evals, int) and self.evals >= 1),
+                "evals", self.evals, "must be an integer >= 1")
 
 
 def _ratio(measured: float, bound: float, objective: str) -> float:
@@ -226,11 +234,37 @@ def _refused_row(full: dict[str, Any], digest: str, phase: str, reason: str,
 
 
 class _Clock:
-    def __init__(self, budget: float) -> None:
-        self.t0, self.budget = time.perf_counter(), budget
+    """What is left of the budget: seconds, or (``evals`` given) new point evaluations;
+    a share's spending is also its parent's."""
+
+    def __init__(self, budget: float, evals: int | None = None,
+                 parent: _Clock | None = None) -> None:
+        self.t0, self.budget, self.evals, self.used = time.perf_counter(), budget, evals, 0
+        self.parent = parent
 
     def left(self) -> float:
+        if self.evals is not None:
+            return float(self.evals - self.used)
         return self.budget - (time.perf_counter() - self.t0)
+
+    def seconds_left(self) -> float | None:
+        """Seconds a point may still take (the in-point limit of :func:`evaluate`); None
+        with an ``evals`` budget (no wall-clock limit: the search is reproducible)."""
+        if self.evals is not None:
+            return None
+        return self.left()
+
+    def spend(self) -> None:
+        """One new point evaluated."""
+        self.used += 1
+        if self.parent is not None:
+            self.parent.spend()
+
+    def share(self, k: int) -> _Clock:
+        """An equal ``1/k`` share of what is left."""
+        if self.evals is not None:
+            return _Clock(math.inf, int(self.left()) // k, parent=self)
+        return _Clock(self.left() / k, parent=self)
 
 
 def _bar(total: int, desc: str, on: bool) -> Any:
@@ -275,9 +309,10 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
         q = dict(fixed)
         for d, v in zip(ranges, x, strict=True):
             q[d.name] = int(round(v)) if d.integer else float(v)
-        row = evaluate(family, q, st, out, phase="refine", time_left=clock.left())
+        row = evaluate(family, q, st, out, phase="refine", time_left=clock.seconds_left())
         if row["point"] not in rows:
             rows[row["point"]] = row
+            clock.spend()
             if bar is not None:
                 bar.update(1)
         s = _score(row)
@@ -368,7 +403,7 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
     atomic_write_json(out / "search.json", {"family": fam.name, "theorem": fam.theorem,
                                             "space": space, "fixed": fixed,
                                             "settings": {**st.__dict__}})
-    clock = _Clock(st.budget)
+    clock = _Clock(st.budget, st.evals)
     rows: dict[str, dict] = {}
     grid = coarse_grid(dims, st.grid)
     # a seeded random order: a grid cut short by the budget still covers the whole space
@@ -379,8 +414,10 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
         if clock.left() <= 0:
             stopped = True
             break
-        row = evaluate(fam, {**fixed, **q}, st, out, "grid", time_left=clock.left())
-        rows.setdefault(row["point"], row)
+        row = evaluate(fam, {**fixed, **q}, st, out, "grid", time_left=clock.seconds_left())
+        if row["point"] not in rows:
+            rows[row["point"]] = row
+            clock.spend()
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -392,7 +429,7 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
         for j, best in enumerate(top):
             if clock.left() <= 0:
                 break
-            share = _Clock(clock.left() / (len(top) - j))   # equal shares of what is left
+            share = clock.share(len(top) - j)   # equal shares of what is left
             _refine(fam, dims, {**best, **fixed}, st, out, share, rows, bar, fixed)
         if bar is not None:
             bar.close()
@@ -408,7 +445,10 @@ def _run_search(fam: Family, dims: list, space: str, st: SearchSettings, out: Pa
     lead = [p.name for p in fam.params if p.name in df.columns]
     df = df[lead + [c for c in _COLUMNS if c in df.columns and c not in lead]
             + sorted(c for c in df.columns if c not in lead and c not in _COLUMNS)]
-    df = df.sort_values("ratio", ascending=False, na_position="last", kind="stable")
+    df = df.sort_values(["ratio", "point"], ascending=[False, True], na_position="last",
+                        kind="stable")
+    if st.evals is not None:  # reproducible: no wall-clock column
+        df = df.drop(columns=["seconds"], errors="ignore")
     with atomic_writer(out / "search.csv") as fh:
         df.to_csv(fh, index=False, float_format="%.10g")
     atomic_write_json(out / "summary.json", {

@@ -1,7 +1,8 @@
 """``fedsim search``: where a theorem's bound breaks, or is loosest, over a scenario family.
 
 ``fedsim search THEOREM --family NAME --space 'n=1..30, p_s=0.1..0.9, M=[1,10,50], K=2..200'
-[--fixed 'mode=corrected'] [--objective violation|looseness] [--budget 10m] [--out DIR]
+[--fixed 'mode=corrected'] [--objective violation|looseness] [--budget 10m | --evals N]
+[--out DIR]
 [--heat x,y] [--report PDF]`` runs :func:`fedsim.validation.search.run_search` (coarse grid,
 differential-evolution refinement, confirmation of every violating point -- up to
 ``--confirm`` -- by validate's machinery), writes ``DIR/search.csv`` and a one-page PDF
@@ -100,7 +101,11 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ConfigError("search needs THEOREM, --family and --space (or --list), got "
                           f"theorem={args.theorem!r}, family={args.family!r}, "
                           f"space={args.space!r}")
-    st = SearchSettings(objective=args.objective, budget=parse_budget(args.budget),
+    if args.evals is not None and args.budget is not None:
+        raise ConfigError(f"give --budget or --evals, not both, got budget={args.budget!r}, "
+                          f"evals={args.evals}")
+    st = SearchSettings(objective=args.objective, budget=parse_budget(args.budget or "10m"),
+                        evals=args.evals,
                         grid=args.grid, refine=args.refine, confirm=args.confirm,
                         confirm_replicates=args.confirm_replicates,
                         replicates=args.replicates, max_states=args.max_states,
@@ -144,7 +149,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--space", help="e.g. 'n=1..30, p_s=0.1..0.9, M=[1,10,50], K=2..200'")
     p.add_argument("--fixed", help="parameters outside the space, e.g. 'mode=corrected'")
     p.add_argument("--objective", choices=("violation", "looseness"), default="violation")
-    p.add_argument("--budget", default="10m", help="wall-clock budget (90s, 10m, 1h)")
+    p.add_argument("--budget", default=None,
+                   help="wall-clock budget (90s, 10m, 1h; default 10m)")
+    p.add_argument("--evals", type=int_at_least(1, "evals"), default=None, metavar="N",
+                   help="stop after N point evaluations instead of a time budget: the same "
+                   "command then gives the same search.csv")
     p.add_argument("--out", type=path_option("--out"), default=Path("runs/search"),
                    help="run directory (resumable)")
     p.add_argument("--grid", type=int_at_least(1, "grid", MAX_GRID), default=60,

@@ -1,9 +1,10 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
-A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built from the theorem
-registry (:mod:`fedsim.theory.registry`): every registered theorem contributes the cases its
-scenario module registered for the suite (:func:`fedsim.theory.registry.register_scenarios`), in
-registry order, and names its bound/1000 control scenarios.  :func:`run_suite`
+A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built when the suite
+runs: every registered theorem (:mod:`fedsim.theory.registry`, in its order) contributes the
+cases of its grid for the suite (:func:`case_grids`: the scenario modules' ``GRIDS`` tables,
+:func:`register_grid`), which also names its bound/1000 control scenarios; the family rows
+(:mod:`fedsim.validation.rows`) follow.  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
@@ -54,53 +55,150 @@ from fedsim.validation import scenarios as S
 from fedsim.validation.compare import verdict_table, write_verdicts
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
 from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
+from fedsim.validation.rows import suite_rows
 from fedsim.validation.rundir import write_manifest
 from fedsim.validation.scenarios.common import oracle_cache_stats
 from fedsim.validation.worker import task_function
 
 from fedsim.errors import ConfigError, check_integer, require
 
-__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect"]
+__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
+           "check_selection", "say_failures", "in_regime_rows", "div1000_pairs",
+           "case_grids", "register_grid", "unregister_grid"]
 
 
 @dataclass(frozen=True)
 class Suite:
-    """A named suite: default replicates, the case list, and the /1000 control scenarios."""
+    """A named suite: default replicates, the case list, and the /1000 control scenarios
+    (both read from the grids when asked, not when this module is imported)."""
 
     name: str
     replicates: int
-    cases: Callable[[int], list[S.Case]]
-    div1000: tuple[tuple[str, str], ...]
+    cases: Callable[..., list[S.Case]]
     description: str
+
+    @property
+    def div1000(self) -> tuple[tuple[str, str], ...]:
+        """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
+        return _div1000(self.name)
+
+
+_EXTRA_GRIDS: dict[str, S.CaseGrid] = {}
+
+
+def register_grid(grid: S.CaseGrid, *, replace: bool = False) -> None:
+    """Add a theorem's grids beside the built-in ones
+    (:data:`fedsim.validation.scenarios.GRIDS`)."""
+    require(isinstance(grid, S.CaseGrid), "grid", grid, "must be a CaseGrid")
+    if grid.theorem in case_grids() and not replace:
+        raise ConfigError(f"theorem {grid.theorem!r} already has grids, got "
+                          f"theorem={grid.theorem!r}")
+    _EXTRA_GRIDS[grid.theorem] = grid
+
+
+def unregister_grid(theorem: str) -> None:
+    """Remove grids added with :func:`register_grid`."""
+    _EXTRA_GRIDS.pop(theorem, None)
+
+
+def case_grids() -> dict[str, S.CaseGrid]:
+    """Every theorem's grids by theorem name: the built-in tables, then :func:`register_grid`'s,
+    then (for plug-ins written against it) what
+    :func:`fedsim.theory.registry.register_scenarios` attached to a theorem."""
+    out = {g.theorem: g for g in S.GRIDS}
+    out.update(_EXTRA_GRIDS)
+    for th in theorems():
+        if th.scenarios and th.name not in out:
+            out[th.name] = S.CaseGrid(theorem=th.name, builders=dict(th.scenarios),
+                                      div1000=tuple(dict.fromkeys(
+                                          s for c in th.controls.values() for s in c)))
+    return out
 
 
 def _ctrl_r(R: int) -> int:
     return max(2, min(R, 4))
 
 
-def _from_registry(suite: str) -> Callable[[int], list[S.Case]]:
-    """The cases of ``suite``: every registered theorem's builder for it, in registry order."""
+def _from_registry(suite: str) -> Callable[..., list[S.Case]]:
+    """The cases of ``suite``: every registered theorem's builder for it, in registry order
+    (only the theorems named in ``only``, when given: the others' builders never run)."""
 
-    def cases(R: int) -> list[S.Case]:
+    def cases(R: int, only: frozenset[str] | None = None) -> list[S.Case]:
         c = _ctrl_r(R)
         out: list[S.Case] = []
+        grids = case_grids()
         for th in theorems():
-            builder = th.scenarios.get(suite)
-            if builder is not None:
+            builder = grids[th.name].builders.get(suite) if th.name in grids else None
+            if builder is not None and (only is None or th.name in only):
                 out += builder(R, c)
         return out
 
     return cases
 
 
+def _names(field: str, given: str | list[str] | tuple[str, ...], known: list[str]
+           ) -> frozenset[str]:
+    """The comma-separated names of ``given``, each checked against ``known`` (one-line
+    ConfigError listing the known names)."""
+    names = [n.strip() for n in (given.split(",") if isinstance(given, str) else given)]
+    names = [n for n in names if n]
+    require(bool(names), field, given, "must name at least one")
+    for n in names:
+        require(n in known, field, n, f"must be one of {', '.join(known)}")
+    return frozenset(names)
+
+
+def check_selection(*, theorem: str | list[str] | None = None,
+                    family: str | list[str] | None = None
+                    ) -> tuple[frozenset[str] | None, frozenset[str]]:
+    """The theorem names (None: every theorem) and family names of a partial suite, each
+    checked against the registered ones (one-line ConfigError listing them)."""
+    only = None if theorem is None else _names("theorem", theorem,
+                                                [t.name for t in theorems()])
+    fams: frozenset[str] = frozenset()
+    if family is not None:
+        from fedsim.validation.families import families
+
+        fams = _names("family", family, [f.name for f in families()])
+    return only, fams
+
+
+def _row_cases(suite: str, R: int, only: frozenset[str] | None, fams: frozenset[str]
+               ) -> list[S.Case]:
+    """The family rows of ``suite`` (:func:`fedsim.validation.rows.suite_rows`, read now):
+    all of them for the whole suite; with a selection, those of the named families or of
+    the named theorems, plus each named family without a row at its default point."""
+    from fedsim.validation.families import get_family
+
+    whole = only is None and not fams
+    rows = [r for r in suite_rows(suite)
+            if whole or r.family in fams
+            or (only is not None and get_family(r.family).theorem in only)]
+    out = [r.case(R) for r in rows]
+    have = {r.family for r in rows}
+    out += [get_family(f).build().case(R, key=f"{f}-default") for f in sorted(fams - have)]
+    return out
+
+
+def div1000_pairs(suite: str) -> tuple[tuple[str, str], ...]:
+    """The (theorem, scenario) pairs whose bound / 1000 must be violated: the theorems'
+    (:attr:`Suite.div1000`) and the family rows' (``SuiteRow.div1000``)."""
+    from fedsim.validation.families import get_family
+
+    return SUITES[suite].div1000 + tuple((get_family(r.family).theorem, r.name)
+                                         for r in suite_rows(suite) if r.div1000)
+
+
 def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
     """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
-    return tuple((th.name, sc) for th in theorems() for sc in th.controls.get(suite, ()))
+    grids = case_grids()
+    return tuple((th.name, sc) for th in theorems() if th.name in grids
+                 and suite in grids[th.name].builders for sc in grids[th.name].div1000)
 
 
 #: the named suites; each one's cases and /1000 controls come from the theorem registry
 SUITES: dict[str, Suite] = {
-    name: Suite(name, R, _from_registry(name), _div1000(name), text)
+    name: Suite(name, R, _from_registry(name), text)
     for name, R, text in (
         ("quick", 16, "every theorem at L ~ 1 and L << 1, every negative control, small R"),
         ("smoke", 6, "the quick scenarios at their smallest horizons (end-to-end test)"),
@@ -110,18 +208,30 @@ SUITES: dict[str, Suite] = {
 }
 
 
-def build_cases(suite: str, replicates: int | None = None) -> list[S.Case]:
-    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default)."""
+def build_cases(suite: str, replicates: int | None = None, *,
+                theorem: str | list[str] | None = None,
+                family: str | list[str] | None = None) -> list[S.Case]:
+    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default).
+
+    The theorems' cases come first, then the family rows (:mod:`fedsim.validation.rows`,
+    e.g. a plug-in's).  ``theorem`` (names, or one comma-separated string) keeps the cases
+    and rows of those theorems only, and builds nothing else; ``family`` (names) adds those
+    families' rows (a family with no row in the suite: its default point, ``replicates``
+    replicates, one horizon).  With ``family`` alone, only the family rows run.  An unknown
+    name is a one-line ConfigError listing the known ones.
+    """
     require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
     R = SUITES[suite].replicates if replicates is None else check_integer(
         "replicates", replicates)
     require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
-    return SUITES[suite].cases(R)
+    only, fams = check_selection(theorem=theorem, family=family)
+    cases = [] if family is not None and theorem is None else SUITES[suite].cases(R, only)
+    return cases + _row_cases(suite, R, only, fams)
 
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
     tasks = []
-    fn = task_function()  # FEDSIM_BATCHED=1: the batched replay (validation.worker)
+    fn = task_function()  # the replay where it applies, else the engine (validation.worker)
     for case in cases:
         if not case.runs:  # exact rows only (ExactSpec): nothing to simulate
             continue
@@ -176,13 +286,15 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     for case in cases:
         sim = _case_hypotheses(case, recs)
         exact_keys = case.exact_keys()
-        n_failed = 0
+        n_failed, first_failure = 0, ""
         rep = None
         for run in case.runs:
             for r in range(run.replicates):
                 rec = recs.get(f"{run.key}/r{r}")
                 if rec is None or rec["status"] == "error":
                     n_failed += 1
+                    first_failure = first_failure or (
+                        "no record" if rec is None else str(rec.get("reason") or "error"))
                     continue
                 val = rec.get("value") or {}
                 if val.get("staleness_steps") is not None:
@@ -195,6 +307,9 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
                     for row in case.rows:
                         if row.run_key == run.key and row.horizon == h:
                             samples.append((case.theorem, case.scenario, row.mode, h, v))
+        n_tasks = sum(run.replicates for run in case.runs)
+        failure = (f"{n_failed} of {n_tasks} replicates failed; first: {first_failure}"
+                   if n_failed else "")
         for row in case.rows:
             hyps = _merged(row, sim)
             hold = not any(h.holds is False for h in hyps)
@@ -205,7 +320,7 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
             base = dict(theorem=case.theorem, scenario=case.scenario, horizon=row.horizon,
                         status=status.value, hypotheses_hold=hold, exact=row.exact,
                         expected_slope=case.expected_slope, n_failed=n_failed,
-                        failing_hypotheses=failing)
+                        failing_hypotheses=failing, failure=failure)
             claim = status in S.CLAIM_STATUSES and hold
             bounds.append(dict(base, mode=row.mode, bound=row.bound, bound_is_certified=claim,
                                control=row.control, expected_verdict=row.expected_verdict,
@@ -232,6 +347,7 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
             "errata_applied": list(r0.errata_applied),
             "notes": case.notes + list(dict.fromkeys(r0.warnings)),
             "control": case.control,
+            "failure": failure,
         }
         if rep is not None:
             metas[(case.theorem, case.scenario)]["representative"] = rep
@@ -244,6 +360,18 @@ def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
     ok &= ~oor | (table["failing_hypotheses"].fillna("") != "")
     table["control_ok"] = np.where(exp == "", None, ok)
     return table, metas
+
+
+def say_failures(table: pd.DataFrame) -> None:
+    """One stderr line per (theorem, scenario) whose replicates failed: the count and the
+    first failure's message (printed whatever ``--no-progress`` says)."""
+    if "failure" not in table.columns:
+        return
+    bad = table[table["failure"].fillna("") != ""]
+    for (th, sc), sub in bad.groupby(["theorem", "scenario"], sort=False):
+        err = " (no replicate finished: error row)" if (sub["verdict"] == "error").any() \
+            else ""
+        sys.stderr.write(f"fedsim: {th} {sc}: {sub['failure'].iloc[0]}{err}\n")
 
 
 def _say_records(audit: dict[str, Any], progress: bool) -> None:
@@ -285,6 +413,7 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
         recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
                          desc=desc, overwrite=True, dask_security=dask_security)
         table, metas = collect(cases, recs, div1000)
+        say_failures(table)
         write_verdicts(table, out / "verdicts.csv")
         for (th, sc), meta in metas.items():
             atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
@@ -304,8 +433,13 @@ def _build_report(out: Path, report: str | os.PathLike) -> None:
 def run_suite(suite: str, *, replicates: int | None = None, workers: int | None = None,
               dask: str | None = None, out: str | os.PathLike = "runs/quick",
               report: str | os.PathLike | None = "reports/validation-quick.pdf",
-              progress: bool = True, dask_security: Any = None) -> dict[str, Any]:
+              progress: bool = True, dask_security: Any = None,
+              theorem: str | list[str] | None = None,
+              family: str | list[str] | None = None) -> dict[str, Any]:
     """Run ``suite`` into ``out`` (resumable) and write verdicts.csv, meta/ and the PDF.
+
+    ``theorem`` / ``family`` select part of the suite (:func:`build_cases`): checking one
+    theorem costs that theorem's time.
 
     ``suite = "paper"`` runs :func:`fedsim.validation.paper.run_paper_suite` instead (the default
     ``out`` and ``report`` become ``runs/paper`` and ``reports/paper-experiments.pdf``) and
@@ -329,22 +463,35 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
             workers=workers, dask=dask, progress=progress, replicates=replicates,
             dask_security=dask_security)
     require(suite in SUITES, "suite", suite, f"must be one of {sorted([*SUITES, 'paper'])}")
+    check_selection(theorem=theorem, family=family)   # before anything is written
     with lock_run_dir(out):
         return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,
                           out=Path(out), report=report, progress=progress,
-                          dask_security=dask_security)
+                          dask_security=dask_security, theorem=theorem, family=family)
+
+
+def in_regime_rows(table: pd.DataFrame) -> pd.Series:
+    """The rows ``summary.json``'s ``in_regime_ok`` requires to hold: every non-control row
+    whose verdict could be wrong -- it claims a bound (status in ``CLAIM_STATUSES``), or a
+    hypothesis failed, or replicates failed, or its verdict is ``error``."""
+    claim = table["status"].isin([s.value for s in S.CLAIM_STATUSES])
+    failing = table["failing_hypotheses"].fillna("").astype(str) != ""
+    failed = pd.to_numeric(table["n_failed"], errors="coerce").fillna(0) > 0
+    return ((table["control"].fillna("") == "")
+            & (claim | failing | failed | (table["verdict"] == "error")))
 
 
 def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask: str | None,
                out: Path, report: str | os.PathLike | None, progress: bool,
-               dask_security: Any) -> dict[str, Any]:
+               dask_security: Any, theorem: str | list[str] | None = None,
+               family: str | list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     S.set_oracle_cache(out / "oracle-cache")
     if progress:
         sys.stderr.write(f"fedsim: building the {suite} suite (bounds and exact oracles; "
                          f"cached under {out / 'oracle-cache'})...\n")
     try:
-        cases = build_cases(suite, replicates)
+        cases = build_cases(suite, replicates, theorem=theorem, family=family)
     finally:
         cache = oracle_cache_stats()
         S.set_oracle_cache(None)
@@ -352,7 +499,7 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
         sys.stderr.write(f"fedsim: {len(cases)} scenarios built in "
                          f"{time.perf_counter() - t0:.1f} s\n")
     stats: dict[str, Any] = {}
-    table = run_cases(cases, out, workers=workers, dask=dask, div1000=SUITES[suite].div1000,
+    table = run_cases(cases, out, workers=workers, dask=dask, div1000=div1000_pairs(suite),
                       report=None, progress=progress, desc=f"{suite} replicates",
                       dask_security=dask_security, stats=stats)
     write_manifest(out, suite=suite, replicates=replicates, seed=S.SEED,
@@ -360,14 +507,17 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
     if report is not None:
         _build_report(out, report)
     ctrl = table["control_ok"].dropna()
-    in_reg = table[(table["control"].fillna("") == "")
-                   & table["status"].isin(["CERTIFIED_PAPER", "CERTIFIED_CORRECTED"])]
+    in_reg = table[in_regime_rows(table)]
     rec = stats["records"]
     result = {"verdicts": str(out / "verdicts.csv"),
               "report": str(report) if report is not None else None,
               "seconds": time.perf_counter() - t0,
               "controls_ok": bool(ctrl.astype(bool).all()),
               "in_regime_ok": bool((in_reg["verdict"] == "holds").all()),
+              "in_regime_rows": int(len(in_reg)),
+              "error_rows": int((table["verdict"] == "error").sum()),
+              "failed_replicates": int(table.drop_duplicates(["theorem", "scenario"])
+                                       ["n_failed"].fillna(0).sum()),
               "records": {k: rec[k] for k in ("tasks", "reused", "computed", "damaged",
                                               "damaged_reasons", "errors_retried",
                                               "stale_payload")},
@@ -375,17 +525,16 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
     if cache["damaged"]:
         sys.stderr.write(f"fedsim: {cache['damaged']} damaged oracle cache entr"
                          f"{'y was' if cache['damaged'] == 1 else 'ies were'} recomputed\n")
-    if progress:
-        bad = table[table["control_ok"].astype(object).eq(False)]
-        for _, r in bad.iterrows():
-            sys.stderr.write(f"fedsim: CONTROL FAILED {r['theorem']} {r['scenario']} "
-                             f"{r['mode']} T/K={r['horizon']}: got {r['verdict']}, expected "
-                             f"{r['expected_verdict']}\n")
-        for _, r in in_reg[in_reg["verdict"] != "holds"].iterrows():
-            sys.stderr.write(f"fedsim: in-regime row not 'holds': {r['theorem']} "
-                             f"{r['scenario']} {r['mode']} T/K={r['horizon']} -> "
-                             f"{r['verdict']} (mean {r['mean']:.4g}, CI [{r['ci_low']:.4g}, "
-                             f"{r['ci_high']:.4g}], bound {r['bound']:.4g})\n")
+    # --no-progress hides progress only: these lines always print
+    for _, r in table[table["control_ok"].astype(object).eq(False)].iterrows():
+        sys.stderr.write(f"fedsim: CONTROL FAILED {r['theorem']} {r['scenario']} "
+                         f"{r['mode']} T/K={r['horizon']}: got {r['verdict']}, expected "
+                         f"{r['expected_verdict']}\n")
+    for _, r in in_reg[in_reg["verdict"] != "holds"].iterrows():
+        sys.stderr.write(f"fedsim: in-regime row not 'holds': {r['theorem']} "
+                         f"{r['scenario']} {r['mode']} T/K={r['horizon']} -> "
+                         f"{r['verdict']} (mean {r['mean']:.4g}, CI [{r['ci_low']:.4g}, "
+                         f"{r['ci_high']:.4g}], bound {r['bound']:.4g})\n")
     atomic_write_json(out / "summary.json", result)
     return result
 

@@ -136,7 +136,7 @@ def test_resolve_hypotheses_fills_only_unknowns_by_prefix():
                                    "convex": (False, "ignored: already decided")})
     after = {h.name: h for h in out.hypotheses}
     assert after[unknown[0]].holds is True
-    assert after[unknown[0]].detail == "construction: by construction"
+    assert after[unknown[0]].detail == "scenario: by construction"
     assert after["convex_lipschitz"].holds is before["convex_lipschitz"]   # not replaced
     assert out.status != Status.NOT_APPLICABLE
     bad = resolve_hypotheses(_t8(), {unknown[0]: (False, "fails")})

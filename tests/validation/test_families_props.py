@@ -34,6 +34,7 @@ from hypothesis import strategies as hs
 
 from fedsim.config import Scenario
 from fedsim.errors import ConfigError
+from fedsim.testing import points
 
 # per-parameter caps (inclusive) keeping a build and its scenario small
 _CAP = {"n": 6, "M": 60, "K": 200, "Q": 4, "tau": 3, "T": 300, "b": 5, "seed": 2**16,
@@ -65,18 +66,15 @@ def _value(p) -> hs.SearchStrategy:
 
 
 @hs.composite
-def points(draw, fam: Family) -> dict:
-    """A point of ``fam``'s space: every scalar parameter drawn or left at its default; the
-    event law of the AREA families given as p_s, as (rates, rate_s) or as p."""
-    q: dict = {}
-    for p in fam.params:
-        if p.kind == "list" or p.name == "rate_s":
-            continue
-        if p.name == "T" and draw(hs.booleans()):
-            q["T"] = None
-            continue
-        if draw(hs.integers(0, 3)) > 0:
-            q[p.name] = draw(_value(p))
+def family_points(draw, fam: Family) -> dict:
+    """A point of ``fam``'s space (:func:`fedsim.testing.points` over the scalar parameters,
+    each drawn or left at its default); the event law of the AREA families given as p_s, as
+    (rates, rate_s) or as p."""
+    drawn = {p.name: _value(p) for p in fam.params
+             if p.kind != "list" and p.name != "rate_s" and draw(hs.integers(0, 3)) > 0}
+    q: dict = dict(draw(points(fam, **drawn)).params)
+    if any(p.name == "T" for p in fam.params) and draw(hs.booleans()):
+        q["T"] = None
     if any(p.name == "rates" for p in fam.params):
         n = q.get("n", fam.defaults()["n"])
         law = draw(hs.sampled_from(["p_s", "rates", "p"]))
@@ -148,14 +146,14 @@ _CHEAP = ("theorem8-norm", "theorem7-quad", "theorem1-window", "theorem3-window"
 @given(data=hs.data())
 def test_family_points(name, data):
     fam = get_family(name)
-    _check_point(fam, data.draw(points(fam)))
+    _check_point(fam, data.draw(family_points(fam)))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hs.data())
 def test_theorem2_logistic_points(data):
     fam = get_family("theorem2-logistic")
-    _check_point(fam, data.draw(points(fam)))
+    _check_point(fam, data.draw(family_points(fam)))
 
 
 @settings(max_examples=20, deadline=None)

@@ -11,6 +11,7 @@ import pytest
 from fedsim.theory import registry
 from fedsim.theory.registry import register_scenarios, theorems
 from fedsim.theory.result import BoundResult, Status
+from fedsim.validation import scenarios as S
 from fedsim.validation import suites
 
 BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
@@ -20,9 +21,12 @@ BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
 def test_every_builtin_has_its_grids():
     names = [t.name for t in theorems()]
     assert names[:len(BUILTIN)] == BUILTIN
+    grids = suites.case_grids()
+    assert [g.theorem for g in S.GRIDS] == BUILTIN
     for th in theorems()[:len(BUILTIN)]:
-        assert set(th.scenarios) == {"quick", "full", "smoke"}
-        assert len(th.controls["quick"]) == 1
+        assert set(grids[th.name].builders) == {"quick", "full", "smoke"}
+        assert len(grids[th.name].div1000) == 1
+        assert not th.scenarios and not th.controls     # nothing written into theory
 
 
 def test_div1000_controls_are_the_old_table():
@@ -37,10 +41,11 @@ def test_div1000_controls_are_the_old_table():
 
 @pytest.fixture
 def stub_builders(monkeypatch):
-    for th in theorems():
-        for suite in list(th.scenarios):
-            monkeypatch.setitem(th.scenarios, suite,
-                                lambda R, c, n=th.name, s=suite: [(n, s, R, c)])
+    stub = tuple(S.CaseGrid(theorem=g.theorem, div1000=g.div1000,
+                            builders={s: (lambda R, c, n=g.theorem, s=s: [(n, s, R, c)])
+                                      for s in g.builders}) for g in S.GRIDS)
+    monkeypatch.setattr(S, "GRIDS", stub)
+    monkeypatch.setattr(suites, "suite_rows", lambda suite: [])  # no installed plug-in's rows
     yield
 
 

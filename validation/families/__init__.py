@@ -13,7 +13,8 @@ oracle where one exists (else Monte Carlo).  Nothing private is needed::
 
 Built-in families (:data:`BUILTIN`): ``theorem8-norm``, ``theorem7-quad`` ([A]),
 ``theorem1-window``, ``theorem3-window``, ``theorem2-logistic`` ([P]).  Add one with
-:func:`register_family`.
+:func:`register_family`, or from an installed package through the ``fedsim.families``
+entry-point group (:func:`load_family_plugins`, read on the first lookup).
 """
 
 from __future__ import annotations
@@ -32,18 +33,41 @@ from fedsim.validation.families.base import (
     poisson_delays,
     resolve_hypotheses,
 )
+from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
 
 from fedsim.errors import ConfigError, require
+from fedsim.plugins import load_group
 
 __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_family",
+           "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",
            "engine_scenario", "build_problem_from", "constants_of", "params_digest",
-           "poisson_delays", "norm_centres"]
+           "poisson_delays", "norm_centres", "engine_mc"]
 
 #: the built-in families, in listing order
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
+#: the entry-point group through which installed packages add families
+ENTRY_POINT_GROUP = "fedsim.families"
+_state = {"plugins": False}
+
+
+def _accept(name: str, obj: object) -> None:
+    items = obj if isinstance(obj, (list, tuple)) else [obj]
+    require(bool(items) and all(isinstance(f, Family) for f in items), f"entry point {name}",
+            type(obj).__name__, "must name a Family or a list of them")
+    for f in items:
+        register_family(f, replace=True)
+
+
+def load_family_plugins(*, force: bool = False) -> list[str]:
+    """Load the ``fedsim.families`` entry points (once, or again with ``force``); a broken
+    one is reported in one line and skipped (:func:`fedsim.plugins.load_group`)."""
+    if _state["plugins"] and not force:
+        return []
+    _state["plugins"] = True
+    return load_group(ENTRY_POINT_GROUP, _accept)
 
 
 def register_family(family: Family, *, replace: bool = False) -> Family:
@@ -56,12 +80,19 @@ def register_family(family: Family, *, replace: bool = False) -> Family:
     return family
 
 
+def unregister_family(name: str) -> None:
+    """Remove a family (tests and plug-in development)."""
+    _FAMILIES.pop(name, None)
+
+
 def get_family(name: str) -> Family:
     """The family called ``name`` (ConfigError listing the known ones otherwise)."""
+    load_family_plugins()
     require(name in _FAMILIES, "family", name, f"must be one of {sorted(_FAMILIES)}")
     return _FAMILIES[name]
 
 
 def families(theorem: str | None = None) -> list[Family]:
     """Every registered family (of ``theorem`` if given), in registration order."""
+    load_family_plugins()
     return [f for f in _FAMILIES.values() if theorem is None or f.theorem == theorem]

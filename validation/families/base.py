@@ -31,10 +31,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from fedsim.theory.result import BoundResult, Hypothesis, Status
-from fedsim.validation.scenarios.common import CLAIM_STATUSES, SEED
+from fedsim.theory.result import BoundResult
+from fedsim.validation.scenarios.common import (
+    CLAIM_STATUSES,
+    SEED,
+    constants_records,
+    problem_from_dict,
+    resolve_hypotheses,
+    scenario_dict,
+)
 
-from fedsim.config import ProblemConfig, build_problem
 from fedsim.errors import ConfigError, check_positive, require
 
 __all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
@@ -180,18 +186,22 @@ class Instance:
         require(self.mc is not None, "family", self.family, "has neither oracle nor MC")
         return self.mc(replicates, seed)
 
-    def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan):
+    def case(self, replicates: int, *, key: str | None = None, exact: float = math.nan,
+             control: str = "", expected_verdict: str = ""):
         """This instance as a :class:`fedsim.validation.scenarios.Case` (one run set, one row), for
-        :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery."""
+        :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery.
+        ``control``/``expected_verdict``: a control row's kind and required verdict."""
         from fedsim.validation.scenarios.common import Case, Row, RunSpec
 
         name = key or f"{self.family}-{params_digest(self.params)}"
         run_key = f"{self.theorem}/{name}/{self.mode}/H{self.horizon}"
         run = RunSpec(run_key, self.scenario, self.metric, (self.horizon,), int(replicates))
-        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact)
+        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact,
+                  control, expected_verdict)
         return Case(self.theorem, name, f"search: {self.family}", self.description,
                     "horizon", self.quantity, math.nan, [run], [row], self.constants,
-                    list(self.sim_checks), list(self.notes))
+                    list(self.sim_checks), list(self.notes), control=control,
+                    family=self.family)
 
 
 @dataclass(frozen=True)
@@ -273,46 +283,21 @@ def event_probabilities(n: int, *, p: Sequence[float] | None = None,
     return pv, float(ps), pv.copy(), float(ps)
 
 
-def resolve_hypotheses(res: BoundResult, facts: Mapping[str, tuple[bool | None, str]],
-                       ) -> BoundResult:
-    """Settle the hypotheses a construction guarantees: ``facts`` maps a hypothesis-name
-    prefix to ``(holds, why)``; only ``holds=None`` hypotheses are replaced.  A failing one
-    makes the status ``NOT_APPLICABLE`` (as validate does)."""
-    out = []
-    for h in res.hypotheses:
-        hit = next((v for k, v in facts.items() if h.name.startswith(k)), None)
-        if h.holds is None and hit is not None:
-            h = Hypothesis(h.name, hit[0], f"construction: {hit[1]}")
-        out.append(h)
-    res.hypotheses = out
-    if any(h.holds is False for h in out):
-        res.status = Status.NOT_APPLICABLE
-    return res
-
-
 def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[str, Any],
                     steps: int, metrics: Sequence[str], *, every: int = 1,
                     delays: Mapping[str, Any] | None = None,
                     trigger: Mapping[str, Any] | None = None, seed: int = SEED) -> dict:
-    """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set."""
-    d: dict[str, Any] = {"name": name, "seed": int(seed), "problem": dict(problem),
-                         "algorithm": dict(algorithm), "horizon": {"steps": int(steps)},
-                         "record": {"every": int(every), "metrics": list(metrics)}}
-    if delays is not None:
-        d["delays"] = dict(delays)
-    if trigger is not None:
-        d["trigger"] = dict(trigger)
-    return d
+    """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set
+    (:func:`fedsim.validation.scenarios.common.scenario_dict`, keyword arguments)."""
+    return scenario_dict(name, dict(problem), dict(algorithm), steps, list(metrics), every,
+                         delays=None if delays is None else dict(delays),
+                         trigger=None if trigger is None else dict(trigger), seed=seed)
 
 
-def build_problem_from(cfg: Mapping[str, Any]) -> Any:
-    """The problem object of a ``[problem]`` table (``{"kind": ..., **kwargs}``)."""
-    return build_problem(ProblemConfig.from_dict(dict(cfg)))
-
-
-def constants_of(problem: Any) -> list[dict]:
-    """The problem's tagged constants as records (for reports)."""
-    return problem.constants_frame().to_dict("records")
+#: the problem of a ``[problem]`` table (``{"kind": ..., **kwargs}``); the suites' helper
+build_problem_from = problem_from_dict
+#: the problem's tagged constants as records (for reports); the suites' helper
+constants_of = constants_records
 
 
 def poisson_delays(rates: Sequence[float]) -> dict:

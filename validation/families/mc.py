@@ -15,12 +15,14 @@ import numpy as np
 from fedsim.validation.compare import CI_LEVEL, summarize
 from fedsim.validation.families.base import Measurement
 
-__all__ = ["engine_mc"]
+__all__ = ["engine_mc", "engine_values"]
 
 
-def engine_mc(scenario: dict, metric: str, horizon: int, replicates: int,
-              seed: int = 0) -> Measurement:
-    """Mean of ``metric`` at ``horizon`` over ``replicates`` engine runs, method ``"mc"``."""
+def engine_values(scenario: dict, metric: str, horizon: int, replicates: int,
+                  seed: int = 0) -> np.ndarray:
+    """``metric`` at ``horizon`` of ``replicates`` engine runs (float64; a diverged run is
+    ``+inf``), replicate ``r`` on ``Streams(seed', r)`` with ``seed'`` derived from the
+    scenario's seed and ``seed`` (module docstring)."""
     from fedsim.validation.worker import run_replicate
 
     sc = copy.deepcopy(scenario)
@@ -31,6 +33,13 @@ def engine_mc(scenario: dict, metric: str, horizon: int, replicates: int,
         out = run_replicate({"scenario": sc, "replicate": r, "metric": metric,
                              "horizons": [int(horizon)]})
         vals.append(out["values"][0])
+    return np.asarray(vals, dtype=np.float64)
+
+
+def engine_mc(scenario: dict, metric: str, horizon: int, replicates: int,
+              seed: int = 0) -> Measurement:
+    """Mean of ``metric`` at ``horizon`` over ``replicates`` engine runs, method ``"mc"``."""
+    vals = engine_values(scenario, metric, horizon, replicates, seed)
     s = summarize(vals, CI_LEVEL)
     half = float(s["ci_high"] - s["mean"]) if s["n_ok"] >= 2 else float("inf")
     return Measurement(float(s["mean"]), "mc", half, float(s["sem"]), int(s["n_ok"]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from fedsim.validation.compare import ORACLE_FAR, is_exact_row
 from fedsim.validation.report.layout import (
     FILL,
@@ -32,6 +33,15 @@ __all__ = ["details_page"]
 
 _HYP_ROWS = 8  # hypothesis rows on a details page (failing ones first when more)
 _Z_CRIT = float(stats.norm.ppf(1 - ORACLE_FAR / 2))  # the oracle test's |z| threshold
+
+
+def _failure(sub: pd.DataFrame, meta: dict) -> str:
+    """The count and first message of the scenario's failed replicates ("" if none)."""
+    if "failure" in sub.columns:
+        msgs = [str(m) for m in sub["failure"] if isinstance(m, str) and m]
+        if msgs:
+            return msgs[0]
+    return str(meta.get("failure", "") or "")
 
 
 def details_page(run: Run, th: str, sc: str) -> Figure:
@@ -115,6 +125,10 @@ def details_page(run: Run, th: str, sc: str) -> Figure:
     if bs:
         y = draw_wrapped(fig, 0.03, y - 0.005, f"Bound status (theory): {bs}", 0.94, size=SMALL,
                   max_lines=1)
+    failure = _failure(sub, meta)
+    if failure:
+        y = draw_wrapped(fig, 0.03, y - 0.005, f"Replicate failures: {failure}", 0.94, size=SMALL,
+                  max_lines=2, color="#6a1b9a")
     notes = meta.get("notes", []) or []
     if notes:
         draw_wrapped(fig, 0.03, y - 0.005, "Notes: " + " | ".join(map(str, notes)), 0.94,

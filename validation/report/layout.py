@@ -27,12 +27,12 @@ FONT = 9
 SMALL = 8
 
 FILL = {"holds": "#b9e3b2", "violated": "#f4a9a8", "inconclusive": "#fde3a7",
-        "not_applicable": "#dcdcdc"}
+        "not_applicable": "#dcdcdc", "error": "#c9a0dc"}
 INK = {"holds": "#2e7d32", "violated": "#c62828", "inconclusive": "#e08a00",
-       "not_applicable": "#7f7f7f"}
-STATUS_ORDER = ("holds", "violated", "inconclusive", "not_applicable")
+       "not_applicable": "#7f7f7f", "error": "#6a1b9a"}
+STATUS_ORDER = ("holds", "violated", "inconclusive", "not_applicable", "error")
 STATUS_SHORT = {"holds": "holds", "violated": "violated", "inconclusive": "inconcl.",
-          "not_applicable": "n/a"}
+                "not_applicable": "n/a", "error": "ERROR"}
 
 
 def fmt_value(v: Any, digits: int = 3) -> str:

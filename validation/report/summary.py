@@ -38,6 +38,8 @@ __all__ = ["summary_page", "control_cell", "group_verdict"]
 
 def group_verdict(verdicts: Sequence[str]) -> str:
     vs = set(verdicts)
+    if "error" in vs:
+        return "error"
     if "violated" in vs:
         return "violated"
     if vs <= {"not_applicable"}:
@@ -113,10 +115,11 @@ def summary_page(run: Run, idx: int) -> Figure:
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
     y = draw_table(fig, 0.03, 0.835, widths,
-               ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na",
+               ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na/e",
                 "overall", "tightness", "slope (exp)", "control"], rows, fills)
-    note = (f"#T/K: number of horizons; h/v/i/na: how many of them hold, are violated, "
-            f"inconclusive, not applicable. "
+    note = (f"#T/K: number of horizons; h/v/i/na/e: how many of them hold, are violated, "
+            f"inconclusive, not applicable, error (every replicate failed; the details page "
+            f"gives the first failure). "
             f"Verdict per horizon: holds = CI upper end <= bound; violated = CI lower end > "
             f"bound; inconclusive = otherwise (or a replicate diverged / gave NaN); n/a = not "
             f"applicable (a hypothesis fails, or the status is not a certified bound, e.g. "

@@ -35,13 +35,18 @@ Design rules (issue 6, THEORY_SPEC 9.3):
 
 One module per paper: :mod:`fedsim.validation.scenarios.persafl` ([P] Theorems 1-3) and
 :mod:`fedsim.validation.scenarios.area` ([A] Theorems 7-8), on the shared records of
-:mod:`fedsim.validation.scenarios.common`.  Importing this package registers every builder with
-the theorem registry (:func:`fedsim.theory.registry.register_scenarios`), from which
-:mod:`fedsim.validation.suites` builds the suites.
+:mod:`fedsim.validation.scenarios.common`.  Each module's ``GRIDS`` table (a
+:class:`CaseGrid` per theorem) is collected in :data:`GRIDS`, which
+:mod:`fedsim.validation.suites` reads when a suite runs; importing this package registers
+nothing anywhere.
 """
 
 from __future__ import annotations
 
+from fedsim.validation.scenarios import area as _area_grids
+from fedsim.validation.scenarios import asypfl as _asypfl_grids
+from fedsim.validation.scenarios import perfedavg as _perfedavg_grids
+from fedsim.validation.scenarios import persafl as _persafl_grids
 from fedsim.validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
 from fedsim.validation.scenarios.asypfl import (
     asypfl_case,
@@ -52,6 +57,7 @@ from fedsim.validation.scenarios.common import (
     CLAIM_STATUSES,
     SEED,
     Case,
+    CaseGrid,
     ExactSpec,
     Row,
     RunSpec,
@@ -62,8 +68,12 @@ from fedsim.validation.scenarios.perfedavg import perfedavg_case, perfedavg_coun
 from fedsim.validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case
 
 __all__ = [
-    "RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES",
+    "RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CaseGrid", "GRIDS", "CLAIM_STATUSES",
     "theorem1_case", "theorem2_case", "theorem3_case", "theorem7_case", "theorem8_case",
     "theorem8_counterexample", "set_oracle_cache", "SEED", "perfedavg_case", "asypfl_case",
     "asypfl_counterexample", "asypfl_periods_counterexample", "perfedavg_counterexample",
 ]
+
+#: every built-in theorem's grids, in the registry's order (read by the suites when they run)
+GRIDS: tuple[CaseGrid, ...] = (*_persafl_grids.GRIDS, *_area_grids.GRIDS,
+                               *_perfedavg_grids.GRIDS, *_asypfl_grids.GRIDS)

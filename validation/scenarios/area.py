@@ -21,10 +21,10 @@ import math
 import numpy as np
 from fedsim.theory import area as tarea
 from fedsim.theory import oracle
-from fedsim.theory.registry import register_scenarios
 from fedsim.theory.result import Hypothesis, Status
 from fedsim.validation.scenarios.common import (
     Case,
+    CaseGrid,
     Row,
     RunSpec,
     cached,
@@ -339,9 +339,10 @@ def _smoke8(R: int, c: int) -> list[Case]:
     ]
 
 
-for _name, _grids, _div1000 in (
-    ("theorem7", {"quick": _quick7, "full": _full7, "smoke": _smoke7}, "quad-L1"),
-    ("theorem8", {"quick": _quick8, "full": _full8, "smoke": _smoke8}, "logistic-L1"),
-):
-    for _suite, _builder in _grids.items():
-        register_scenarios(_name, _suite, _builder, controls=(_div1000,))
+#: the suites' grids of [A] Theorems 7-8 (read by fedsim.validation.suites when a suite runs)
+GRIDS = (
+    CaseGrid(theorem="theorem7", builders={"quick": _quick7, "full": _full7, "smoke": _smoke7},
+             div1000=("quad-L1",)),
+    CaseGrid(theorem="theorem8", builders={"quick": _quick8, "full": _full8, "smoke": _smoke8},
+             div1000=("logistic-L1",)),
+)

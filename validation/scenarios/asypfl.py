@@ -31,9 +31,9 @@ import math
 
 import numpy as np
 from fedsim.theory.asypfl import gamma_t2, theorem1, theorem2, tick_oracle
-from fedsim.theory.registry import register_scenarios
 from fedsim.validation.scenarios.common import (
     Case,
+    CaseGrid,
     ExactSpec,
     Row,
     RunSpec,
@@ -256,6 +256,6 @@ def _r2_4(theorem: str) -> list[Case]:
 
 # bound/1000 controls: the scenario whose rows are all decisive at the quick suite's R (Theorem
 # 2's quad-L1 at T = 10 has a CI reaching 0 with 2R replicates)
-for _name, _ctrl in (("asypfl_theorem1", "quad-L1"), ("asypfl_theorem2", "quad-Lsmall")):
-    for _suite, _builder in _grids(_name).items():
-        register_scenarios(_name, _suite, _builder, controls=(_ctrl,))
+GRIDS = tuple(CaseGrid(theorem=_name, builders=_grids(_name), div1000=(_ctrl,))
+              for _name, _ctrl in (("asypfl_theorem1", "quad-L1"),
+                                   ("asypfl_theorem2", "quad-Lsmall")))

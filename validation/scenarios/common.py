@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.config import ProblemConfig, build_problem
 
-__all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CLAIM_STATUSES", "SEED",
+__all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CaseGrid", "CLAIM_STATUSES",
+           "SEED",
            "set_oracle_cache", "oracle_cache_stats", "cached", "resolve_hypotheses",
            "FRESH_BATCHES", "QUAD_SMOOTH", "LOGI_SMOOTH", "problem_from_dict", "constants_records",
            "constant_value", "scenario_dict"]
@@ -172,9 +174,12 @@ class SimCheck:
     replaces: tuple[str, ...] = ()   # unknown theory hypotheses (name prefixes) it settles
 
 
-def resolve_hypotheses(res: BoundResult, facts: dict[str, tuple[bool, str]]) -> BoundResult:
+def resolve_hypotheses(res: BoundResult, facts: Mapping[str, tuple[bool | None, str]]
+                       ) -> BoundResult:
     """Replace hypotheses the theory cannot check (holds=None) by what the scenario
-    guarantees by construction: ``facts`` maps a hypothesis-name prefix to (holds, why)."""
+    guarantees by construction: ``facts`` maps a hypothesis-name prefix to (holds, why).
+    A failing one makes the status ``NOT_APPLICABLE`` (as validate does).  The one helper
+    of the suites' cases and of the families (:mod:`fedsim.validation.families`)."""
     out = []
     for h in res.hypotheses:
         hit = next((v for k, v in facts.items() if h.name.startswith(k)), None)
@@ -228,10 +233,24 @@ class Case:
     control: str = ""
     expected_verdict: str = ""
     exacts: list[ExactSpec] = field(default_factory=list)   # rows measured exactly
+    family: str = ""   # the scenario family the case was built from ("" for a hand-built case)
 
     def exact_keys(self) -> frozenset[str]:
         """The run keys whose rows are exact oracle values (no simulation)."""
         return frozenset(e.key for e in self.exacts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseGrid:
+    """A theorem's validation grids: ``builders`` maps a suite name (``quick``, ``full``,
+    ``smoke``) to ``builder(R, c) -> list[Case]`` (``R`` replicates per in-regime run set,
+    ``c`` per control); ``div1000`` names the scenarios whose bound / 1000 must come out
+    violated (negative control (b)).  A table, not a registration: the suites read the
+    scenario modules' ``GRIDS`` when they run (:func:`fedsim.validation.suites.case_grids`)."""
+
+    theorem: str
+    builders: dict[str, Callable[[int, int], list[Case]]]
+    div1000: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,16 +273,16 @@ def constant_value(problem, name: str) -> float:
 
 def scenario_dict(name: str, problem: dict, algorithm: dict, steps: int, metrics: list[str],
                   every: int = 1, delays: dict | None = None, trigger: dict | None = None,
-                  record_extra: dict | None = None) -> dict:
-    """A scenario dict with the suites' root seed, ``steps`` steps and ``metrics`` recorded
-    every ``every`` steps."""
-    d: dict[str, Any] = {"name": name, "seed": SEED, "problem": dict(problem),
+                  record_extra: dict | None = None, *, seed: int = SEED) -> dict:
+    """A scenario dict (the ``fedsim run`` TOML shape) with root seed ``seed`` (the suites'
+    by default), ``steps`` steps and ``metrics`` recorded every ``every`` steps."""
+    d: dict[str, Any] = {"name": name, "seed": int(seed), "problem": dict(problem),
                          "algorithm": dict(algorithm), "horizon": {"steps": int(steps)},
                          "record": {"every": int(every), "metrics": list(metrics)}}
     if delays is not None:
-        d["delays"] = delays
+        d["delays"] = dict(delays)
     if trigger is not None:
-        d["trigger"] = trigger
+        d["trigger"] = dict(trigger)
     if record_extra:
         d["record"].update(record_extra)
     return d

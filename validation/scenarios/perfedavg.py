@@ -24,10 +24,10 @@ import math
 
 import numpy as np
 from fedsim.theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
-from fedsim.theory.registry import register_scenarios
 from fedsim.theory.result import Hypothesis, Status
 from fedsim.validation.scenarios.common import (
     Case,
+    CaseGrid,
     ExactSpec,
     Row,
     RunSpec,
@@ -207,5 +207,7 @@ def _smoke(R: int, c: int) -> list[Case]:
             *_cx()]
 
 
-for _suite, _builder in (("quick", _quick), ("full", _full), ("smoke", _smoke)):
-    register_scenarios("perfedavg_theorem4_5", _suite, _builder, controls=("quad-L1",))
+#: the suites' grids of Per-FedAvg Theorems 4-5 (read by fedsim.validation.suites)
+GRIDS = (CaseGrid(theorem="perfedavg_theorem4_5",
+                  builders={"quick": _quick, "full": _full, "smoke": _smoke},
+                  div1000=("quad-L1",)),)

@@ -19,12 +19,12 @@ import math
 
 import numpy as np
 from fedsim.theory import persafl
-from fedsim.theory.registry import register_scenarios
 from fedsim.validation.scenarios.common import (
     FRESH_BATCHES,
     LOGI_SMOOTH,
     QUAD_SMOOTH,
     Case,
+    CaseGrid,
     constant_value,
     problem_from_dict,
 )
@@ -325,10 +325,12 @@ def _smoke3(R: int, c: int) -> list[Case]:
     ]
 
 
-for _name, _grids, _div1000 in (
-    ("theorem1", {"quick": _quick1, "full": _full1, "smoke": _smoke1}, "quad-L1"),
-    ("theorem2", {"quick": _quick2, "full": _full2, "smoke": _smoke2}, "logistic-Lsmall"),
-    ("theorem3", {"quick": _quick3, "full": _full3, "smoke": _smoke3}, "quad-L1"),
-):
-    for _suite, _builder in _grids.items():
-        register_scenarios(_name, _suite, _builder, controls=(_div1000,))
+#: the suites' grids of [P] Theorems 1-3 (read by fedsim.validation.suites when a suite runs)
+GRIDS = (
+    CaseGrid(theorem="theorem1", builders={"quick": _quick1, "full": _full1, "smoke": _smoke1},
+             div1000=("quad-L1",)),
+    CaseGrid(theorem="theorem2", builders={"quick": _quick2, "full": _full2, "smoke": _smoke2},
+             div1000=("logistic-Lsmall",)),
+    CaseGrid(theorem="theorem3", builders={"quick": _quick3, "full": _full3, "smoke": _smoke3},
+             div1000=("quad-L1",)),
+)

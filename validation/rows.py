@@ -1,0 +1,122 @@
+"""Suite rows from scenario families: a family, a point, the suites it joins, a control kind.
+
+A :class:`SuiteRow` is what a plug-in (or a user session) adds to ``fedsim validate``'s
+suites without writing a :class:`fedsim.validation.scenarios.Case`: the family builds the
+point (scenario, bound with its hypotheses resolved, exact value if an oracle exists) and
+:meth:`fedsim.validation.families.Instance.case` turns it into one simulated run set and one
+verdict row.  The rows are kept in an explicit registry that :mod:`fedsim.validation.suites`
+reads when a suite runs (:func:`suite_rows`), filled by :func:`register_rows` and by the
+``fedsim.suite_rows`` entry-point group (:func:`load_row_plugins`)::
+
+    # setup.cfg of a plug-in
+    [options.entry_points]
+    fedsim.suite_rows =
+        my-rows = my_package.family:ROWS      # a list of SuiteRow, or a callable returning one
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fedsim.errors import ConfigError, require
+from fedsim.plugins import load_group
+
+__all__ = ["SuiteRow", "register_rows", "unregister_rows", "suite_rows", "load_row_plugins",
+           "ENTRY_POINT_GROUP", "SUITE_NAMES"]
+
+#: the entry-point group through which installed packages add suite rows
+ENTRY_POINT_GROUP = "fedsim.suite_rows"
+#: the theorem suites a row can join
+SUITE_NAMES = ("quick", "full", "smoke")
+_CONTROLS = ("", "violated", "holds", "not_applicable")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteRow:
+    """One row of one or more suites.
+
+    ``name``: the scenario name in ``verdicts.csv``; ``family`` and ``point``: the family
+    and its parameters (the others take their defaults; the family's horizon parameter sets
+    the horizon); ``suites``: the suites it joins; ``replicates``: ``None`` for the suite's
+    R (``fedsim validate --replicates``), else a fixed count; ``expected_verdict``: a
+    control row's required verdict (``"violated"`` for a known counterexample; ``""``: an
+    in-regime row); ``div1000``: also compare against the bound / 1000, which must come out
+    ``violated`` (negative control (b)).
+    """
+
+    name: str
+    family: str
+    point: Mapping[str, Any] = field(default_factory=dict)
+    suites: tuple[str, ...] = SUITE_NAMES
+    replicates: int | None = None
+    expected_verdict: str = ""
+    div1000: bool = False
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.name, str) and bool(self.name), "name", self.name,
+                "must be a non-empty string")
+        for s in self.suites:
+            require(s in SUITE_NAMES, "suites", s, f"must be among {SUITE_NAMES}")
+        require(self.expected_verdict in _CONTROLS, "expected_verdict",
+                self.expected_verdict, f"must be one of {_CONTROLS}")
+        require(self.replicates is None or int(self.replicates) >= 2, "replicates",
+                self.replicates, "must be >= 2 (a CI needs two values)")
+
+    def case(self, replicates: int, *, max_states: int = 200_000) -> Any:
+        """The row as a one-run, one-row Case (the family built at :attr:`point`); the
+        family's exact oracle, where it finishes within ``max_states`` with no error bound,
+        gives the row's ``exact`` value (z-tested against the Monte-Carlo mean)."""
+        from fedsim.validation.families import get_family
+
+        inst = get_family(self.family).build(dict(self.point))
+        control = {"": "", "not_applicable": "out_of_regime"}.get(self.expected_verdict,
+                                                                  "counterexample")
+        m = inst.exact(max_states) if inst.exact is not None else None
+        exact = m.value if m is not None and m.error == 0.0 else math.nan
+        return inst.case(self.replicates or replicates, key=self.name, exact=exact,
+                         control=control, expected_verdict=self.expected_verdict)
+
+
+_ROWS: dict[str, SuiteRow] = {}
+_state = {"plugins": False}
+
+
+def register_rows(*rows: SuiteRow, replace: bool = False) -> None:
+    """Add ``rows`` (a name already taken raises unless ``replace``)."""
+    for r in rows:
+        require(isinstance(r, SuiteRow), "row", r, "must be a SuiteRow")
+        if r.name in _ROWS and not replace and _ROWS[r.name] != r:
+            raise ConfigError(f"suite row {r.name!r} is already registered, got name={r.name!r}")
+        _ROWS[r.name] = r
+
+
+def unregister_rows(*names: str) -> None:
+    """Remove rows by name (tests and plug-in development)."""
+    for n in names:
+        _ROWS.pop(n, None)
+
+
+def _accept(name: str, obj: Any) -> None:
+    rows = obj() if callable(obj) and not isinstance(obj, SuiteRow) else obj
+    rows = [rows] if isinstance(rows, SuiteRow) else list(rows)
+    require(bool(rows) and all(isinstance(r, SuiteRow) for r in rows), f"entry point {name}",
+            type(obj).__name__, "must name SuiteRows or a callable returning them")
+    register_rows(*rows, replace=True)
+
+
+def load_row_plugins(*, force: bool = False) -> list[str]:
+    """Load the ``fedsim.suite_rows`` entry points (once, or again with ``force``); a broken
+    one is reported in one line and skipped (:func:`fedsim.plugins.load_group`)."""
+    if _state["plugins"] and not force:
+        return []
+    _state["plugins"] = True
+    return load_group(ENTRY_POINT_GROUP, _accept)
+
+
+def suite_rows(suite: str) -> list[SuiteRow]:
+    """The registered rows of ``suite`` (plug-ins loaded first), in registration order."""
+    load_row_plugins()
+    return [r for r in _ROWS.values() if suite in r.suites]
