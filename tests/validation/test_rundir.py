@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fedsim.validation import cases as common
 from fedsim.validation import montecarlo_store as store
 from fedsim.validation._selftest import write_synthetic_run
 from fedsim.validation.montecarlo import Task, record_path, run_tasks
 from fedsim.validation.montecarlo_schema import LEGACY_REASON, check_record, record_checksum
 from fedsim.validation.rundir import check_run_dir, write_manifest
-from fedsim.validation.scenarios import common
 
 from fedsim.config import load
 from fedsim.errors import FedsimError
