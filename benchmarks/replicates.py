@@ -19,7 +19,10 @@ largest resident set of the processes doing the work (``ru_maxrss``).  The same 
 CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
 ``cpu_vs_per_replicate``: that / the engine's updates per CPU second) are less sensitive to
 other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
-approaches ``procs`` times the CPU one.  Wall-clock times
+approaches ``procs`` times the CPU one.  Quadratic cells also print ``draws_only_s``: the
+wall time of building the same per-replicate noise streams and drawing the same number
+of normals (``steps Q d`` per replicate) in the same processes, and ``vs_draws`` = the
+replay's time / that floor (issue 19).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
 steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
@@ -43,6 +46,7 @@ import numpy as np  # noqa: E402
 from fedsim.config import Scenario  # noqa: E402
 from fedsim.engine import run, run_batch, supports  # noqa: E402
 from fedsim.engine.replay import replay_fedasync  # noqa: E402
+from fedsim.engine.replay.seeding import client_bitgens  # noqa: E402
 
 
 def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
@@ -74,6 +78,31 @@ def _work(args: tuple[Scenario, list[int], bool]) -> tuple[float, int, float]:
     else:
         w = float(sum(np.sum(t.final_w) for t in run_batch(sc, reps)))
     return w, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
+
+
+def _draws(args: tuple[Scenario, list[int], int, int]) -> tuple[float, int, float]:
+    """The draws alone: each replicate's ``steps Q d`` normals from its own n client
+    ``noise`` streams (built as the replay builds them), split evenly over the streams."""
+    sc, reps, n, d = args
+    c0 = _cpu()
+    per = int(sc.horizon.steps) * int(sc.algorithm.get("Q")) * d // n
+    buf = np.empty(per)
+    acc = 0.0
+    for row in client_bitgens(sc.seed, reps, n, "noise"):
+        for bg in row:
+            np.random.Generator(bg).standard_normal(out=buf)
+            acc += buf[0]
+    return acc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
+
+
+def floor(sc: Scenario, R: int, procs: int, n: int, d: int) -> float:
+    """Wall seconds of :func:`_draws` for R replicates in ``procs`` processes."""
+    reps = list(range(R))
+    t0 = time.perf_counter()
+    parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
+    with mp.get_context("fork").Pool(procs) as pool:
+        pool.map(_draws, [(sc, p, n, d) for p in parts])
+    return time.perf_counter() - t0
 
 
 def batched(sc: Scenario, R: int, procs: int, direct: bool = True) -> tuple[float, float, float]:
@@ -171,9 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model=quadratic n={n} d={d} Q={Q} engine_updates_per_s={eng:.0f} "
               f"engine_updates_per_cpu_s={eng_cpu:.0f}", flush=True)
         for R in a.R:
+            batched(sc, min(R, 2), a.procs)  # compiled code loaded in the parent
             dt, mb, cpu = batched(sc, R, a.procs)
+            fl = floor(sc, R, max(a.procs, 1), n, d)
             print(_line(f"model=quadratic n={n} d={d} Q={Q}", R, steps, dt, mb, cpu, eng,
-                        eng_cpu, "replay"), flush=True)
+                        eng_cpu, "replay") + f" draws_only_s={fl:.3f} vs_draws={dt / fl:.2f}",
+                  flush=True)
     others = {  # label, scenario, steps, R grid (quick: one cell)
         "logistic": ("model=logistic n=100 d=64 Q=10 batch=8", logistic_scenario,
                      min(steps, 300), [8] if a.quick else [1, 64]),

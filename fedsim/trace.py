@@ -227,17 +227,6 @@ def _metric_fn(problem, name: str, maml_alpha: float | None, me_lam: float | Non
     if name in HELD_OUT or name in VALIDATION:
         return _held_out_fn(problem, name, maml_alpha, me_lam)
     if name == "grad_sq":
-        if hasattr(problem, "Abar") and hasattr(problem, "m"):
-            # ndarray.dot is np.dot without the __array_function__ dispatch (same result)
-            Adot, m = problem.Abar.dot, problem.m
-            g = np.empty(problem.dim)
-            gdot, sub = g.dot, np.subtract
-
-            def grad_sq(w: np.ndarray) -> float:
-                Adot(w, g)
-                sub(g, m, g)
-                return float(gdot(g))
-            return grad_sq
         if hasattr(problem, "grad_f_sq"):
             return problem.grad_f_sq
         return lambda w: float(np.sum(problem.grad_f(w) ** 2))

@@ -28,11 +28,11 @@ LAYERS = [
     ("fedsim.problems",),
     ("fedsim.delays", "fedsim.rng"),
     ("fedsim.plugins",),
-    ("fedsim.errors", "fedsim.lazy"),
+    ("fedsim.errors", "fedsim.lazy", "fedsim.jit"),
 ]
 CORE = ("fedsim.algorithms", "fedsim.config", "fedsim.delays", "fedsim.engine", "fedsim.local",
         "fedsim.problems", "fedsim.servers", "fedsim.trace", "fedsim.rng", "fedsim.errors",
-        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.api", "fedsim.lazy")
+        "fedsim.cli", "fedsim.cli_run", "fedsim.plot", "fedsim.api", "fedsim.lazy", "fedsim.jit")
 PURE = ("fedsim.local", "fedsim.servers", "fedsim.algorithms", "fedsim.problems",
         "fedsim.delays", "fedsim.config", "fedsim.trace")
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -99,10 +98,8 @@ def add_parser(subparsers: Any) -> None:
                    help="run these scenario families' suite rows (each at its default "
                    "point; fedsim search --list); with --theorem, in addition to its cases")
     p.add_argument("--batched", action="store_true",
-                   help="theorem suites only: replay many replicates at once where the "
-                   "batched engine applies (fedsim.engine.batch; equal to the engine to "
-                   "~1e-12 relative, not bitwise, so its records live apart from the "
-                   "engine's); the same as FEDSIM_BATCHED=1")
+                   help="accepted, no effect: the replay is the default path (as is "
+                   "FEDSIM_BATCHED=1)")
     p.set_defaults(func=cmd_validate)
 
     r = subparsers.add_parser("report", help="rebuild the PDF report of a run directory",
@@ -199,8 +196,13 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
     check_output_path("--report", pdf)
+    from fedsim.validation.worker import batched_enabled
+
+    if getattr(args, "batched", False) or batched_enabled():
+        sys.stderr.write("fedsim: note: --batched / FEDSIM_BATCHED have no effect any more: "
+                         "the replay is the default path\n")
     if args.suite == "paper":  # the papers' own experiments (validation.paper)
-        for flag in ("batched", "theorem", "family"):
+        for flag in ("theorem", "family"):
             if getattr(args, flag, None):
                 raise FedsimError(f"--{flag} applies to the theorem suites (quick, full, "
                                   "smoke), not to --suite paper")
@@ -218,8 +220,7 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
         params = inspect.signature(suites.run_suite).parameters
         if "progress" in params or any(q.kind is q.VAR_KEYWORD for q in params.values()):
             kwargs["progress"] = False
-    result = _run_suite_batched(suites, args, kwargs) if getattr(args, "batched", False) \
-        else suites.run_suite(args.suite, **kwargs)
+    result = suites.run_suite(args.suite, **kwargs)
     csv: Path = out / "verdicts.csv"
     pdf_out: Path | None = pdf
     if isinstance(result, Mapping):
@@ -239,22 +240,6 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
                          f"{csv})\n")
         return 1
     return 0
-
-
-def _run_suite_batched(suites: Any, args: argparse.Namespace, kwargs: dict) -> Any:
-    """``run_suite`` with ``FEDSIM_BATCHED=1`` for its duration (the parent reads it when it
-    builds the tasks, pool workers inherit it); the previous value is restored."""
-    from fedsim.validation.worker import BATCH_ENV
-
-    old = os.environ.get(BATCH_ENV)
-    os.environ[BATCH_ENV] = "1"
-    try:
-        return suites.run_suite(args.suite, **kwargs)
-    finally:
-        if old is None:
-            os.environ.pop(BATCH_ENV, None)
-        else:
-            os.environ[BATCH_ENV] = old
 
 
 def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path) -> int:

@@ -231,7 +231,7 @@ def build_cases(suite: str, replicates: int | None = None, *,
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
     tasks = []
-    fn = task_function()  # FEDSIM_BATCHED=1: the batched replay (validation.worker)
+    fn = task_function()  # the replay where it applies, else the engine (validation.worker)
     for case in cases:
         if not case.runs:  # exact rows only (ExactSpec): nothing to simulate
             continue

@@ -9,17 +9,17 @@ process (``fn = "fedsim.validation.worker:run_replicate"``).  Its payload is pla
 The run's randomness is ``fedsim.rng.Streams(scenario["seed"], r)`` only, so the result
 depends on the payload alone, whatever the worker or backend.
 
-:func:`run_replicate_batched` is the same task through :func:`fedsim.engine.run_batch`
-(``fn = "fedsim.validation.worker:run_replicate_batched"``), with a batch variant
-(``run_replicate_batched.batch = run_replicates``: a list of payloads -> their results, in
-order) that the Monte-Carlo backends call once per chunk.  Payloads that differ only in
-``replicate`` and ``representative`` share one ``run_batch`` call, which replays them in
-lockstep where the engine supports it (issue 10).  A replicate's result does not depend on
-the other payloads of the call (``run_batch``'s contract), so a task gives the same record
-alone or in any chunk.  The replay equals the engine to ~1e-12 relative, not bit for bit,
-so the two task functions are different tasks (the function is part of a record's payload
-hash) and the batched one is opt-in: :func:`task_function` picks it when the environment
-variable ``FEDSIM_BATCHED`` is ``1``.
+:func:`run_replicate` runs through :func:`fedsim.engine.run_batch`, with a batch variant
+(``run_replicate.batch = run_replicates``: a list of payloads -> their results, in order)
+that the Monte-Carlo backends call once per chunk.  Payloads that differ only in
+``replicate`` and ``representative`` share one ``run_batch`` call, which replays them along
+their timelines with the engine's own compiled rules where the problem has a compiled view
+(issue 19; FedAsync on quadratics: bit for bit ``fedsim.engine.run``'s trace), else runs
+``fedsim.engine.run`` per replicate.  A replicate's result does not depend on the other
+payloads of the call (``run_batch``'s contract), so a task gives the same record alone or
+in any chunk.  The replay is the default; ``FEDSIM_BATCHED`` is read only to print a
+notice that it has no effect any more.  ``run_replicate_batched`` is the same function
+under the name older run directories recorded.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine import run, run_batch
+from fedsim.engine import run_batch
 
 __all__ = ["run_replicate", "run_replicate_batched", "run_replicates", "task_function",
            "batched_enabled", "MAX_REPR_STEPS", "MAX_REPR_POINTS", "BATCH_ENV"]
@@ -72,8 +72,7 @@ def run_replicate(payload: dict) -> dict:
     ``concurrency_busy``, ``concurrency_mean``.  A diverged run returns
     ``diverged=True`` and a reason (the runner records it as such; it never raises).
     """
-    sc = Scenario.from_dict(payload["scenario"])
-    return _summary(run(sc, int(payload["replicate"])), payload)
+    return run_replicates([payload])[0]
 
 
 def _summary(trace: Any, payload: dict) -> dict:
@@ -103,15 +102,14 @@ def _summary(trace: Any, payload: dict) -> dict:
 
 
 def batched_enabled() -> bool:
-    """Whether ``FEDSIM_BATCHED=1`` asks for the batched replay."""
+    """Whether ``FEDSIM_BATCHED=1`` is set (accepted, no effect: the replay is the default)."""
     return os.environ.get(BATCH_ENV, "0") == "1"
 
 
 def task_function() -> str:
-    """The Monte-Carlo task function: ``run_replicate_batched`` if :func:`batched_enabled`,
-    else ``run_replicate`` (read by the parent when it builds the tasks)."""
-    name = "run_replicate_batched" if batched_enabled() else "run_replicate"
-    return f"fedsim.validation.worker:{name}"
+    """The Monte-Carlo task function (read by the parent when it builds the tasks):
+    ``run_replicate``, whatever ``FEDSIM_BATCHED`` says."""
+    return "fedsim.validation.worker:run_replicate"
 
 
 def _group_key(payload: dict) -> str:
@@ -120,7 +118,7 @@ def _group_key(payload: dict) -> str:
 
 
 def run_replicates(payloads: list[dict]) -> list[dict]:
-    """:func:`run_replicate_batched` of every payload, in order (module docstring): the
+    """:func:`run_replicate` of every payload, in order (module docstring): the
     payloads that share a scenario, metric and horizons run through one
     :func:`fedsim.engine.run_batch` call.  An exception propagates (the backends then run
     the payloads one by one, so that each failure is recorded against its own task)."""
@@ -136,9 +134,7 @@ def run_replicates(payloads: list[dict]) -> list[dict]:
     return out
 
 
-def run_replicate_batched(payload: dict) -> dict:
-    """:func:`run_replicate` through :func:`fedsim.engine.run_batch` (one replicate)."""
-    return run_replicates([payload])[0]
+run_replicate.batch = run_replicates  # type: ignore[attr-defined]
 
-
-run_replicate_batched.batch = run_replicates  # type: ignore[attr-defined]
+#: the name run directories made with ``--batched`` recorded: the same task
+run_replicate_batched = run_replicate

@@ -4,11 +4,11 @@ Every client is a :class:`FastClient` event driven by callbacks: the state machi
 per-step reference's generator process (*read -> download -> compute -> upload -> think*),
 with one SimPy event per round that is re-armed every round (SimPy sets ``callbacks =
 None`` once it has processed an event and keeps no other reference to it).  The server
-step is :class:`fedsim.servers.fedasync.FedAsyncRule`'s arithmetic, inlined ([P] Alg. 1
-line 4); the algorithm registry selects this runner (execution model ``"physical"`` of
-FedAsync), the engine never looks at a name.  Events go onto SimPy's heap through
-:func:`fedsim.engine.simpy_fast.pusher`; each client keeps the time its event is due
-(``due``), so no callback reads the private clock.
+step is :func:`fedsim.servers.fedasync.fedasync_apply` ([P] Alg. 1 line 4, compiled), the
+client round the client rule's ``round``; the algorithm registry selects this runner
+(execution model ``"physical"`` of FedAsync), the engine never looks at a name.  Events go
+onto SimPy's heap through :func:`fedsim.engine.simpy_fast.pusher`; each client keeps the
+time its event is due (``due``), so no callback reads the private clock.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.physical import AsyncRun
 from fedsim.engine.simpy_fast import NORMAL, pusher
 from fedsim.engine.steplog import DIVERGE_SQ
+from fedsim.servers.fedasync import fedasync_apply
 
 __all__ = ["FastClient", "FastAsyncRun"]
 
@@ -32,20 +33,21 @@ class FastClient(simpy.Event):
 
     ``cycle``/``think``: the current delay block (download, compute and upload columns in
     one array, :meth:`DelaySampler.block_flat`; think times) and ``j`` the next round in it;
-    ``dlt``: the pending update; ``omega``/``t_read``: the server step and the time of
-    the read; ``think_next``: the think time after the pending upload; ``due``: the time the
-    client's event is scheduled at (the simulated time when its callback runs).
+    ``dlt``/``new``: the model read and the model after the pending round;
+    ``omega``/``t_read``: the server step and the time of the read; ``think_next``: the
+    think time after the pending upload; ``due``: the time the client's event is
+    scheduled at (the simulated time when its callback runs).
     """
 
-    __slots__ = ("callbacks", "_ok", "_value", "i", "rng", "sampler", "dlt", "cycle", "think", "j",
-                 "omega", "t_read", "think_next", "due")
+    __slots__ = ("callbacks", "_ok", "_value", "i", "rng", "sampler", "dlt", "new", "cycle",
+                 "think", "j", "omega", "t_read", "think_next", "due")
 
     def __init__(self, i: int, rng: np.random.Generator, sampler: DelaySampler,
-                 dlt: np.ndarray) -> None:
+                 dlt: np.ndarray, new: np.ndarray) -> None:
         self.callbacks = None
         self._ok = True
         self._value = None
-        self.i, self.rng, self.sampler, self.dlt = i, rng, sampler, dlt
+        self.i, self.rng, self.sampler, self.dlt, self.new = i, rng, sampler, dlt, new
         self.j = sampler.rounds
         self.omega, self.t_read, self.think_next, self.due = 0, 0.0, 0.0, 0.0
 
@@ -62,12 +64,12 @@ class FastAsyncRun(AsyncRun):
 
         Each client is the state machine of the per-step reference's generator process
         (*read -> download -> compute -> upload -> think*), with one SimPy event per round:
-        at the read it computes its whole round with ``rule.round`` (which reads the live
-        server model directly, so no snapshot is copied) and keeps only its update
-        ``beta (w_read - w_Q)``; the upload event applies it.  Nothing the round depends on
-        changes in between (the noise stream is the client's own).  A rule that counts
-        its work (Option C's inner iterations) snapshots the model instead and runs the
-        round at the upload, so that its counters cover uploaded rounds only, as before.
+        at the read it copies the model and computes its whole round with ``rule.round``;
+        the upload event applies :func:`fedasync_apply` to the read and the new model.
+        Nothing the round depends on changes in between (the noise stream is the client's
+        own).  A rule that counts its work (Option C's inner iterations) snapshots the
+        model instead and runs the round at the upload, so that its counters cover
+        uploaded rounds only, as before.
         The upload time is ``((t_read + dl) + c_1 + ...) + ul``, the additions the
         reference makes.  Its one
         event object is re-armed every round: SimPy sets ``callbacks = None`` once it has
@@ -78,9 +80,9 @@ class FastAsyncRun(AsyncRun):
         ``StepLog.log`` / ``hook`` would do; ``metric_steps`` is filled in at the end).
         """
         env, log, w, rec = self.env, self.log, self.w, self.rec
-        rule_round, out, beta = self.rule.round, self.out, self.server.beta
+        rule_round, beta = self.rule.round, self.server.beta
         arrival = self.scenario.delays.read_at == "arrival"
-        subtract, multiply, copyto, wdot = np.subtract, np.multiply, np.copyto, w.dot
+        copyto, wdot = np.copyto, w.dot
         # the round runs at the read, unless the rule counts work (Option C's inner
         # iterations): then at the upload, so that rounds still in flight at the end of
         # the run are not counted (the traces are the same either way)
@@ -107,14 +109,9 @@ class FastAsyncRun(AsyncRun):
         def schedule(c: FastClient, t_read: float, t: float, j: int, omega: int) -> None:
             """Read ``w`` at ``t_read`` ([P] Alg. 1 line 6), run the round, arm the upload
             (``t``: the read time, plus the download when the read is at the request)."""
-            dlt = c.dlt
+            copyto(c.dlt, w)  # the model read
             if eager:
-                rule_round(c.i, w, out, c.rng)
-                subtract(w, out, dlt)
-                if beta != 1.0:
-                    multiply(dlt, beta, dlt)
-            else:
-                copyto(dlt, w)  # the snapshot; the round runs at the upload
+                rule_round(c.i, w, c.new, c.rng)
             c.omega = omega
             c.t_read = t_read
             cycle = c.cycle
@@ -133,11 +130,7 @@ class FastAsyncRun(AsyncRun):
         def late_round(c: FastClient) -> None:
             """The round of a rule with counters (Option C's inner iterations), run at the
             upload from the snapshot in ``c.dlt``, so that only uploaded rounds count."""
-            dlt = c.dlt
-            rule_round(c.i, dlt, out, c.rng)
-            subtract(dlt, out, dlt)
-            if beta != 1.0:
-                multiply(dlt, beta, dlt)
+            rule_round(c.i, c.dlt, c.new, c.rng)
 
         def begin(c: FastClient, t: float) -> None:
             """Start a cycle at ``t``: read now (``request``) or after the download."""
@@ -171,7 +164,7 @@ class FastAsyncRun(AsyncRun):
             t = c.due
             if not eager:
                 late_round(c)
-            subtract(w, c.dlt, w)  # fedasync_apply, [P] Alg. 1 line 4
+            fedasync_apply(w, c.dlt, c.new, beta)  # [P] Alg. 1 line 4
             step = log.t + 1
             log.t = step
             app_t(t)
@@ -208,14 +201,9 @@ class FastAsyncRun(AsyncRun):
                 if j == nb:
                     c.refill()
                     j = 0
-                dlt = c.dlt
+                copyto(c.dlt, w)
                 if eager:
-                    rule_round(c.i, w, out, c.rng)
-                    subtract(w, out, dlt)
-                    if beta != 1.0:
-                        multiply(dlt, beta, dlt)
-                else:
-                    copyto(dlt, w)
+                    rule_round(c.i, w, c.new, c.rng)
                 c.omega = step
                 c.t_read = t
                 cycle = c.cycle
@@ -236,8 +224,9 @@ class FastAsyncRun(AsyncRun):
         CB_READ.append(on_read)
         CB_THINK.append(on_think)
         t0 = env.now
+        news = np.zeros((n, self.d))
         for i in range(n):
-            begin(FastClient(i, self.noise[i], self.samplers[i], self.snaps[i]), t0)
+            begin(FastClient(i, self.noise[i], self.samplers[i], self.snaps[i], news[i]), t0)
 
 
     def finish_counts(self) -> None:

@@ -66,8 +66,12 @@ from fedsim.problems.quadratic_personalized import (
     check_batch_size,
 )
 from fedsim.problems.quadratic_random import NOISE_KINDS, random_client_data
+from fedsim.problems.quadratic_view import quadratic_metric_view, quadratic_metrics
 
 __all__ = ["QuadraticProblem", "MamlExact", "MoreauExact", "max_quadratic_on_ball"]
+
+#: one-metric code arrays for :func:`quadratic_metrics` (grad_sq, dist_sq, f_gap)
+_CODE_ARRAYS = tuple(np.array([k], dtype=np.int64) for k in range(3))
 
 #: at most this many exact personalised objectives are cached per problem (oldest evicted)
 PERSONALIZED_CACHE_SIZE = 32
@@ -161,6 +165,7 @@ class QuadraticProblem(Problem):
         self.x_star = readonly(psd_solve(self.Abar, self.m))
         self.grad_at_xstar = readonly(np.einsum("nij,nj->ni", a_stack, self.x_star - b_arr))
         self.f_star = self._direct_value(a_stack, self.x_star)
+        self._mview: tuple | None = None
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
@@ -226,20 +231,27 @@ class QuadraticProblem(Problem):
         """grad f(w) = Abar w - m (O(d^2))."""
         return self.Abar @ w - self.m
 
+    def _metric(self, code: int, w: np.ndarray) -> float:
+        """Metric ``METRIC_CODES[code]`` by the compiled closed form the replay uses too
+        (:func:`fedsim.problems.quadratic_view.quadratic_metrics`)."""
+        if self._mview is None:
+            self._mview = quadratic_metric_view(self)
+        out = np.empty(1)
+        quadratic_metrics(self._mview, _CODE_ARRAYS[code],
+                          np.ascontiguousarray(w, dtype=np.float64), out)
+        return float(out[0])
+
     def grad_f_sq(self, w: np.ndarray) -> float:
-        """||grad f(w)||^2 (O(d^2))."""
-        g = self.Abar @ w - self.m
-        return float(g @ g)
+        """||grad f(w)||^2 = ||Abar w - m||^2 (O(d^2))."""
+        return self._metric(0, w)
 
     def f_gap(self, w: np.ndarray) -> float:
         """f(w) - f* = 0.5 (w - x*)^T Abar (w - x*) (O(d^2), >= 0, no cancellation)."""
-        r = w - self.x_star
-        return float(0.5 * (r @ (self.Abar @ r)))
+        return self._metric(2, w)
 
     def dist_sq(self, w: np.ndarray) -> float:
         """||w - x*||^2."""
-        r = w - self.x_star
-        return float(r @ r)
+        return self._metric(1, w)
 
     # --- stochastic oracles -----------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -20,33 +20,34 @@ from typing import Any
 
 import numpy as np
 
+from fedsim.jit import jit
 from fedsim.servers.base import Upload
 
 __all__ = ["fedasync_apply", "FedAsyncRule"]
 
 
-def fedasync_apply(w: np.ndarray, delta: np.ndarray, beta: float) -> np.ndarray:
-    """In place: ``w -= beta * delta`` (``delta`` is overwritten by ``beta * delta``).
+@jit
+def fedasync_apply(w, read, new, beta):
+    """[P] Alg. 1 line 4 in place: ``w -= beta * (read - new)``, coordinate by coordinate.
 
     ``beta == 1`` skips the (exact) multiplication, so the result is bit-identical
-    either way.
+    either way.  The one home of the FedAsync server step: the SimPy engine and the
+    replay both call it (compiled).
     """
-    if beta != 1.0:
-        np.multiply(delta, beta, out=delta)
-    np.subtract(w, delta, out=w)
-    return w
+    for k in range(w.shape[0]):
+        dk = read[k] - new[k]
+        if beta != 1.0:
+            dk = dk * beta
+        w[k] = w[k] - dk
+    return 0
 
 
 class FedAsyncRule:
-    """[P] Alg. 1 line 4 in the server-rule shape; the state is the model ``w``.
-
-    The physical engine's hot path (:mod:`fedsim.engine.fedasync_fast`) performs exactly
-    this arithmetic inline; ``tests/engine/test_engine_reference.py`` checks both agree.
-    """
+    """[P] Alg. 1 line 4 in the server-rule shape; the state is the model ``w``
+    (:func:`fedasync_apply` per upload)."""
 
     def __init__(self, dim: int, beta: float = 1.0) -> None:
         self.beta = float(beta)
-        self._delta = np.empty(dim)
 
     def init(self, w0: np.ndarray) -> np.ndarray:
         return np.array(w0, dtype=np.float64)
@@ -54,6 +55,5 @@ class FedAsyncRule:
     def apply(self, state: np.ndarray, uploads: Sequence[Upload]) -> tuple[np.ndarray,
                                                                             dict[str, Any]]:
         for u in uploads:
-            np.subtract(u.read, u.new, out=self._delta)
-            fedasync_apply(state, self._delta, self.beta)
+            fedasync_apply(state, u.read, u.new, self.beta)
         return state, {"fill": len(uploads)}

@@ -38,14 +38,19 @@ def test_one_client_no_noise_equals_q_step_gd():
     tr = run(sc)
     p = QuadraticProblem.random(1, 3, 0.2, 1.0, heterogeneity=1.0, noise_sd=0.0, seed=0)
     A, b = p.A[0], p.b[0]
-    w = np.zeros(3)
-    R = np.eye(3) - 0.05 * A
-    c = 0.05 * (A @ b)
+    w = [0.0, 0.0, 0.0]
     w_paper = np.zeros(3)
     for _ in range(7 * 3):
-        w = R @ w + c
+        # the rule's arithmetic, in its order: g_k = sum_j A_kj (w_j - b_j); w_k -= eta g_k
+        g = [0.0, 0.0, 0.0]
+        for k in range(3):
+            acc = 0.0
+            for j in range(3):
+                acc += float(A[k, j]) * (w[j] - float(b[j]))
+            g[k] = acc
+        w = [w[k] - g[k] * 0.05 for k in range(3)]
         w_paper = w_paper - 0.05 * (A @ (w_paper - b))
-    assert np.array_equal(tr.final_w, w)
+    assert np.array_equal(tr.final_w, np.array(w))
     np.testing.assert_allclose(tr.final_w, w_paper, rtol=1e-13, atol=1e-15)
     assert np.all(tr.staleness_steps == 0)
     assert tr.staleness_bound == 0.0 or math.isinf(tr.staleness_bound)

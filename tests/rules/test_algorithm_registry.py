@@ -56,8 +56,7 @@ class HalfStep(FedAsyncRule):
 
     def apply(self, state, uploads):
         for u in uploads:
-            np.subtract(u.read, u.new, out=self._delta)
-            fedasync_apply(state, self._delta, 0.5 * self.beta)
+            fedasync_apply(state, u.read, u.new, 0.5 * self.beta)
         return state, {"fill": len(uploads)}
 
 

@@ -184,7 +184,7 @@ def test_area_client_message_and_memory():
     want = R @ (R @ xs + 0.1 * p.A[1] @ p.b[1]) + 0.1 * p.A[1] @ p.b[1]
     np.testing.assert_allclose(cl.x[1], want, rtol=1e-14)
     m = cl.message(1).copy()
-    np.testing.assert_array_equal(m, want - x0)
+    np.testing.assert_array_equal(m, cl.x[1] - x0)  # [A] Alg. 2: m_i = x_i - y_i, y_i = x0
     np.testing.assert_array_equal(cl.y[1], cl.x[1])
     np.testing.assert_array_equal(cl.message(1), np.zeros(p.dim))
 

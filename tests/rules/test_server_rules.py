@@ -22,9 +22,21 @@ from fedsim.servers import (
 
 
 def test_fedasync_hand_case():
+    # w - beta (read - new) = [1, 2] - 0.5 [0.5, -1] = [0.75, 2.5]
     w = np.array([1.0, 2.0])
-    fedasync_apply(w, np.array([0.5, -1.0]), 0.5)
+    fedasync_apply(w, np.array([1.0, 0.0]), np.array([0.5, 1.0]), 0.5)
     np.testing.assert_array_equal(w, [0.75, 2.5])
+
+
+def test_fedasync_apply_compiled_equals_interpreted_bitwise():
+    rng = np.random.default_rng(3)
+    for beta in (1.0, 0.3, 2.5):
+        w, read, new = rng.standard_normal((3, 7))
+        a, b = w.copy(), w.copy()
+        fedasync_apply(a, read, new, beta)
+        fedasync_apply.py_func(b, read, new, beta)
+        want = w - (read - new) * beta if beta != 1.0 else w - (read - new)
+        assert np.array_equal(a, b) and np.array_equal(a, want)
 
 
 vec = st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3).map(np.array)
@@ -35,8 +47,9 @@ vec = st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3).map(np.array)
 def test_fedbuff_buffer_one_is_fedasync_bit_for_bit(w0, deltas, beta):
     a, b = w0.copy(), w0.copy()
     srv = FedBuffServer(3, server_lr=beta)
+    zero = np.zeros(3)
     for dl in deltas:
-        fedasync_apply(a, dl.copy(), beta)
+        fedasync_apply(a, dl.copy(), zero, beta)
         srv.add(dl.copy(), tau=7)
         assert srv.flush(b) == 1
     assert np.array_equal(a, b)

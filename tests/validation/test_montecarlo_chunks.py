@@ -4,15 +4,14 @@
   function with a batch variant is called once per chunk (hand-checked call log);
 * a batch call that fails falls back to the tasks one by one: only the failing task is an
   error;
-* ``fedsim.validation.worker.run_replicate_batched`` (the engine's ``run_batch``) gives, per
-  replicate, the record of ``run_replicate`` up to 1e-10 relative in the values and the
-  same diagnostics; a replicate's record is bitwise the same alone or inside any chunk,
+* ``fedsim.validation.worker.run_replicate`` (through the engine's ``run_batch``, the
+  replay where it applies) gives, per replicate, the per-replicate engine's record bit for
+  bit; a replicate's record is bitwise the same alone or inside any chunk,
   in-process, in a process pool and on Dask.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
@@ -96,34 +95,32 @@ def _replicate_tasks(fn: str, reps: range) -> list[Task]:
             for r in reps]
 
 
-def test_batched_worker_equals_the_engine_per_replicate(tmp_path):
+def test_replay_worker_equals_the_engine_per_replicate(tmp_path, monkeypatch):
+    """The default task function replays (issue 19) and its records equal those of the
+    per-replicate engine bit for bit (the replay calls the engine's rules and metrics)."""
+    import fedsim.engine.batch as batch_module
+
     reps = range(CHUNK + 3)  # two chunks: 16 + 3
+    replay = run_tasks(_replicate_tasks("fedsim.validation.worker:run_replicate", reps),
+                       tmp_path / "replay", workers=1, progress=False)
+    assert batch_module.supports(Scenario.from_dict(
+        _replicate_tasks("fedsim.validation.worker:run_replicate", [0])[0].payload["scenario"]))
+    monkeypatch.setattr(batch_module, "supports", lambda scenario: False)  # engine per replicate
     plain = run_tasks(_replicate_tasks("fedsim.validation.worker:run_replicate", reps),
                       tmp_path / "plain", workers=1, progress=False)
-    batched = run_tasks(_replicate_tasks("fedsim.validation.worker:run_replicate_batched", reps),
-                        tmp_path / "batched", workers=1, progress=False)
-    differ = 0
     for r in reps:
-        a, b = plain[f"q/r{r}"]["value"], batched[f"q/r{r}"]["value"]
-        assert set(a) == set(b)
-        for k in a:
-            if k == "values":
-                assert all(math.isclose(x, y, rel_tol=1e-10, abs_tol=0)
-                           for x, y in zip(a[k], b[k], strict=True))
-                differ += a[k] != b[k]
-            else:
-                assert a[k] == b[k], k
-    assert differ > 0  # the replay ran (it is not bitwise the engine)
+        assert plain[f"q/r{r}"]["value"] == replay[f"q/r{r}"]["value"]
+    monkeypatch.undo()
     # a replicate alone, or in a chunk of any size, gives the same record bit for bit
     for r in (0, 5, CHUNK + 1):
-        (t,) = _replicate_tasks("fedsim.validation.worker:run_replicate_batched", range(r, r + 1))
-        stored = {k: v for k, v in batched[t.task_id].items() if k != "checksum"}  # the store's
-        assert execute_task(t, batched[t.task_id]["payload_hash"]) == stored
+        (t,) = _replicate_tasks("fedsim.validation.worker:run_replicate", range(r, r + 1))
+        stored = {k: v for k, v in replay[t.task_id].items() if k != "checksum"}  # the store's
+        assert execute_task(t, replay[t.task_id]["payload_hash"]) == stored
 
 
 def test_batched_records_identical_on_pool_and_dask(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
-    tasks = _replicate_tasks("fedsim.validation.worker:run_replicate_batched", range(CHUNK + 2))
+    tasks = _replicate_tasks("fedsim.validation.worker:run_replicate", range(CHUNK + 2))
     ref = run_tasks(tasks, tmp_path / "ref", workers=1, progress=False)
     assert run_tasks(tasks, tmp_path / "pool", workers=2, progress=False) == ref
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -132,10 +129,10 @@ def test_batched_records_identical_on_pool_and_dask(tmp_path):
                          progress=False) == ref
 
 
-def test_task_function_follows_the_environment(monkeypatch):
+def test_task_function_is_the_replay_whatever_the_environment(monkeypatch):
     monkeypatch.delenv(worker.BATCH_ENV, raising=False)
     assert worker.task_function() == "fedsim.validation.worker:run_replicate"
-    monkeypatch.setenv(worker.BATCH_ENV, "1")
-    assert worker.task_function() == "fedsim.validation.worker:run_replicate_batched"
-    assert callable(worker.run_replicate_batched.batch)
-    assert not hasattr(worker.run_replicate, "batch")  # the default path is unchanged
+    monkeypatch.setenv(worker.BATCH_ENV, "1")  # accepted, no effect
+    assert worker.task_function() == "fedsim.validation.worker:run_replicate"
+    assert callable(worker.run_replicate.batch)
+    assert worker.run_replicate_batched is worker.run_replicate  # older run directories

@@ -5,10 +5,11 @@
   bitwise the event sequence of ``fedsim.engine.run``.
 * :mod:`fedsim.engine.replay.seeding` -- many ``fedsim.rng`` client streams at once (the
   ``SeedSequence`` hash vectorised; the same bits at ~1/10 of the cost).
-* :mod:`fedsim.engine.replay.quadratic` -- the batched Option A local-SGD kernel on quadratics
-  (and its Q-step fold).
-* :mod:`fedsim.engine.replay.fedasync` -- FedAsync replayed along R timelines at once, as (R, d)
-  arrays, with a ring buffer of past models; per-replicate divergence freezing.
+* :mod:`fedsim.engine.replay.kernel` -- the one compiled replay loop: a client rule and a
+  server rule (arguments, from :mod:`fedsim.local` / :mod:`fedsim.servers`) along a timeline,
+  a ring buffer of past models, metrics at the recorded steps, divergence freezing.
+* :mod:`fedsim.engine.replay.fedasync` -- FedAsync replayed along R timelines, replicate by
+  replicate, through the kernel with the very rules the SimPy engine calls.
 * :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on [A] Theorem 8's
   norm family (deterministic subgradients): merged renewal timelines, lockstep rows.
 

@@ -1,62 +1,31 @@
-"""The results of a batched FedAsync replay: the metric closed forms and ``BatchResult``.
+"""The results of a batched FedAsync replay: ``BatchResult``.
 
 Part of :mod:`fedsim.engine.replay.fedasync` (its docstring has the algorithm, [P]
-Algorithm 1 line 4 / Algorithm 2 lines 5-7).  ``BatchMetrics`` evaluates the quadratic's
-closed forms (``grad_sq = ||Abar w - m||^2``, ``dist_sq = ||w - x*||^2``,
-``f_gap = (w - x*)^T Abar (w - x*)/2``; ``fedsim.problems.QuadraticProblem.grad_f_sq``
-etc.) row-wise on ``(R, d)`` models; :class:`BatchResult` holds one batch's per-replicate
-records and rebuilds the engine's :class:`fedsim.trace.Trace` of a row (the running
-averages of ``fedsim.trace.Recorder.finish``, the busy-fraction curve of
-``Recorder.busy``); ``merge_results`` joins the results of groups.
+Algorithm 1 line 4 / Algorithm 2 lines 5-7).  :class:`BatchResult` holds one batch's
+per-replicate records and rebuilds the engine's :class:`fedsim.trace.Trace` of a row (the
+running averages of ``fedsim.trace.Recorder.finish``, the busy-fraction curve of
+``Recorder.busy``); :func:`merge_results` joins the results of groups.
 
-Metrics (``grad_sq``, ``dist_sq``, ``f_gap``) are the quadratic's closed forms
-(``fedsim.problems.QuadraticProblem.grad_f_sq`` etc.), recorded at steps
-``0, every, 2 every, ...`` and at the last step, as the engine does; per chunk, on the
-ring.  ``BatchResult.info["seconds"]`` splits the wall time (setup, timeline, noise,
+Metrics (``grad_sq``, ``dist_sq``, ``f_gap``: the problem's compiled closed forms,
+:func:`fedsim.problems.quadratic_view.quadratic_metrics`) are recorded at steps
+``0, every, 2 every, ...`` and at the last step, as the engine does.
+``BatchResult.info["seconds"]`` splits the wall time (setup, timeline, noise,
 steps, bookkeeping).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from fedsim.engine.replay.quadratic import rowwise_matmul
 from fedsim.errors import require
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["BatchResult", "BatchMetrics", "merge_results"]
+__all__ = ["BatchResult", "merge_results"]
 
 _K_UPLOAD = KINDS.index("upload")
-
-
-class BatchMetrics:
-    """Batched closed forms of the quadratic metrics, row-wise."""
-
-    def __init__(self, problem, names: Sequence[str]) -> None:
-        self.names = list(names)
-        self.AbarT = np.ascontiguousarray(np.asarray(problem.Abar).T)
-        self.m = np.asarray(problem.m)
-        self.xs = np.asarray(problem.x_star)
-
-    def __call__(self, W: np.ndarray) -> np.ndarray:
-        out = np.empty((len(self.names), W.shape[0]))
-        r = None
-        for k, name in enumerate(self.names):
-            if name == "grad_sq":
-                g = rowwise_matmul(W, self.AbarT) - self.m
-                out[k] = np.einsum("ij,ij->i", g, g)
-            else:
-                if r is None:
-                    r = W - self.xs
-                if name == "dist_sq":
-                    out[k] = np.einsum("ij,ij->i", r, r)
-                else:
-                    out[k] = 0.5 * np.einsum("ij,ij->i", r, rowwise_matmul(r, self.AbarT))
-        return out
 
 
 @dataclass
