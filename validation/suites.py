@@ -21,7 +21,7 @@ cases of its grid for the suite (:func:`case_grids`: the scenario modules' ``GRI
    * (c) THEORY_SPEC 7.d: the paper-literal Theorem 8 bound must be ``violated`` and the
      corrected one must hold; the other counterexample rows (AsyPFL CE1/CE3, and the exact
      rows of Per-FedAvg E-F1 and AsyPFL R2-4, measured by the exact oracle, not simulated:
-     :class:`fedsim.validation.scenarios.common.ExactSpec`) must get their stated verdicts,
+     :class:`fedsim.validation.cases.ExactSpec`) must get their stated verdicts,
 
 5. writes ``verdicts.csv``, ``meta/*.json`` (hypotheses, tagged constants, representative
    run), the manifest ``suite.json`` (:mod:`fedsim.validation.rundir`), the PDF report and
@@ -52,12 +52,12 @@ import pandas as pd
 from fedsim.theory.registry import theorems
 from fedsim.theory.result import Hypothesis, Status
 from fedsim.validation import scenarios as S
+from fedsim.validation.cases import oracle_cache_stats
 from fedsim.validation.compare import verdict_table, write_verdicts
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
 from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
 from fedsim.validation.rows import suite_rows
 from fedsim.validation.rundir import write_manifest
-from fedsim.validation.scenarios.common import oracle_cache_stats
 from fedsim.validation.worker import task_function
 
 from fedsim.errors import ConfigError, check_integer, require

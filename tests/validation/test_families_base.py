@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from fedsim.theory import area as tarea
 from fedsim.theory.result import Status
+from fedsim.validation.cases import SEED
 from fedsim.validation.families import (
     Family,
     Instance,
@@ -31,7 +32,6 @@ from fedsim.validation.families import (
     register_family,
     resolve_hypotheses,
 )
-from fedsim.validation.scenarios.common import SEED
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 

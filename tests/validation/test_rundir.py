@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fedsim.validation import cases as common
 from fedsim.validation import montecarlo_store as store
 from fedsim.validation._selftest import write_synthetic_run
 from fedsim.validation.montecarlo import Task, run_tasks
 from fedsim.validation.montecarlo_schema import check_record, record_checksum
 from fedsim.validation.rundir import check_run_dir, write_manifest
-from fedsim.validation.scenarios import common
 from rawstore import edit_record, raw_record, set_column, task_ids
 
 from fedsim.config import load

@@ -32,9 +32,12 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory.result import BoundResult
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     CLAIM_STATUSES,
     SEED,
+    Case,
+    Row,
+    RunSpec,
     constants_records,
     problem_from_dict,
     resolve_hypotheses,
@@ -45,7 +48,8 @@ from fedsim.errors import ConfigError, check_positive, require
 
 __all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
            "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
-           "params_digest", "poisson_delays", "MAX_CLIENTS", "MAX_ITERATIONS", "MAX_WINDOW"]
+           "params_digest", "poisson_delays", "MAX_CLIENTS", "MAX_ITERATIONS", "MAX_WINDOW",
+           "instances_case"]
 
 
 #: size limits of the families' parameters, checked before a point is built (issue 21: a
@@ -191,17 +195,9 @@ class Instance:
         """This instance as a :class:`fedsim.validation.scenarios.Case` (one run set, one row), for
         :func:`fedsim.validation.suites.run_cases`: validate's verdict machinery.
         ``control``/``expected_verdict``: a control row's kind and required verdict."""
-        from fedsim.validation.scenarios.common import Case, Row, RunSpec
-
-        name = key or f"{self.family}-{params_digest(self.params)}"
-        run_key = f"{self.theorem}/{name}/{self.mode}/H{self.horizon}"
-        run = RunSpec(run_key, self.scenario, self.metric, (self.horizon,), int(replicates))
-        row = Row(self.mode, self.horizon, run_key, self.bound, self.bound_value, exact,
-                  control, expected_verdict)
-        return Case(self.theorem, name, f"search: {self.family}", self.description,
-                    "horizon", self.quantity, math.nan, [run], [row], self.constants,
-                    list(self.sim_checks), list(self.notes), control=control,
-                    family=self.family)
+        return instances_case([self], name=key or f"{self.family}-{params_digest(self.params)}",
+                              replicates=replicates, exacts=[exact], control=control,
+                              expected_verdict=expected_verdict)
 
 
 @dataclass(frozen=True)
@@ -288,7 +284,7 @@ def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[st
                     delays: Mapping[str, Any] | None = None,
                     trigger: Mapping[str, Any] | None = None, seed: int = SEED) -> dict:
     """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set
-    (:func:`fedsim.validation.scenarios.common.scenario_dict`, keyword arguments)."""
+    (:func:`fedsim.validation.cases.scenario_dict`, keyword arguments)."""
     return scenario_dict(name, dict(problem), dict(algorithm), steps, list(metrics), every,
                          delays=None if delays is None else dict(delays),
                          trigger=None if trigger is None else dict(trigger), seed=seed)
@@ -309,3 +305,44 @@ def poisson_delays(rates: Sequence[float]) -> dict:
     if over:
         d["override"] = over
     return d
+
+
+def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,
+                   exacts: Sequence[float] | None = None, control: str = "",
+                   expected_verdict: str = "", title: str = "", x_label: str = "horizon",
+                   expected_slope: float = math.nan, family: str = "") -> Case:
+    """One :class:`Case` from built instances of one theorem: a run set per distinct engine
+    scenario (key ``theorem/name/H<horizon>``, ``/<mode>`` appended when modes at one horizon
+    simulate different scenarios), a row per instance (``exacts[j]``: its exact oracle value,
+    NaN for none); the constants are the first instance's, the simulation checks and notes
+    the union of the instances'."""
+    require(bool(instances), "instances", list(instances), "must hold at least one instance")
+    theorem = instances[0].theorem
+    for inst in instances:
+        require(inst.theorem == theorem, "instances", inst.theorem,
+                f"must all be of theorem {theorem!r}")
+    exacts = list(exacts) if exacts is not None else [math.nan] * len(instances)
+    require(len(exacts) == len(instances), "exacts", len(exacts),
+            f"must give one value per instance ({len(instances)})")
+    per_h: dict[int, set[str]] = {}
+    for inst in instances:
+        per_h.setdefault(inst.horizon, set()).add(json.dumps(inst.scenario, sort_keys=True,
+                                                             default=str))
+    runs: dict[str, RunSpec] = {}
+    rows, checks, notes = [], [], []
+    for inst, ex in zip(instances, exacts, strict=True):
+        key = f"{theorem}/{name}/H{inst.horizon}"
+        if len(per_h[inst.horizon]) > 1:
+            key += f"/{inst.mode}"
+        if key not in runs:
+            runs[key] = RunSpec(key, inst.scenario, inst.metric, (inst.horizon,),
+                                int(replicates))
+        rows.append(Row(inst.mode, inst.horizon, key, inst.bound, inst.bound_value,
+                        float(ex), control, expected_verdict))
+        checks += [c for c in inst.sim_checks if c not in checks]
+        notes += [n for n in inst.notes if n not in notes]
+    first = instances[0]
+    return Case(theorem, name, title or f"search: {family or first.family}", first.description,
+                x_label, first.quantity, expected_slope, list(runs.values()), rows,
+                first.constants, checks, notes, control=control,
+                expected_verdict=expected_verdict, family=family or first.family)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory import oracle, persafl
+from fedsim.validation.cases import SimCheck
 from fedsim.validation.families.base import (
     MAX_CLIENTS,
     MAX_ITERATIONS,
@@ -47,7 +48,6 @@ from fedsim.validation.families.base import (
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
-from fedsim.validation.scenarios.common import SimCheck
 
 from fedsim.errors import check_positive, require
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import numpy as np
+from fedsim.validation.cases import problem_from_dict
 from fedsim.validation.paper.common import (
     Arm,
     Claim,
@@ -95,9 +96,7 @@ def bias_experiment(*, replicates: int = 10, horizon: float = 80.0, n: int = 8,
     fams = ("area", "fedbuff", "asfedavg", "fedasync")
     arms = _arms("bias", fams, problem, rates, grid, 1, 1, horizon,
                  ("dist_sq", "f_gap"), 200)
-    from fedsim.config import ProblemConfig, build_problem
-
-    xs = build_problem(ProblemConfig.from_dict(problem)).x_star
+    xs = problem_from_dict(problem).x_star
     scale = float(xs @ xs)
     claims = [Claim("uneven", "dist_sq", "area", "<", threshold=1e-8 * scale,
                     text="AREA reaches x*: ||w - x*||^2 < 1e-8 ||x*||^2")]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from fedsim.validation.cases import problem_from_dict
+from fedsim.validation.cases import scenario_dict as cases_scenario_dict
 
 from fedsim.errors import check_choice, require
 
@@ -176,9 +178,7 @@ def tuned_families(exp: Experiment) -> list[Arm]:
 
 def L_of(problem: dict) -> float:
     """The tagged smoothness bound ``L`` (UPPER) of a ``[problem]`` table."""
-    from fedsim.config import ProblemConfig, build_problem
-
-    p = build_problem(ProblemConfig.from_dict(problem))
+    p = problem_from_dict(problem)
     if hasattr(p, "L_i"):  # softmax: the table's L is max_i L_i; skip the table's Newton solves
         return float(np.max(p.L_i))
     return float(p.constants["L"].value)
@@ -219,12 +219,10 @@ def scenario_dict(name: str, problem: dict, algorithm: dict, delays: dict, *,
                   horizon: float, metrics: Sequence[str], every: int, seed: int = 1,
                   trigger: dict | None = None, record: dict | None = None,
                   max_steps: int = 1_000_000) -> dict:
-    """A scenario table (``fedsim.config.Scenario.from_dict``) run to simulated ``horizon``."""
-    rec = {"every": int(every), "metrics": list(metrics)}
-    rec.update(record or {})
-    d = {"name": name, "seed": seed, "problem": dict(problem), "algorithm": dict(algorithm),
-         "delays": dict(delays), "horizon": {"time": float(horizon), "steps": int(max_steps)},
-         "record": rec}
-    if trigger is not None:
-        d["trigger"] = dict(trigger)
+    """A scenario table (``fedsim.config.Scenario.from_dict``) run to simulated ``horizon``:
+    the suites' :func:`fedsim.validation.cases.scenario_dict` with a time horizon (and
+    ``max_steps`` as its step cap) and the paper suite's root seed ``seed``."""
+    d = cases_scenario_dict(name, problem, algorithm, int(max_steps), list(metrics), every,
+                            delays=delays, trigger=trigger, record_extra=record, seed=seed)
+    d["horizon"] = {"time": float(horizon), "steps": int(max_steps)}
     return d

@@ -12,6 +12,7 @@ quadratic) does not influence the timeline at all.
 
 from __future__ import annotations
 
+from fedsim.validation.cases import problem_from_dict
 from fedsim.validation.paper.common import Arm, Claim, Experiment, Setting, scenario_dict
 
 __all__ = ["fig2a_experiment", "fig2a_delays", "fig2b_experiment"]
@@ -92,10 +93,9 @@ def zero_model_floor(problem: dict) -> dict[str, float]:
     import numpy as np
     from fedsim.validation.paper.common import L_of
 
-    from fedsim.config import ProblemConfig, build_problem
     from fedsim.problems.evaluation import metric_functions
 
-    p = build_problem(ProblemConfig.from_dict(problem))
+    p = problem_from_dict(problem)
     L = L_of(problem)
     mf = metric_functions(p, maml_alpha=1.0 / L, me_lam=2.0 * L)
     w0 = np.zeros(p.dim)

@@ -35,7 +35,7 @@ Design rules (issue 6, THEORY_SPEC 9.3):
 
 One module per paper: :mod:`fedsim.validation.scenarios.persafl` ([P] Theorems 1-3) and
 :mod:`fedsim.validation.scenarios.area` ([A] Theorems 7-8), on the shared records of
-:mod:`fedsim.validation.scenarios.common`.  Each module's ``GRIDS`` table (a
+:mod:`fedsim.validation.cases`.  Each module's ``GRIDS`` table (a
 :class:`CaseGrid` per theorem) is collected in :data:`GRIDS`, which
 :mod:`fedsim.validation.suites` reads when a suite runs; importing this package registers
 nothing anywhere.
@@ -43,17 +43,7 @@ nothing anywhere.
 
 from __future__ import annotations
 
-from fedsim.validation.scenarios import area as _area_grids
-from fedsim.validation.scenarios import asypfl as _asypfl_grids
-from fedsim.validation.scenarios import perfedavg as _perfedavg_grids
-from fedsim.validation.scenarios import persafl as _persafl_grids
-from fedsim.validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
-from fedsim.validation.scenarios.asypfl import (
-    asypfl_case,
-    asypfl_counterexample,
-    asypfl_periods_counterexample,
-)
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     CLAIM_STATUSES,
     SEED,
     Case,
@@ -63,6 +53,16 @@ from fedsim.validation.scenarios.common import (
     RunSpec,
     SimCheck,
     set_oracle_cache,
+)
+from fedsim.validation.scenarios import area as _area_grids
+from fedsim.validation.scenarios import asypfl as _asypfl_grids
+from fedsim.validation.scenarios import perfedavg as _perfedavg_grids
+from fedsim.validation.scenarios import persafl as _persafl_grids
+from fedsim.validation.scenarios.area import theorem7_case, theorem8_case, theorem8_counterexample
+from fedsim.validation.scenarios.asypfl import (
+    asypfl_case,
+    asypfl_counterexample,
+    asypfl_periods_counterexample,
 )
 from fedsim.validation.scenarios.perfedavg import perfedavg_case, perfedavg_counterexample
 from fedsim.validation.scenarios.persafl import theorem1_case, theorem2_case, theorem3_case

@@ -22,7 +22,7 @@ import numpy as np
 from fedsim.theory import area as tarea
 from fedsim.theory import oracle
 from fedsim.theory.result import Hypothesis, Status
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     Case,
     CaseGrid,
     Row,

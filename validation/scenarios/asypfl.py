@@ -8,7 +8,7 @@ instances are not simulated here.  Reader 2's counterexample with periods (5, 8)
 docs/theory/asypfl.md) is a suite case all the same, as *exact* rows
 (:func:`asypfl_periods_counterexample`: the measured value is
 :func:`fedsim.theory.asypfl.tick_oracle`'s exact gap,
-:class:`fedsim.validation.scenarios.common.ExactSpec`).
+:class:`fedsim.validation.cases.ExactSpec`).
 
 * Theorem 1: strongly convex 2-d quadratic, additive noise, ``eta = 1/(4L)``, E = 1 at L = 1
   and L = 0.01 (corrected form: CERTIFIED_CORRECTED).  Known counterexample CE1 (E-Y2):
@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 from fedsim.theory.asypfl import gamma_t2, theorem1, theorem2, tick_oracle
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     Case,
     CaseGrid,
     ExactSpec,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory import oracle
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     Case,
     Row,
     RunSpec,

@@ -12,7 +12,7 @@ tests).  Each in-regime row also carries the exact oracle value (z-test column).
 Out of regime (negative control (a)): participation r = 1/2 (H9, E-F1) and a step 10x
 ``1/(10 tau L_F)`` (H8).  The r < 1 counterexample of E-F1 needs tau = 1e4, K = 1e11: no
 simulation reaches it, so :func:`perfedavg_counterexample` gives it as *exact* rows (the
-measured value is the exact oracle value, :class:`fedsim.validation.scenarios.common.ExactSpec`):
+measured value is the exact oracle value, :class:`fedsim.validation.cases.ExactSpec`):
 the appendix constant B_45 (``paper_literal``, the same number as ``corrected`` with r
 ignored) against the exact LHS at tau = 4096 (below the threshold: holds, bound/exact 1.54)
 and tau = 1e4 (violated, bound/exact 0.688, docs/theory/per-fedavg.md section 4).
@@ -25,7 +25,7 @@ import math
 import numpy as np
 from fedsim.theory.perfedavg import perfedavg_quadratic_exact, theorem4_5
 from fedsim.theory.result import Hypothesis, Status
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     Case,
     CaseGrid,
     ExactSpec,

@@ -19,14 +19,19 @@ import math
 
 import numpy as np
 from fedsim.theory import persafl
-from fedsim.validation.scenarios.common import (
+from fedsim.validation.cases import (
     FRESH_BATCHES,
-    LOGI_SMOOTH,
     QUAD_SMOOTH,
     Case,
     CaseGrid,
     constant_value,
     problem_from_dict,
+)
+from fedsim.validation.families.cases import family_case
+from fedsim.validation.families.persafl import (
+    THEOREM1_WINDOW,
+    THEOREM2_LOGISTIC,
+    THEOREM3_WINDOW,
 )
 from fedsim.validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
 
@@ -57,6 +62,17 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         L, mu, Q, tau, T0 = 1.0, 0.5, 1, 1, 10240
     else:
         L, mu, Q, tau, T0 = 0.01, 0.005, 2, 3, 1000
+    name = f"quad-{scale}" + (f"-{variant}" if variant else "")
+    if variant in ("", "step10x"):
+        mult = 10.0 if variant else 1.0
+        return family_case(
+            THEOREM1_WINDOW, name=name, replicates=replicates,
+            points=[dict(n=n, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=3.0, noise_sd=0.3,
+                         seed=3, eta_mult=mult, T=T) for T in (horizons or [T0, 2 * T0])],
+            control="out_of_regime:step10x" if variant else "",
+            expected_verdict="not_applicable" if variant else "",
+            title=f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}", x_label="T",
+            expected_slope=-0.5)
     if variant == "physical":
         n, Q = 3, 1
         physical = {"download": {"kind": "constant", "value": 0.0},
@@ -89,9 +105,7 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     def exact_fn(eta, T):
         return window_exact(prob, "A", Q, eta, tau, T, batch=b, cache_key=pcfg)
 
-    name = f"quad-{scale}" + (f"-{variant}" if variant else "")
-    ctrl = {"": "", "step10x": "out_of_regime:step10x", "physical": "",
-            "tau_small": "out_of_regime:tau_smaller_than_staleness"}[variant]
+    ctrl = {"physical": "", "tau_small": "out_of_regime:tau_smaller_than_staleness"}[variant]
     how = (f"window staleness uniform on {{0..{tau}}}" if physical is None else
            f"physical clients, compute Uniform(1, 1.2) per round, think Uniform(0, 0.3), no "
            f"communication delay, provable staleness tau = {tau}")
@@ -131,43 +145,17 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     require(scale in ("L1", "Lsmall"), "scale", scale, "must be 'L1' or 'Lsmall'")
     require(variant in ("", "step10x"), "variant", variant, "must be '' or 'step10x'")
     s = 1.0 if scale == "L1" else 0.1
-    horizons = horizons or [200, 800]
-    pcfg = dict(kind="logistic", n_clients=4, dim=3, samples_per_client=20, heterogeneity=1.0,
-                seed=0, anchors="all", anchor_scale=s, feature_scale=s)
-    prob = problem_from_dict(pcfg)
-    c = prob.constants.values()
-    alpha, Q, tau, b = 0.5, 2, 2, 2
     mult = 10.0 if variant == "step10x" else 1.0
-    kw = dict(L=c["L"], rho=c["rho"], G=c["G"], alpha=alpha, sigma_g2=c["sigma_g2"],
-              sigma_h2=c["sigma_h2"], gamma_g2=c["gamma_g2"], gamma_h2=c["gamma_h2"], b=b, Q=Q)
-    Lb = persafl.maml_constants(**{k: kw[k] for k in ("L", "rho", "G", "alpha", "sigma_g2",
-                                                       "sigma_h2", "gamma_g2", "gamma_h2", "b")})
-    Lb = float(Lb["L_b"])
-    F_gap = prob.F_maml(np.zeros(prob.dim), alpha) - c["f_star_P"]
-
-    def eta_of_T(T):
-        return mult / (Q * math.sqrt(Lb * T))
-
-    def bound_fn(T, eta, mode, tau):
-        return persafl.theorem2(**kw, tau=tau, F_gap=F_gap, T=T, eta=eta, mode=mode)
-
-    name = f"logistic-{scale}" + (f"-{variant}" if variant else "")
-    return persafl_case(
-        "theorem2", name, f"[P] Thm 2, PersA-FL-MAML (Option B), logistic L={c['L']:.3g}",
-        f"n=4 clients x 20 synthetic rows + 6 anchor rows (d=3, feature scale {s:g}), "
-        f"nu_reg=0; MAML alpha={alpha}, exact Hessian-vector products, three independent "
-        f"batches of {b}; Q={Q}; window staleness uniform on {{0..{tau}}}; "
-        f"eta = {mult:g}/(Q sqrt(L_b T)), L_b = {Lb:.4g}.",
-        pcfg, prob, dict(client_rule="maml", batch=b, alpha=alpha), Q, tau, tau, horizons,
-        replicates, "avg_grad_maml_sq", "(1/T) sum_{t<T} ||grad F^(b)(w^t)||^2", bound_fn,
-        eta_of_T, ["paper"], None, "out_of_regime:step10x" if variant else "",
-        "not_applicable" if variant else "",
-        notes=["No exact oracle: logistic objectives need Monte Carlo (THEORY_SPEC 10.2(d))."],
-        facts={"Asm 2": LOGI_SMOOTH, "Asm 3": FRESH_BATCHES,
-               "Asm 5": (True, "the logistic loss is infinitely differentiable"),
-               "Option B": (True, "client_rule = 'maml' with the exact Hessian-vector product"),
-               "batches D, D', D''": (True, "the MAML rule draws D, D', D'' as three fresh, "
-                                            "independent batches of size b")})
+    points = [dict(n=4, Q=2, tau=2, heterogeneity=1.0, feature_scale=s, alpha=0.5, b=2, seed=0,
+                   eta_mult=mult, T=T) for T in (horizons or [200, 800])]
+    return family_case(
+        THEOREM2_LOGISTIC, name=f"logistic-{scale}" + (f"-{variant}" if variant else ""),
+        points=points, replicates=replicates, exact=False,
+        control="out_of_regime:step10x" if variant else "",
+        expected_verdict="not_applicable" if variant else "",
+        title=f"[P] Thm 2, PersA-FL-MAML (Option B), logistic, feature scale {s:g}",
+        x_label="T", expected_slope=-0.5,
+        notes=["No exact oracle: logistic objectives need Monte Carlo (THEORY_SPEC 10.2(d))."])
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,52 +181,27 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         L, mu, Q, tau = 1.0, 0.5, 1, 1
     else:
         L, mu, Q, tau = 0.01, 0.005, 2, 1
-    lam = (3.0 if variant == "lam_lt_7L" else 8.0) * L
-    nu, b = 1e-8, 1
+    lam_over_L = 3.0 if variant == "lam_lt_7L" else 8.0
+    lam = lam_over_L * L
     Lc = lam * L / (lam - L)
     T0 = math.ceil(288 * Lc * (Q + 7) * (tau + 1) ** 3)
     if scale == "Lsmall":
         T0 = max(T0, 240)
-    horizons = horizons or [T0, 2 * T0]
     het = (0.1 if scale == "L1" else 3.0) if heterogeneity is None else float(heterogeneity)
-    pcfg = dict(kind="quadratic", n=4, dim=2, mu=mu, L=L, heterogeneity=het, noise_sd=0.3,
-                shared_hessian=True, seed=5)
-    prob = problem_from_dict(pcfg)
-    sig, gam = constant_value(prob, "sigma_g2"), constant_value(prob, "gamma_g2")
-    F_gap = prob.F_me(np.zeros(prob.dim), lam) - constant_value(prob, "f_star_P")
     mult = 10.0 if variant == "step10x" else 1.0
-
-    def eta_of_T(T):
-        return mult / (Q * math.sqrt(Lc * T))
-
-    def bound_fn(T, eta, mode, tau):
-        return persafl.theorem3(L=L, lam=lam, nu=nu, sigma_g2=sig, gamma_g2=gam, b=b, Q=Q,
-                                tau=tau, F_gap=F_gap, T=T, affine_additive=True, eta=eta,
-                                mode=mode)
-
-    def exact_fn(eta, T):
-        return window_exact(prob, "C", Q, eta, tau, T, batch=b, lam=lam, cache_key=pcfg)
-
-    name = f"quad-{scale}" + (f"-{variant}" if variant else "")
+    points = [dict(n=4, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=het, noise_sd=0.3,
+                   seed=5, lam_over_L=lam_over_L, nu=1e-8, mode=mode, eta_mult=mult, T=T)
+              for T in (horizons or [T0, 2 * T0]) for mode in ("corrected", "paper_literal")]
     ctrl = {"": "", "step10x": "out_of_regime:step10x",
             "lam_lt_7L": "out_of_regime:lam_lt_7L"}[variant]
-    return persafl_case(
-        "theorem3", name, f"[P] Thm 3, PersA-FL-ME (Option C), quadratic L={L:g}",
-        f"n=4, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), optima "
-        f"spread {het:g}, additive noise sd 0.3; lam={lam:g} ({lam / L:g}L), inner GD to "
-        f"nu={nu:g}; Q={Q}, batch {b}; "
-        f"window staleness uniform on {{0..{tau}}}; eta = {mult:g}/(Q sqrt(L_c T)), "
-        f"L_c = lam L/(lam-L) = {Lc:.4g}.",
-        pcfg, prob, dict(client_rule="moreau", batch=b, lam=lam, nu=nu), Q, tau, tau,
-        horizons, replicates, "avg_grad_me_sq", "(1/T) sum_{t<T} ||grad F^(c)(w^t)||^2",
-        bound_fn, eta_of_T, ["corrected", "paper_literal"], exact_fn, ctrl,
-        "not_applicable" if variant else "",
+    return family_case(
+        THEOREM3_WINDOW, name=f"quad-{scale}" + (f"-{variant}" if variant else ""),
+        points=points, replicates=replicates, control=ctrl,
+        expected_verdict="not_applicable" if variant else "",
+        title=f"[P] Thm 3, PersA-FL-ME (Option C), quadratic L={L:g}", x_label="T",
+        expected_slope=-0.5,
         notes=["Exact oracle: window model with an exact inner solve (nu = 0); the simulation "
-               "solves to nu = 1e-8, a difference far below the Monte-Carlo error."],
-        facts={"Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
-               "Option C": (True, "client_rule = 'moreau' (inexact Moreau prox, inner GD)"),
-               "H3.x": (True, "every batch loss f_i + e_D^T theta has Hessian A_i >= 0"),
-               "H3.y": (True, "quadratic f_i (affine gradients) with additive Gaussian noise")})
+               "solves to nu = 1e-8, a difference far below the Monte-Carlo error."])
 
 
 
