@@ -39,22 +39,14 @@ def load(path: str | Path) -> Scenario:
     p = Path(path)
     try:
         st = os.stat(p)
-    except FileNotFoundError:
-        raise ConfigError(f"scenario must be an existing TOML file, got "
-                          f"scenario={str(p)!r}") from None
-    except OSError as exc:
-        raise ConfigError(f"scenario must be a readable TOML file, got scenario={str(p)!r} "
-                          f"({exc.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"scenario must be a TOML file, got scenario={str(p)!r} "
-                          "(a directory)")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"scenario must be a regular TOML file, got scenario={str(p)!r} "
-                          "(a device, FIFO or socket)")
-    if st.st_size > MAX_SCENARIO_BYTES:
-        raise ConfigError(f"scenario must be a TOML file of at most {MAX_SCENARIO_BYTES} "
-                          f"bytes, got scenario={str(p)!r} ({st.st_size} bytes)")
-    try:
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"scenario must be a regular TOML file, got scenario={str(p)!r} "
+                              "(a device, FIFO or socket)")
+        if st.st_size > MAX_SCENARIO_BYTES:
+            raise ConfigError(f"scenario must be a TOML file of at most {MAX_SCENARIO_BYTES} "
+                              f"bytes, got scenario={str(p)!r} ({st.st_size} bytes)")
         raw = p.read_bytes()
     except IsADirectoryError:
         raise ConfigError(f"scenario must be a TOML file, got scenario={str(p)!r} "
