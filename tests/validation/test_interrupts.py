@@ -65,17 +65,21 @@ def _interrupt(argv: list[str], out: Path, min_records: int, timeout: float = 24
     os.killpg(p.pid, signal.SIGINT)
     o, e = p.communicate(timeout=120)
     # nothing of the group survives (pool workers, forkserver, Dask nannies and workers)
-    deadline = time.monotonic() + 30
+    _assert_group_gone(p.pid, 30, "processes of the interrupted run are still alive")
+    return p.returncode, o, e
+
+
+def _assert_group_gone(pgid: int, seconds: float, message: str) -> None:
+    """Wait up to ``seconds`` for process group ``pgid`` to be empty; else kill it and fail."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            os.killpg(p.pid, 0)
+            os.killpg(pgid, 0)
         except ProcessLookupError:
-            break
-        time.sleep(0.5)
-    else:
-        os.killpg(p.pid, signal.SIGKILL)
-        pytest.fail("processes of the interrupted run are still alive")
-    return p.returncode, o, e
+            return
+        time.sleep(0.2)
+    os.killpg(pgid, signal.SIGKILL)
+    pytest.fail(message)
 
 
 def _assert_quiet(rc: int, out: str, err: str, run: Path) -> None:
@@ -149,16 +153,7 @@ def test_kill_9_leaves_no_worker_and_loses_no_committed_record(tmp_path):
         time.sleep(0.2)
     p.kill()  # SIGKILL to the run's process only, not to its group
     p.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(p.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    else:
-        os.killpg(p.pid, signal.SIGKILL)
-        pytest.fail("processes of the killed run were still alive 5 s after kill -9")
+    _assert_group_gone(p.pid, 5, "processes of the killed run were still alive 5 s after kill -9")
     from fedsim.validation.montecarlo_store import load_records
 
     before = load_records(run)
