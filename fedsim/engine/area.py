@@ -111,8 +111,8 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
         check()
         return log.log(env.now, K_SERVER, -1, 0, 0.0, diag["fill"], server.x_s)
 
-    def arrival(i: int, k_read: int) -> None:
-        rule.apply(server, (Upload(i, None, clients.message(i), server.k - k_read),))
+    def arrival(i: int, k_read: int, m: np.ndarray) -> None:
+        rule.apply(server, (Upload(i, None, m, server.k - k_read),))
 
     def client_algorithm(i: int):
         x_recv = server.x_s.copy()
@@ -127,9 +127,9 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
             yield at(env, t)
             if log.stopped:
                 return
-            clients.compute(i, x_recv, a_recv, noise[i])
+            m = clients.event(i, x_recv, a_recv, noise[i], False)
             stale_steps = server.k - k_read
-            arrival(i, k_read)
+            arrival(i, k_read, m)
             rec.client_updates[i] += 1
             check()
             if log.log(t, K_CLIENT, i, stale_steps, t - t_read, server.pending, server.x_s):
@@ -154,8 +154,8 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
             if log.stopped:
                 return
             k = server.k
-            arrival(i, k_read)
-            clients.compute(i, server.x_s, alpha(k), noise[i])
+            m = clients.event(i, server.x_s, alpha(k), noise[i], True)
+            arrival(i, k_read, m)
             rec.client_updates[i] += 1
             check()
             if log.log(t, K_CLIENT, i, k - k_read, t - t_read, server.pending, server.x_s):

@@ -13,12 +13,21 @@ local model ``x_i <- G^M_{i,alpha_k}[x_{s,k}]`` from the *current* server model 
 update while the model's is a no-op, and Algorithm 1 sends ``alpha_k`` at iteration k
 (one index later than the model), E-A11 of THEORY_SPEC 8.
 
-The client-rule shape (:mod:`fedsim.local.base`, optax style): ``init(x0) -> state`` (the
-memories ``y`` and local models ``x``, :class:`AreaState`) and ``update(i, x_s, out, rng,
-state, alpha, model)`` -> ``(m_i, state)``, one client event of either model; the engine's
-hot path calls its two halves :meth:`AreaClients.compute` and :meth:`AreaClients.message`.
-The registered rule ``"area"`` (key ``batch``; M from the AREA section) builds the SGD
-kernel (:meth:`AreaClients.from_config`).
+The event is written once, :func:`area_update`, on array state in the subset numba compiles
+(:mod:`fedsim.jit`): the clients' state is one ``(2, n, d)`` array, local models ``x =
+state[0]`` and memories ``y = state[1]``; the M local steps are
+:func:`fedsim.local.sgd.sgd_round` (``client_round``) with the problem's compiled oracle
+(:func:`fedsim.problems.compiled.compiled_oracles`).  The SimPy engine
+(:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`) and the replay
+(:mod:`fedsim.engine.replay.area`) call the same function.  A problem without a compiled
+view runs it interpreted (``area_update.py_func``) with the SGD rule's own round
+(:meth:`fedsim.local.sgd.SGDRule.round`: fused kernel or interpreted ``sgd_round``), the
+step's randomness then being the client's generator itself.
+
+The client-rule shape (:mod:`fedsim.local.base`, optax style): ``init(x0) -> state``
+(:class:`AreaState`) and ``update(i, x_s, out, rng, state, alpha, model)`` -> ``(m_i,
+state)``, one client event of either model.  The registered rule ``"area"`` (key
+``batch``; M from the AREA section) builds the SGD kernel (:meth:`AreaClients.from_config`).
 """
 
 from __future__ import annotations
@@ -28,18 +37,52 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_integer, require
+from fedsim.jit import Bound, jit
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import SGDRule
+from fedsim.local.sgd import SGDRule, sgd_round
+from fedsim.problems.compiled import compiled_oracles
 
-__all__ = ["AreaClients", "AreaState"]
+__all__ = ["AreaClients", "AreaState", "area_update"]
+
+
+@jit(cache=False)
+def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate):
+    """One event of client ``i``; ``state[0]``: local models ``x``, ``state[1]``: memories
+    ``y`` (``(2, n, d)``); the message ``m_i`` is written into ``m``.
+
+    ``iterate`` ([A] Appendix A, eqs. (5)-(6)): ``m_i = x_i - y_i``, ``y_i <- x_i``, then
+    ``x_i <- G^M_{i,alpha}[x_s]``.  Otherwise ([A] Algorithm 2): ``x_i <- G^M_{i,alpha}
+    [x_s]`` (``x_s`` the model received), then ``m_i = x_i - y_i``, ``y_i <- x_i``.
+    ``G^M`` is ``client_round(grad, view, i, x_s, x_i, Z, alpha, M, g)`` (M local SGD steps
+    with step ``alpha`` and the round's randomness ``Z``).
+    """
+    x = state[0][i]
+    y = state[1][i]
+    if not iterate:
+        client_round(grad, view, i, x_s, x, Z, alpha, M, g)
+    for k in range(x.shape[0]):
+        m[k] = x[k] - y[k]
+        y[k] = x[k]
+    if iterate:
+        client_round(grad, view, i, x_s, x, Z, alpha, M, g)
+    return 0
 
 
 class AreaState:
-    """Memories ``y`` (n x d) and local models ``x`` (n x d) of the n AREA clients."""
+    """Local models ``x`` (n x d) and memories ``y`` (n x d) of the n AREA clients, held in
+    one ``(2, n, d)`` array ``s`` (``x = s[0]``, ``y = s[1]``)."""
 
     def __init__(self, x0: np.ndarray, n: int) -> None:
-        self.y = np.tile(np.asarray(x0, dtype=np.float64), (n, 1))
-        self.x = self.y.copy()
+        self.s = np.empty((2, n, np.asarray(x0).shape[0]))
+        self.s[:] = np.asarray(x0, dtype=np.float64)
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.s[0]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.s[1]
 
 
 class AreaClients(ConfigRule):
@@ -57,11 +100,23 @@ class AreaClients(ConfigRule):
         """The M-step SGD kernel (its step is the alpha the client last received)."""
         return SGDRule(problem, 0.0, cfg.get("M"), cfg.get("batch"))
 
-    def __init__(self, x0: np.ndarray, n: int, sgd) -> None:
+    def __init__(self, x0: np.ndarray, n: int, sgd: SGDRule) -> None:
         self.sgd = sgd
         self.n = n
+        self.M = int(sgd.Q)
         self.state = self.init(x0)
-        self.msg = np.empty(self.state.y.shape[1])
+        d = self.state.s.shape[2]
+        self.msg = np.empty(d)
+        self.g = np.empty(d)
+        oracles = compiled_oracles(sgd.problem, sgd.batch)
+        if oracles is None:
+            self.draws = -1
+            self.view = None
+            self._update = None
+        else:
+            grad, self.view, self.draws = oracles[:3]
+            self._update = Bound(area_update, sgd_round, grad)
+            self.Z = np.empty((self.M, self.draws))
 
     @property
     def y(self) -> np.ndarray:
@@ -80,25 +135,32 @@ class AreaClients(ConfigRule):
                ) -> tuple[np.ndarray, AreaState]:
         """One event of client i: Algorithm 2 (``model="algorithm"``: compute, then send)
         or the Appendix A model (``"iterate_model"``: send, then compute); ``m_i`` is
-        written into ``out``."""
+        written into ``out``.  Compiled :func:`area_update` when the problem has a compiled
+        view (the round's ``M draws`` normals drawn from ``rng`` in one block, the numbers M
+        per-step draws give), else the same function interpreted."""
         require(model in ("algorithm", "iterate_model"), "algorithm.model", model,
                 "must be 'algorithm' or 'iterate_model' for AREA clients")
-        if model == "algorithm":
-            self.sgd.round(i, x_s, state.x[i], rng, eta=alpha)
-        np.subtract(state.x[i], state.y[i], out=out)
-        state.y[i] = state.x[i]
-        if model == "iterate_model":
-            self.sgd.round(i, x_s, state.x[i], rng, eta=alpha)
+        iterate = model == "iterate_model"
+        if self._update is None:
+            area_update.py_func(self._rule_round, None, None, i, x_s, state.s, out, rng,
+                                float(alpha), self.M, self.g, iterate)
+        else:
+            if self.draws:
+                rng.standard_normal(out=self.Z)
+            self._update(self.view, i, x_s, state.s, out, self.Z, float(alpha), self.M,
+                         self.g, iterate)
         return out, state
 
-    def compute(self, i: int, x_s: np.ndarray, alpha: float, rng: np.random.Generator) -> None:
-        """``x_i <- G^M_{i,alpha}[x_s]`` (M local SGD steps with step alpha)."""
-        self.sgd.round(i, x_s, self.state.x[i], rng, eta=alpha)
+    def _rule_round(self, grad, view, i, w_read, out, rng, eta, Q, g) -> int:
+        """``client_round`` of the interpreted path: the SGD rule's own round."""
+        self.sgd.round(i, w_read, out, rng, eta=eta, Q=Q)
+        return 0
 
-    def message(self, i: int) -> np.ndarray:
-        """``m_i = x_i - y_i``, then ``y_i <- x_i``; returns ``m_i`` (a reused buffer)."""
-        np.subtract(self.state.x[i], self.state.y[i], out=self.msg)
-        self.state.y[i] = self.state.x[i]
+    def event(self, i: int, x_s: np.ndarray, alpha: float, rng: np.random.Generator,
+              iterate: bool) -> np.ndarray:
+        """:meth:`update` on the clients' own state; returns ``m_i`` (a reused buffer)."""
+        self.update(i, x_s, self.msg, rng, self.state, alpha,
+                    "iterate_model" if iterate else "algorithm")
         return self.msg
 
     def ybar(self) -> np.ndarray:

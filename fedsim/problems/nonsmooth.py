@@ -9,6 +9,11 @@ sigma if a theorem insists on sigma > 0).
 
 Subgradient selection (fixed, [A] Asm 1): ``B (x - c)/||x - c||`` for
 ``x != c`` and ``0`` at ``x = c``.  In one dimension this is ``B*sign(x - c)``.
+
+The oracles ``loss``, ``grad`` and the recorded metrics ``grad_f_sq``, ``dist_sq``,
+``f_gap`` are the compiled functions of :mod:`fedsim.problems.norm_view` (written once;
+the rules and the replay call the same functions on the problem's view), and
+:meth:`NormProblem.compiled_oracles` hands them to the compiled rules.
 """
 
 from __future__ import annotations
@@ -20,8 +25,21 @@ import numpy as np
 from fedsim.errors import check_finite, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
+from fedsim.problems.norm_view import (
+    norm_draws_per_step,
+    norm_f,
+    norm_loss,
+    norm_metric_view,
+    norm_metrics,
+    norm_sample_grad,
+    norm_view,
+)
+from fedsim.problems.quadratic_view import METRIC_CODES
 
 __all__ = ["NormProblem"]
+
+#: one-metric code arrays for :func:`norm_metrics` (grad_sq, dist_sq, f_gap)
+_CODE_ARRAYS = tuple(np.array([k], dtype=np.int64) for k in range(len(METRIC_CODES)))
 
 
 class NormProblem(Problem):
@@ -51,18 +69,55 @@ class NormProblem(Problem):
         self._identical = bool(np.all(centers == centers[0]))
         self._x_star: np.ndarray | None = None
         self._table: ConstantsTable | None = None
+        self._view = norm_view(self)
+        self._mview: tuple | None = None
+        self._z = np.empty(0)
 
-    # deterministic oracles ----------------------------------------------------------
+    # deterministic oracles (compiled, fedsim.problems.norm_view) ----------------------
     def loss(self, i: int, w: np.ndarray) -> float:
-        return self.B * float(np.linalg.norm(np.asarray(w, dtype=np.float64) - self.centers[i]))
+        """``f_i(w) = B ||w - c_i||``."""
+        return float(norm_loss(self._view, int(i), np.ascontiguousarray(w, dtype=np.float64)))
 
     def grad(self, i: int, w: np.ndarray) -> np.ndarray:
         """The fixed subgradient selection (zero at the kink)."""
-        v = np.asarray(w, dtype=np.float64) - self.centers[i]
-        nv = float(np.linalg.norm(v))
-        if nv == 0.0:
-            return np.zeros(self.dim)
-        return (self.B / nv) * v
+        g = np.empty(self.dim)
+        norm_sample_grad(self._view, int(i), np.ascontiguousarray(w, dtype=np.float64),
+                         self._z, g)
+        return g
+
+    def f(self, w: np.ndarray) -> float:
+        """``f(w) = mean_i f_i(w)`` (summed in client order)."""
+        return float(norm_f(self._view, np.ascontiguousarray(w, dtype=np.float64)))
+
+    def compiled_oracles(self, batch: int = 1) -> tuple:
+        """``(grad, view, draws, metrics, mview)`` for the compiled rules and the replay:
+        :func:`norm_sample_grad` on ``(B, C)`` (no draws, whatever ``batch``) and
+        :func:`norm_metrics` on ``(B, C, x*, f*)``."""
+        return (norm_sample_grad, self._view, norm_draws_per_step(self._view), norm_metrics,
+                self._metric_view())
+
+    def _metric_view(self) -> tuple:
+        if self._mview is None:
+            self._mview = norm_metric_view(self)
+        return self._mview
+
+    def _metric(self, code: int, w: np.ndarray) -> float:
+        out = np.empty(1)
+        norm_metrics(self._metric_view(), _CODE_ARRAYS[code],
+                     np.ascontiguousarray(w, dtype=np.float64), out)
+        return float(out[0])
+
+    def grad_f_sq(self, w: np.ndarray) -> float:
+        """``||mean_i g_i(w)||^2`` of the subgradient selection."""
+        return self._metric(0, w)
+
+    def dist_sq(self, w: np.ndarray) -> float:
+        """``||w - x*||^2``."""
+        return self._metric(1, w)
+
+    def f_gap(self, w: np.ndarray) -> float:
+        """``f(w) - f*``."""
+        return self._metric(2, w)
 
     def hess(self, i: int, w: np.ndarray) -> np.ndarray:
         """Hessian where it exists: ``B/r (I - u u^T)`` (r = ||w-c||, u = unit); 0 at the kink."""

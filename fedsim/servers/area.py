@@ -14,6 +14,10 @@ latter built by :func:`theorem7_step_sizes` (the arithmetic of ``fedsim.theory.a
 kept here so that the engine never imports ``theory``; ``tests/rules`` checks both give
 the same floats).
 
+The rule is written once, :func:`area_apply`, on array state (``x_s``, ``u_s``) in the
+subset numba compiles (:mod:`fedsim.jit`); the SimPy engine (through :class:`AreaServer`)
+and the replay (:mod:`fedsim.engine.replay.area`) both call it.
+
 Server-rule shape (:mod:`fedsim.servers.base`): :class:`AreaRule` ``init(x0)`` returns an
 :class:`AreaServer`; ``apply(state, (upload,))`` is a client arrival (``upload.new`` is the
 message ``m_i``), ``apply(state, ())`` an aggregation, each one global iteration k.
@@ -28,10 +32,27 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_integer, check_positive, require
+from fedsim.jit import jit
 from fedsim.servers.base import Upload
 
-__all__ = ["AreaServer", "AreaRule", "StepSizes", "theorem7_constants", "theorem7_schedule",
-           "theorem7_step_sizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "theorem7_constants",
+           "theorem7_schedule", "theorem7_step_sizes"]
+
+
+@jit
+def area_apply(x_s, u_s, m, n, arrival):
+    """One event of [A] Algorithm 1 in place: a client arrival (``arrival``) adds
+    ``m_i / n`` to the aggregator, ``u_s <- u_s + m / n``; an aggregation sets ``x_s <- x_s
+    + u_s``, ``u_s <- 0`` (``m`` unused).  Coordinate by coordinate."""
+    d = x_s.shape[0]
+    if arrival:
+        for k in range(d):
+            u_s[k] = u_s[k] + m[k] / n
+    else:
+        for k in range(d):
+            x_s[k] = x_s[k] + u_s[k]
+            u_s[k] = 0.0
+    return 0
 
 
 class StepSizes:
@@ -56,29 +77,32 @@ class StepSizes:
             return self.value
         return self.c / (k + self.d)
 
+    def table(self, K: int) -> np.ndarray:
+        """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
+        return np.array([self(k) for k in range(int(K))], dtype=np.float64)
+
 
 class AreaServer:
-    """State ``x_s``, ``u_s``, ``k`` of [A] Algorithm 1 and its two event handlers."""
+    """State ``x_s``, ``u_s``, ``k`` of [A] Algorithm 1 and its two event handlers
+    (:func:`area_apply`)."""
 
     def __init__(self, x0: np.ndarray, n: int) -> None:
         self.x_s = np.array(x0, dtype=np.float64)
         self.u_s = np.zeros_like(self.x_s)
         self.n = int(n)
+        self.nf = float(n)
         self.k = 0
         self.pending = 0
-        self._tmp = np.empty_like(self.x_s)
 
     def receive(self, message: np.ndarray) -> None:
         """Client arrival: ``u_s <- u_s + m_i / n`` (Alg. 1); k += 1."""
-        np.divide(message, float(self.n), out=self._tmp)
-        np.add(self.u_s, self._tmp, out=self.u_s)
+        area_apply(self.x_s, self.u_s, message, self.nf, True)
         self.pending += 1
         self.k += 1
 
     def aggregate(self) -> int:
         """Aggregation: ``x_s <- x_s + u_s``, ``u_s <- 0`` (Alg. 1); k += 1; returns the count."""
-        np.add(self.x_s, self.u_s, out=self.x_s)
-        self.u_s.fill(0.0)
+        area_apply(self.x_s, self.u_s, self.u_s, self.nf, False)
         p, self.pending = self.pending, 0
         self.k += 1
         return p

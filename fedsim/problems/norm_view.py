@@ -1,0 +1,120 @@
+"""The compiled view of a :class:`~fedsim.problems.nonsmooth.NormProblem`'s oracles.
+
+``f_i(x) = B ||x - c_i||`` ([A] Theorem 8's family, THEORY_SPEC 7.d).  As for the quadratic
+(:mod:`fedsim.problems.quadratic_view`), a view is a plain tuple of arrays and the oracles
+are compiled functions of it, so the rules of :mod:`fedsim.local` and the replay call them
+without knowing the problem:
+
+* ``view = (B, C)``, ``C`` the (n, d) centres; :func:`norm_sample_grad` has the signature
+  of :func:`~fedsim.problems.quadratic_view.quadratic_sample_grad` and writes the fixed
+  subgradient selection ``B (w - c_i)/||w - c_i||`` (0 at the kink ``w = c_i``) into ``g``;
+  the oracle is deterministic, so a step takes no draws (:func:`norm_draws_per_step`: 0,
+  ``z`` is empty);
+* :func:`norm_loss` is ``f_i(w) = B ||w - c_i||``, :func:`norm_f` ``f(w) = mean_i f_i(w)``;
+* ``mview = (B, C, x_star, f_star)``; :func:`norm_metrics` writes the recorded metrics of
+  the global objective ``f = mean_i f_i`` in the order of
+  :data:`~fedsim.problems.quadratic_view.METRIC_CODES` (``grad_sq``: ``||mean_i g_i(w)||^2``
+  of the subgradient selection; ``dist_sq``: ``||w - x*||^2``; ``f_gap``: ``f(w) - f*``).
+
+``||v||`` is ``sqrt(sum_k v_k^2)``, summed in coordinate order; means over clients sum in
+client order, then divide by n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedsim.jit import jit
+
+__all__ = ["norm_view", "norm_draws_per_step", "norm_sample_grad", "norm_loss", "norm_f",
+           "norm_metric_view", "norm_metrics"]
+
+
+def norm_view(problem) -> tuple:
+    """``(B, C)`` of ``problem`` (a float and the C-contiguous (n, d) centres)."""
+    return (float(problem.B), np.ascontiguousarray(problem.centers, dtype=np.float64))
+
+
+def norm_draws_per_step(view: tuple) -> int:
+    """Standard normals one local step takes: none (the oracle is exact)."""
+    return 0
+
+
+@jit
+def norm_sample_grad(view, i, w, z, g):
+    """``g = B (w - c_i)/||w - c_i||``, ``0`` at ``w = c_i`` ([A] Asm 1's fixed selection);
+    ``z`` (the step's draws) is empty and unused."""
+    B, C = view
+    d = w.shape[0]
+    s = 0.0
+    for k in range(d):
+        v = w[k] - C[i, k]
+        s += v * v
+    nv = np.sqrt(s)
+    if nv == 0.0:
+        for k in range(d):
+            g[k] = 0.0
+    else:
+        coef = B / nv
+        for k in range(d):
+            g[k] = coef * (w[k] - C[i, k])
+    return 0
+
+
+@jit
+def norm_loss(view, i, w):
+    """``f_i(w) = B ||w - c_i||``."""
+    B, C = view
+    s = 0.0
+    for k in range(w.shape[0]):
+        v = w[k] - C[i, k]
+        s += v * v
+    return B * np.sqrt(s)
+
+
+@jit
+def norm_f(view, w):
+    """``f(w) = (sum_i f_i(w)) / n``, summed in client order."""
+    n = view[1].shape[0]
+    tot = 0.0
+    for i in range(n):
+        tot += norm_loss(view, i, w)
+    return tot / n
+
+
+def norm_metric_view(problem) -> tuple:
+    """``(B, C, x_star, f_star)`` (the minimiser and ``min f`` of the problem)."""
+    B, C = norm_view(problem)
+    return (B, C, np.ascontiguousarray(problem.x_star, dtype=np.float64), float(problem.f_star))
+
+
+@jit
+def norm_metrics(mview, codes, w, out):
+    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of ``f = mean_i f_i`` at ``w``
+    (module docstring)."""
+    B, C, xs, fstar = mview
+    n, d = C.shape
+    for k in range(codes.shape[0]):
+        c = codes[k]
+        acc = 0.0
+        if c == 0:
+            for a in range(d):
+                s = 0.0
+                for i in range(n):
+                    r = 0.0
+                    for b in range(d):
+                        v = w[b] - C[i, b]
+                        r += v * v
+                    nv = np.sqrt(r)
+                    if nv != 0.0:
+                        s += (B / nv) * (w[a] - C[i, a])
+                s = s / n
+                acc += s * s
+        elif c == 1:
+            for a in range(d):
+                r = w[a] - xs[a]
+                acc += r * r
+        else:
+            acc = norm_f((B, C), w) - fstar
+        out[k] = acc
+    return 0
