@@ -6,9 +6,10 @@ batch split across ``--procs`` worker processes, contiguous halves of the replic
 list; a replicate's numbers do not depend on the split) and, in the same run, today's
 per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
 Other models (logistic d=64 batch 8; the AREA iterate model on [A] Theorem 7's quadratic
-instance; the [A] Theorem 8 norm family at n=30, replayed by
+instance and on the [A] Theorem 8 norm family at n=30, both replayed by
 :mod:`fedsim.engine.replay.area`): the public entry ``fedsim.engine.run_batch`` in the same
-processes; where it has no replay yet it loops ``run`` (``path=loop``), so its ratio
+processes, after one call in the parent (compile time excluded, as for the quadratic
+cells); where it has no replay yet it loops ``run`` (``path=loop``), so its ratio
 measures only the process split.  One line per cell::
 
     model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
@@ -221,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label} engine_updates_per_s={eng:.0f} engine_updates_per_cpu_s={eng_cpu:.0f}",
               flush=True)
         path = "replay" if supports(sc) else "loop"
+        run_batch(sc, [0])  # compiled code loaded in the parent (the workers fork from it)
         for R in grid:
             dt, mb, cpu = batched(sc, R, a.procs, direct=False)
             print(_line(label, R, k, dt, mb, cpu, eng, eng_cpu, path), flush=True)

@@ -56,13 +56,12 @@ def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iter
     ``G^M`` is ``client_round(grad, view, i, x_s, x_i, Z, alpha, M, g)`` (M local SGD steps
     with step ``alpha`` and the round's randomness ``Z``).
     """
-    x = state[0][i]
-    y = state[1][i]
+    x = state[0, i]
     if not iterate:
         client_round(grad, view, i, x_s, x, Z, alpha, M, g)
     for k in range(x.shape[0]):
-        m[k] = x[k] - y[k]
-        y[k] = x[k]
+        m[k] = x[k] - state[1, i, k]
+        state[1, i, k] = x[k]
     if iterate:
         client_round(grad, view, i, x_s, x, Z, alpha, M, g)
     return 0

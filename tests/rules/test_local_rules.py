@@ -179,14 +179,19 @@ def test_area_client_message_and_memory():
     x0 = np.zeros(p.dim)
     cl = AreaClients(x0, p.n, sgd)
     xs = np.array([1.0, 2.0, 3.0, 4.0])
-    cl.compute(1, xs, 0.1, np.random.default_rng(0))
+    # Algorithm 2: compute, then send
+    m = cl.event(1, xs, 0.1, np.random.default_rng(0), False).copy()
     R = np.eye(p.dim) - 0.1 * p.A[1]
     want = R @ (R @ xs + 0.1 * p.A[1] @ p.b[1]) + 0.1 * p.A[1] @ p.b[1]
     np.testing.assert_allclose(cl.x[1], want, rtol=1e-14)
-    m = cl.message(1).copy()
     np.testing.assert_array_equal(m, cl.x[1] - x0)  # [A] Alg. 2: m_i = x_i - y_i, y_i = x0
     np.testing.assert_array_equal(cl.y[1], cl.x[1])
-    np.testing.assert_array_equal(cl.message(1), np.zeros(p.dim))
+    # the Appendix A model: send (x_i - y_i = 0 now), then compute from the new x_s
+    m = cl.event(1, np.zeros(p.dim), 0.1, np.random.default_rng(0), True)
+    np.testing.assert_array_equal(m, np.zeros(p.dim))
+    np.testing.assert_allclose(cl.x[1], 0.1 * (R + np.eye(p.dim)) @ p.A[1] @ p.b[1],
+                               rtol=1e-14)
+    np.testing.assert_array_equal(cl.y[0], x0)  # other clients untouched
 
 
 def test_rule_validation():

@@ -122,21 +122,28 @@ def test_toy_algorithm_with_its_own_key_and_rule_via_public_api():
 
 
 @pytest.mark.parametrize("model", ["algorithm", "iterate_model"])
-def test_area_clients_update_equals_compute_and_message(model):
-    q = QuadraticProblem.random(3, 2, mu=0.5, L=1.0, seed=2)
+def test_area_clients_compiled_update_equals_the_interpreted_one(model):
+    """The compiled event (problem with a compiled view) and ``area_update.py_func`` with the
+    SGD rule's own round (the path of problems without one) give the same bits."""
+    from fedsim.local.area import area_update
+
+    q = QuadraticProblem.random(3, 2, mu=0.5, L=1.0, seed=2, noise_sd=0.3)
     sgd = SGDRule(q, 0.0, 2, 1)
-    a, b = AreaClients(np.zeros(2), 3, sgd), AreaClients(np.zeros(2), 3, sgd)
-    st = b.init(np.zeros(2))
+    a = AreaClients(np.zeros(2), 3, sgd)
+    assert a.draws == 2  # compiled, with noise
+    st = a.init(np.zeros(2))
+    s2 = a.init(np.zeros(2))
     r1, r2 = np.random.default_rng(5), np.random.default_rng(5)
-    out = np.empty(2)
+    out, ref, g = np.empty(2), np.empty(2), np.empty(2)
+
+    def rule_round(grad, view, i, w_read, o, rng, eta, Q, g_):
+        sgd.round(i, w_read, o, rng, eta=eta, Q=Q)
+        return 0
+
     for i, x_s in [(0, np.ones(2)), (1, np.array([2.0, -1.0])), (0, np.zeros(2))]:
-        if model == "algorithm":
-            a.compute(i, x_s, 0.1, r1)
-            m = a.message(i).copy()
-        else:
-            m = a.message(i).copy()
-            a.compute(i, x_s, 0.1, r1)
-        out, st = b.update(i, x_s, out, r2, st, 0.1, model)
-        np.testing.assert_array_equal(out, m)
-    np.testing.assert_array_equal(st.y, a.y)
-    np.testing.assert_array_equal(st.x, a.x)
+        out, st = a.update(i, x_s, out, r1, st, 0.1, model)
+        area_update.py_func(rule_round, None, None, i, x_s, s2.s, ref, r2, 0.1, 2, g,
+                            model == "iterate_model")
+        np.testing.assert_array_equal(out, ref)
+        np.testing.assert_array_equal(st.s, s2.s)
+    assert np.any(st.x != 0.0) and np.array_equal(st.y[2], np.zeros(2))

@@ -2,9 +2,9 @@
 
 [A] Appendix A, eqs. (5)-(7) with ``G^M`` (THEORY_SPEC 2.2; the engine's
 :mod:`fedsim.engine.area`, ``model = "iterate_model"``): the events of client i form a
-renewal process (its ``compute`` delays), the server's a Poisson or periodic timer, all
-independent.  The replay applies the rules the SimPy engine calls, compiled, along each
-replicate's event table:
+renewal process (its ``compute`` delays), the server's a Poisson timer, all independent.
+The replay applies the rules the SimPy engine calls, compiled, along each replicate's event
+table:
 
 * the table (time, kind client/server, client, staleness, fill) is
   :mod:`fedsim.engine.replay.area_timeline`'s, bitwise the engine's (a replicate whose
@@ -46,14 +46,8 @@ import numpy as np
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.area import step_schedule
-from fedsim.engine.replay.area_timeline import (
-    K_CLIENT,
-    AreaTimeline,
-    area_timeline,
-    area_timelines,
-)
+from fedsim.engine.replay.area_timeline import K_CLIENT, AreaTables, area_tables
 from fedsim.engine.replay.seeding import client_bitgens
-from fedsim.engine.replay.timeline import DelayPlan
 from fedsim.engine.setup import initial_model, problem_for
 from fedsim.errors import require
 from fedsim.jit import Bound, jit
@@ -63,8 +57,7 @@ from fedsim.problems.compiled import METRIC_CODES, compiled_oracles
 from fedsim.servers.area import area_apply
 from fedsim.trace import DIVERGE_NORM, Recorder, Trace
 
-__all__ = ["supports_area", "replay_area", "area_events", "AreaTimeline", "area_timeline",
-           "area_timelines"]
+__all__ = ["supports_area", "replay_area", "area_events"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 _ERGODIC = "ergodic_f_gap"
@@ -126,13 +119,13 @@ def area_events(client_update, client_round, grad, server_apply, metrics, view, 
 
 def supports_area(scenario: Scenario) -> bool:
     """Whether :func:`replay_area` implements ``scenario``: the algorithm's model runs on the
-    AREA runner as the iterate model, step horizon only, a Poisson or periodic timer,
+    AREA runner as the iterate model, step horizon only, a Poisson timer,
     ``read_at = "request"``, a problem with a compiled view and only metrics it compiles."""
     a, h = scenario.algorithm, scenario.horizon
     if get_algorithm(a.name).runners.get(a.model) != "area" or a.model != "iterate_model":
         return False
     if (h.steps is None or math.isfinite(h.time) or scenario.delays.read_at != "request"
-            or scenario.trigger.kind not in ("poisson", "period")):
+            or scenario.trigger.kind != "poisson"):
         return False
     if any(m not in METRIC_CODES and m != _ERGODIC for m in scenario.record.metrics):
         return False
@@ -148,22 +141,29 @@ def _loop(grad, metrics) -> Bound:
     return b
 
 
-def _noise(tl: AreaTimeline, T: int, bitgens, n: int, M: int, draws: int
+@jit
+def _rounds(cl, nxt, zrow):
+    """``zrow[j] = nxt[cl[j]]++`` at the client steps (the row of the client's next round)."""
+    for j in range(cl.shape[0]):
+        c = cl[j]
+        if c >= 0:
+            zrow[j] = nxt[c]
+            nxt[c] += 1
+    return 0
+
+
+def _noise(cl: np.ndarray, bitgens, n: int, M: int, draws: int
            ) -> tuple[np.ndarray, np.ndarray]:
-    """``(Z, zrow)``: the rounds' normals, grouped by client in event order, and the row of
-    each step (module docstring)."""
+    """``(Z, zrow)`` for the event clients ``cl`` (-1: server): the rounds' normals, grouped
+    by client in event order, and the row of each step (module docstring)."""
+    T = cl.size
     zrow = np.zeros(T, dtype=np.int64)
     if draws == 0:
         return np.empty((1, M, 0)), zrow
-    cl = tl.client[:T]
-    idx = np.flatnonzero(cl >= 0)
-    c = cl[idx]
-    cnt = np.bincount(c, minlength=n)
+    cnt = np.bincount(cl[cl >= 0], minlength=n)
     first = np.cumsum(cnt) - cnt
-    pos = np.empty(idx.size, dtype=np.int64)
-    pos[np.argsort(c, kind="stable")] = np.arange(idx.size)
-    zrow[idx] = pos
-    Z = np.empty((max(idx.size, 1), M, draws))
+    _rounds(cl, first.copy(), zrow)
+    Z = np.empty((max(int(cnt.sum()), 1), M, draws))
     for i in np.flatnonzero(cnt).tolist():
         np.random.Generator(bitgens[i]).standard_normal(out=Z[first[i]:first[i] + cnt[i]])
     return Z, zrow
@@ -188,65 +188,65 @@ def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
     width = codes.size + int(ergodic)
     every = int(rc.every)
     alphas = step_schedule(scenario, problem).table(K)
-    bg = client_bitgens(scenario.seed, reps, n, "delays")
-    plan = DelayPlan(scenario, q=M if scenario.delays.compute_per == "step" else 1)
-    if plan.vector:
-        tls = area_timelines(scenario, reps, bg, plan)
-    else:
-        tls = [area_timeline(scenario, r, bg[k], plan) for k, r in enumerate(reps)]
+    tabs = area_tables(scenario, reps)
     nbg = client_bitgens(scenario.seed, reps, n, "noise") if draws else None
     w0 = initial_model(problem, scenario)
+    rec = _Assembler(scenario, problem, names, codes.size, ergodic, staleness_bound)
     out: list[Trace] = []
     m, g, tmp = np.empty(d), np.empty(d), np.empty(d)
-    for k, tl in enumerate(tls):
-        if tl.tie:
+    for k in range(len(reps)):
+        if tabs.tie[k]:
             from fedsim.engine.dispatch import run
             out.append(run(scenario, reps[k]))
             continue
-        Z, zrow = _noise(tl, K, None if nbg is None else nbg[k], n, M, draws)
+        kind, cl = tabs.kind[k, 1:], tabs.client[k, 1:]
+        Z, zrow = _noise(cl, None if nbg is None else nbg[k], n, M, draws)
         x_s, u_s, S = w0.copy(), np.zeros(d), w0.copy()
         state = np.empty((2, n, d))
         state[:] = w0
         grid = np.full((K // every + 1, width), np.nan)
         last = np.full(width, np.nan)
         _record.py_func(metrics, mview, codes, _F_GAP, x_s, S, 0, tmp, grid[0], ergodic)
-        done = loop(view, mview, codes, _F_GAP, tl.kind, tl.client, alphas, Z, zrow, M, x_s,
-                    u_s, state, m, g, S, tmp, float(n), every, grid, last, ergodic, _DIV2,
-                    K_CLIENT)
-        out.append(_trace(scenario, problem, tl, names, codes.size, ergodic, grid, last,
-                          done, x_s, staleness_bound))
+        done = loop(view, mview, codes, _F_GAP, kind, cl, alphas, Z, zrow, M, x_s, u_s, state,
+                    m, g, S, tmp, float(n), every, grid, last, ergodic, _DIV2, K_CLIENT)
+        out.append(rec.trace(tabs, k, grid, last, done, x_s))
     return out
 
 
-def _trace(scenario: Scenario, problem, tl: AreaTimeline, names: list[str], nc: int,
-           ergodic: bool, grid: np.ndarray, last: np.ndarray, done: int, w: np.ndarray,
-           bound: float) -> Trace:
-    """The replicate's Trace, assembled by :meth:`fedsim.trace.Recorder.finish` from its
-    timeline and its records."""
-    T = -done if done < 0 else done
-    every = int(scenario.record.every)
-    on_grid = T // every + 1 if done > 0 else (T - 1) // every + 1
-    steps = list(range(0, on_grid * every, every))
-    vals = grid[:on_grid]
-    if steps[-1] != T:
-        steps.append(T)
-        vals = np.vstack((vals, last))
-    rc = scenario.record
-    rec = Recorder(problem, names, every, problem.n, 2, rc.maml_alpha, rc.me_lam)
-    z = np.zeros(1)
-    rec.time = np.concatenate((z, tl.time[:T]))
-    rec.kind = np.concatenate(([0], tl.kind[:T])).astype(np.int8)
-    rec.client = np.concatenate(([-1], tl.client[:T])).astype(np.int64)
-    rec.st_steps = np.concatenate(([0], tl.stale_steps[:T])).astype(np.int64)
-    rec.st_time = np.concatenate((z, tl.stale_time[:T]))
-    rec.fill = np.concatenate(([0], tl.fill[:T])).astype(np.int64)
-    rec.m_steps = steps
-    rec.m_vals = [vals[:, c] for c in range(nc)]
-    if ergodic:
-        rec.m_ergo = vals[:, nc]
-    cl = tl.client[:T]
-    rec.client_updates = np.bincount(cl[cl >= 0], minlength=problem.n).astype(np.int64)
-    rec.busy(0.0, 1.0)
-    rec.info["k"] = T
-    sim_time = float(tl.time[T - 1]) if T else 0.0
-    return rec.finish(T, w, sim_time, T if done < 0 else None, bound)
+class _Assembler:
+    """Builds a replicate's Trace with :meth:`fedsim.trace.Recorder.finish` (one Recorder
+    per call, its columns and records set per replicate)."""
+
+    def __init__(self, scenario: Scenario, problem, names: list[str], nc: int, ergodic: bool,
+                 bound: float) -> None:
+        rc = scenario.record
+        self.every = int(rc.every)
+        self.n, self.nc, self.ergodic, self.bound = problem.n, nc, ergodic, bound
+        self.rec = Recorder(problem, names, self.every, problem.n, 2, rc.maml_alpha, rc.me_lam)
+
+    def trace(self, tabs: AreaTables, k: int, grid: np.ndarray, last: np.ndarray, done: int,
+              w: np.ndarray) -> Trace:
+        """Replicate ``k``'s Trace: its table's first ``T + 1`` entries and its records."""
+        T = -done if done < 0 else done
+        every, nc = self.every, self.nc
+        on_grid = T // every + 1 if done > 0 else (T - 1) // every + 1
+        steps = list(range(0, on_grid * every, every))
+        vals = grid[:on_grid]
+        if steps[-1] != T:
+            steps.append(T)
+            vals = np.vstack((vals, last))
+        rec = self.rec
+        rec.time, rec.kind, rec.client = tabs.time[k], tabs.kind[k], tabs.client[k]
+        rec.st_steps, rec.st_time, rec.fill = (tabs.stale_steps[k], tabs.stale_time[k],
+                                               tabs.fill[k])
+        rec.m_steps = steps
+        rec.m_vals = [vals[:, c] for c in range(nc)]
+        if self.ergodic:
+            rec.m_ergo = vals[:, nc]
+        cl = tabs.client[k, 1:T + 1]
+        rec.client_updates = np.bincount(cl[cl >= 0], minlength=self.n).astype(np.int64)
+        rec.conc_t, rec.conc_b = [], []
+        rec.busy(0.0, 1.0)
+        rec.info = {"k": T}
+        sim_time = float(tabs.time[k, T])
+        return rec.finish(T, w, sim_time, T if done < 0 else None, self.bound)

@@ -1,20 +1,31 @@
-"""The event timelines of AREA's Appendix A iterate model (no SimPy, no model values).
+"""The event tables of AREA's Appendix A iterate model (no SimPy, no model values).
 
-Per replicate, client i's event times are the running sums ``t = t + c`` of the
-first compute draw of each of its rounds, drawn from ``Streams(seed, r).client(i,
-"delays")`` in the engine's blocks (:class:`~fedsim.engine.replay.timeline.ClientDelayStream`);
-the timer's are the running sums of ``Streams(seed, r).server("timer")``'s
-``exponential(1/rate)`` draws (or of the period).  The events are merged by time, clients
-before the timer and in client order on equal times; a replicate whose first K+1 merged
-times hold a tie (probability 0 under continuous delays, but SimPy's order then depends on
-event ids) is run by ``fedsim.engine.run`` instead, so every returned timeline is the
-engine's bit for bit.  Staleness of a client event: steps and time since the client's
-previous event (the model it computed from was read then); buffer fill: client events
-since the last aggregation.
+Per replicate, client i's event times are the running sums ``t = t + c`` of the first
+compute draw of each of its rounds, drawn from ``Streams(seed, r).client(i, "delays")`` in
+the engine's blocks (:mod:`fedsim.engine.replay.delay_streams`); the timer's are the
+running sums of ``Streams(seed, r).server("timer")``'s ``exponential(1/rate)`` draws (the
+model's Poisson aggregation timer).  :func:`merge_events` (compiled) merges them by time
+into the table of the first K events: time, kind (``K_CLIENT``/``K_SERVER``), client (-1
+for the server), staleness in steps and in time since the client's previous event (the
+model it computed from was read then; the first event reads step 0 at time 0), buffer fill
+(client events since the last aggregation, counting this one; a server event: the count it
+aggregates).  A replicate whose first K+1 merged times hold a tie (probability 0 under
+continuous delays, but SimPy's order then depends on event ids) is flagged (``tie``) and
+run by ``fedsim.engine.run`` instead, so every table used is the engine's bit for bit.
 
-:func:`area_timeline` builds one replicate's (either delay-draw path); :func:`area_timelines`
-those of a batch at once (one draw per client stream, one cumulative sum and one sort per
-batch); they agree bit for bit (tested), and both equal the engine's event sequence.
+The draws.  The iterate model's delays are exponential compute cycles and zero
+communication (a ``vector`` :class:`DelayPlan`), so the streams run compiled from their
+seed words (:mod:`fedsim.engine.replay.pcg64`: NumPy's ``PCG64`` and
+``standard_exponential`` bit for bit; a block draws ``plan.per_block`` numbers and round
+``j``'s compute delay is entry ``off + j q`` times ``1/rate``, as ``DelayPlan.draw``).
+``compiled=False`` (and any plan that is not ``vector``) draws through NumPy generators and
+:class:`~fedsim.engine.replay.delay_streams.ClientDelayStream` instead: the reference the
+tests compare with.  Either way the merge asks for more blocks until every source has an
+event after the (K+1)-th.
+
+Tables are ``(R, K + 1)`` arrays (:class:`AreaTables`), entry 0 of each row the initial
+record of a Trace (time 0, kind 0, client -1, zeros), so a replicate's columns are its
+row's first ``T + 1`` entries.
 """
 
 from __future__ import annotations
@@ -24,191 +35,239 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.seeding import client_bitgens, server_bitgens
-from fedsim.engine.replay.timeline import ClientDelayStream, DelayPlan
-from fedsim.rng import Streams
+from fedsim.engine.replay.delay_streams import ClientDelayStream, DelayPlan
+from fedsim.engine.replay.pcg64 import pcg64_init, standard_exponential
+from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words
+from fedsim.jit import jit
+from fedsim.rng import PURPOSES, SERVER, Streams
 from fedsim.trace import KINDS
 
-__all__ = ["AreaTimeline", "area_timeline", "area_timelines", "K_CLIENT", "K_SERVER"]
+__all__ = ["AreaTables", "area_tables", "merge_events", "K_CLIENT", "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
 
 
-class AreaTimeline:
-    """The first ``K`` events of one replicate: ``time``, ``kind`` (``K_CLIENT`` /
-    ``K_SERVER``), ``client`` (-1 for the server), ``stale_steps``, ``stale_time``,
-    ``fill``; ``tie``: equal times among the first K+1 events (the replay then defers to
-    the engine)."""
+class AreaTables:
+    """The first ``K`` events of ``R`` replicates, ``(R, K + 1)`` arrays with the initial row
+    first: ``time``, ``kind``, ``client``, ``stale_steps``, ``stale_time``, ``fill``;
+    ``tie`` (R,): equal times among the first K+1 events (the replay defers to the engine)."""
 
     __slots__ = ("time", "kind", "client", "stale_steps", "stale_time", "fill", "tie")
 
+    def __init__(self, R: int, K: int) -> None:
+        self.time = np.zeros((R, K + 1))
+        self.kind = np.zeros((R, K + 1), dtype=np.int8)
+        self.client = np.full((R, K + 1), -1, dtype=np.int64)
+        self.stale_steps = np.zeros((R, K + 1), dtype=np.int64)
+        self.stale_time = np.zeros((R, K + 1))
+        self.fill = np.zeros((R, K + 1), dtype=np.int64)
+        self.tie = np.zeros(R, dtype=bool)
 
-def area_timeline(scenario: Scenario, replicate: int, bitgens: Sequence | None = None,
-                  plan: DelayPlan | None = None) -> AreaTimeline:
-    """The event timeline of ``replicate`` (module docstring, *Schedule*); ``plan``: the
-    scenario's :class:`DelayPlan` (shared by its replicates)."""
-    n = scenario.problem.n
+
+@jit
+def merge_events(C, nc, S, ns, K, time, kind, client, st_steps, st_time, fill, k_client,
+                 k_server):
+    """Merge client ``i``'s delays ``C[i, :nc[i]]`` and the timer's ``S[:ns]`` (module
+    docstring) into entries ``1..K`` of the table rows.  Returns 1 (done), 2 (done, with a
+    tie among the first K+1 times), -1 (some client needs more draws) or -2 (the timer)."""
+    n = C.shape[0]
+    nxt = np.empty(n + 1)
+    used = np.zeros(n + 1, dtype=np.int64)
+    prev_step = np.ones(n, dtype=np.int64)
+    prev_t = np.zeros(n)
+    for i in range(n):
+        if nc[i] == 0:
+            return -1
+        nxt[i] = C[i, 0]
+        used[i] = 1
+    if ns == 0:
+        return -2
+    nxt[n] = S[0]
+    used[n] = 1
+    pending = 0
+    last = 0.0
+    tie = False
+    for j in range(K + 1):
+        src = 0
+        tm = nxt[0]
+        for s in range(1, n + 1):
+            if nxt[s] < tm:
+                tm = nxt[s]
+                src = s
+        if j > 0 and tm == last:
+            tie = True
+        last = tm
+        if j == K:
+            break
+        e = j + 1
+        time[e] = tm
+        if src < n:
+            kind[e] = k_client
+            client[e] = src
+            st_steps[e] = e - prev_step[src]
+            st_time[e] = tm - prev_t[src]
+            prev_step[src] = e
+            prev_t[src] = tm
+            pending += 1
+            fill[e] = pending
+            if used[src] == nc[src]:
+                return -1
+            nxt[src] = tm + C[src, used[src]]
+        else:
+            kind[e] = k_server
+            client[e] = -1
+            st_steps[e] = 0
+            st_time[e] = 0.0
+            fill[e] = pending
+            pending = 0
+            if used[n] == ns:
+                return -2
+            nxt[n] = tm + S[used[n]]
+        used[src] += 1
+    return 2 if tie else 1
+
+
+@jit
+def _draw_blocks(state, blocks, per_block, off, q, B, scale, C, start):
+    """``blocks`` more blocks of every client stream (``state`` (n, 4), compiled PCG64):
+    round ``j`` of a block gets ``z[off + j q] * scale[i]`` into ``C[i, start + ...]``."""
+    n = state.shape[0]
+    z = np.empty(per_block)
+    for i in range(n):
+        s = state[i]
+        col = start
+        for _ in range(blocks):
+            for k in range(per_block):
+                z[k] = standard_exponential(s)
+            for j in range(B):
+                C[i, col] = z[off + j * q] * scale[i]
+                col += 1
+    return 0
+
+
+@jit
+def _draw_timer(state, scale, S, start):
+    """Timer delays ``S[start:]``: ``scale * standard_exponential`` (NumPy's
+    ``exponential(scale)``)."""
+    for k in range(start, S.shape[0]):
+        S[k] = scale * standard_exponential(state)
+    return 0
+
+
+@jit
+def _init_states(words, state):
+    for i in range(words.shape[0]):
+        pcg64_init(words[i], state[i])
+    return 0
+
+
+def _compute_column(plan: DelayPlan) -> tuple[int, np.ndarray] | None:
+    """``(offset, 1/rate per client)`` of the compute delays in a vector plan's blocks, or
+    ``None`` when compute is not drawn (constant)."""
+    for a_, _b, _c, off, scale in plan.rand:
+        if a_ == 1:
+            return off, np.ascontiguousarray(scale, dtype=np.float64)
+    return None
+
+
+def _keys(reps: np.ndarray, owners: np.ndarray, purpose: str) -> np.ndarray:
+    """``fedsim.rng`` spawn keys ``(r, owner, PURPOSES[purpose])`` of every (r, owner)."""
+    keys = np.empty((reps.size * owners.size, 3), dtype=np.int64)
+    keys[:, 0] = np.repeat(reps, owners.size)
+    keys[:, 1] = np.tile(owners, reps.size)
+    keys[:, 2] = PURPOSES[purpose]
+    return keys
+
+
+class _CompiledDraws:
+    """One replicate's streams run compiled (:mod:`fedsim.engine.replay.pcg64`)."""
+
+    def __init__(self, cwords: np.ndarray, twords: np.ndarray, plan: DelayPlan,
+                 col: tuple[int, np.ndarray], q: int, timer: float) -> None:
+        self.cstate = np.empty((cwords.shape[0], 4), dtype=np.uint64)
+        _init_states(cwords, self.cstate)
+        self.tstate = np.empty(4, dtype=np.uint64)
+        pcg64_init(twords, self.tstate)
+        self.plan, self.col, self.q, self.timer = plan, col, q, timer
+
+    def clients(self, C: np.ndarray, start: int, blocks: int) -> None:
+        p = self.plan
+        _draw_blocks(self.cstate, blocks, p.per_block, self.col[0], self.q, p.B, self.col[1], C,
+                     start)
+
+    def server(self, S: np.ndarray, start: int) -> None:
+        _draw_timer(self.tstate, self.timer, S, start)
+
+
+class _StreamDraws:
+    """One replicate's streams as NumPy generators (:class:`ClientDelayStream`)."""
+
+    def __init__(self, scenario: Scenario, replicate: int, bitgens: Sequence, q: int,
+                 timer: float) -> None:
+        dc = scenario.delays
+        self.streams = [ClientDelayStream(dc.for_client(i), np.random.Generator(bg), q)
+                        for i, bg in enumerate(bitgens)]
+        self.gen = Streams(scenario.seed, replicate).server("timer")
+        self.timer = timer
+
+    def clients(self, C: np.ndarray, start: int, blocks: int) -> None:
+        for i, s in enumerate(self.streams):
+            C[i, start:] = s.draw(blocks)[:, 1]
+
+    def server(self, S: np.ndarray, start: int) -> None:
+        S[start:] = self.gen.exponential(self.timer, size=S.size - start)
+
+
+def _fill(out: AreaTables, k: int, draws, n: int, K: int, B: int) -> None:
+    """Row ``k`` of ``out``: :func:`merge_events` on ``draws``, grown until complete (every
+    client's draws doubled at once, so all streams stay in step)."""
+    first = int(1.5 * K / (n + 1)) + 8
+    C = np.empty((n, -(-first // B) * B))
+    draws.clients(C, 0, C.shape[1] // B)
+    S = np.empty(first)
+    draws.server(S, 0)
+    nc = np.full(n, C.shape[1], dtype=np.int64)
+    while True:
+        st = merge_events(C, nc, S, S.size, K, out.time[k], out.kind[k], out.client[k],
+                          out.stale_steps[k], out.stale_time[k], out.fill[k], K_CLIENT,
+                          K_SERVER)
+        if st > 0:
+            out.tie[k] = st == 2
+            return
+        if st == -1:
+            m = C.shape[1]
+            C = np.concatenate((C, np.empty((n, m))), axis=1)
+            draws.clients(C, m, m // B)
+            nc[:] = C.shape[1]
+        else:
+            m = S.size
+            S = np.concatenate((S, np.empty(m)))
+            draws.server(S, m)
+
+
+def area_tables(scenario: Scenario, replicates: Sequence[int],
+                plan: DelayPlan | None = None, compiled: bool = True) -> AreaTables:
+    """The event tables of ``replicates`` (module docstring); ``compiled=False`` forces the
+    :class:`ClientDelayStream` draws (the same numbers, for tests)."""
+    reps = np.asarray([int(r) for r in replicates], dtype=np.int64)
+    R, n = reps.size, scenario.problem.n
     K = int(scenario.horizon.steps)
-    dc, tr = scenario.delays, scenario.trigger
-    M = int(scenario.algorithm.get("M"))
-    q = M if dc.compute_per == "step" else 1
-    if bitgens is None:
-        bitgens = client_bitgens(scenario.seed, [replicate], n, "delays")[0]
-    gens = [np.random.Generator(bg) for bg in bitgens]
-    if plan is None or not plan.vector or plan.q != q:
-        streams = [ClientDelayStream(dc.for_client(i), gens[i], q) for i in range(n)]
-        Bk = streams[0].B
-
-        def more(idx: np.ndarray, blocks: int) -> np.ndarray:
-            return np.stack([streams[i].draw(blocks)[:, 1] for i in idx.tolist()])
+    q = int(scenario.algorithm.get("M")) if scenario.delays.compute_per == "step" else 1
+    if plan is None or plan.q != q:
+        plan = DelayPlan(scenario, q=q)
+    col = _compute_column(plan) if (plan.vector and compiled) else None
+    timer = 1.0 / scenario.trigger.rate  # the iterate model's Poisson timer (config rule)
+    out = AreaTables(R, K)
+    if col is not None:
+        cw = pcg64_seed_words(scenario.seed, _keys(reps, np.arange(n), "delays"))
+        tw = pcg64_seed_words(scenario.seed, _keys(reps, np.array([SERVER]), "timer"))
+        cw = cw.reshape(R, n, 4)
+        for k in range(R):
+            _fill(out, k, _CompiledDraws(cw[k], tw[k], plan, col, q, timer), n, K, plan.B)
     else:
-        Bk = plan.B
-
-        def more(idx: np.ndarray, blocks: int) -> np.ndarray:
-            return plan.draw(gens, idx, blocks)[:, :, 1]
-    timer = Streams(scenario.seed, replicate).server("timer")
-    every_c = np.arange(n)
-    L = -(-(int(1.5 * K / (n + 1)) + 8) // Bk)  # blocks per client, grown until complete
-    Dc = more(every_c, L)
-    Ls = int(1.5 * K / (n + 1)) + 8
-    sdraw = (timer.exponential(1.0 / tr.rate, size=Ls) if tr.kind == "poisson"
-             else np.full(Ls, float(tr.period)))
-    while True:
-        Tc = np.cumsum(Dc, axis=1)  # sequential along each row: the engine's t = t + c
-        Ts = np.cumsum(sdraw)
-        allt = np.concatenate((Tc.ravel(), Ts))
-        if allt.size > K:
-            order = np.argsort(allt, kind="stable")[:K + 1]
-            tK = allt[order[K]]
-            grow_c = bool(np.any(Tc[:, -1] <= tK))
-            grow_s = bool(Ts[-1] <= tK)
-        else:
-            grow_c = grow_s = True
-        if not (grow_c or grow_s):
-            break
-        if grow_c:
-            Dc = np.concatenate((Dc, more(every_c, -(-Dc.shape[1] // Bk))), axis=1)
-        if grow_s:
-            m = sdraw.size
-            sdraw = np.concatenate((sdraw, timer.exponential(1.0 / tr.rate, size=m)
-                                    if tr.kind == "poisson" else np.full(m, float(tr.period))))
-    Lc = Dc.shape[1]
-    src = np.concatenate((np.repeat(np.arange(n, dtype=np.int64), Lc),
-                          np.full(Ts.size, n, dtype=np.int64)))
-    t = allt[order[:K]]
-    s = src[order[:K]]
-    out = AreaTimeline()
-    out.tie = bool(np.any(np.diff(allt[order]) == 0.0))
-    out.time = t
-    isc = s < n
-    out.kind = np.where(isc, K_CLIENT, K_SERVER).astype(np.int8)
-    out.client = np.where(isc, s, -1).astype(np.int64)
-    # per client, in step order: steps and time since its previous event (k_read = that
-    # event's step - 1; the first event reads step 0 at time 0)
-    steps = np.arange(1, K + 1, dtype=np.int64)
-    o = np.argsort(s, kind="stable")
-    so, sto, to = s[o], steps[o], t[o]
-    first = np.concatenate(([True], so[1:] != so[:-1]))
-    prev_step = np.where(first, 1, np.concatenate(([1], sto[:-1])))
-    prev_t = np.where(first, 0.0, np.concatenate(([0.0], to[:-1])))
-    st_steps = np.zeros(K, dtype=np.int64)
-    st_time = np.zeros(K)
-    st_steps[o] = sto - prev_step
-    st_time[o] = to - prev_t
-    st_steps[~isc] = 0
-    st_time[~isc] = 0.0
-    out.stale_steps, out.stale_time = st_steps, st_time
-    # buffer fill: client events since the last aggregation, counting this one (a server
-    # event: the count it aggregates)
-    cum = np.cumsum(isc)
-    at_srv = np.maximum.accumulate(np.where(isc, 0, cum))
-    before = np.concatenate(([0], at_srv[:-1]))
-    out.fill = (cum - before).astype(np.int64)
-    return out
-
-
-def area_timelines(scenario: Scenario, replicates: Sequence[int], bitgens: Sequence,
-                   plan: DelayPlan) -> list[AreaTimeline]:
-    """:func:`area_timeline` of every replicate, computed for all at once (a ``vector``
-    plan: one draw per client stream, one cumulative sum and one sort per batch)."""
-    reps = [int(r) for r in replicates]
-    R, n = len(reps), scenario.problem.n
-    K = int(scenario.horizon.steps)
-    tr = scenario.trigger
-    gens = [np.random.Generator(bg) for row in bitgens for bg in row]
-    timers = [np.random.Generator(bg) for bg in server_bitgens(scenario.seed, reps, "timer")]
-    allc = np.arange(R * n)
-    cl = np.tile(np.arange(n), R)
-    Bk = plan.B
-
-    def more(blocks: int) -> np.ndarray:
-        return plan.draw(gens, allc, blocks, cl)[:, :, 1].reshape(R, n, -1)
-
-    def more_s(m: int) -> np.ndarray:
-        if tr.kind != "poisson":
-            return np.full((R, m), float(tr.period))
-        out = np.empty((R, m))
-        for k, g in enumerate(timers):
-            out[k] = g.exponential(1.0 / tr.rate, size=m)
-        return out
-
-    Dc = more(-(-(int(1.5 * K / (n + 1)) + 8) // Bk))
-    Ds = more_s(int(1.5 * K / (n + 1)) + 8)
-    while True:
-        Tc = np.cumsum(Dc, axis=2)  # sequential along each row: the engine's t = t + c
-        Ts = np.cumsum(Ds, axis=1)
-        allt = np.concatenate((Tc.reshape(R, -1), Ts), axis=1)
-        if allt.shape[1] > K:
-            tK = np.partition(allt, K, axis=1)[:, K:K + 1]  # (R, 1): the (K+1)-th time
-            grow_c = bool(np.any(Tc[:, :, -1] <= tK))
-            grow_s = bool(np.any(Ts[:, -1:] <= tK))
-        else:
-            grow_c = grow_s = True
-        if not (grow_c or grow_s):
-            break
-        if grow_c:
-            Dc = np.concatenate((Dc, more(-(-Dc.shape[2] // Bk))), axis=2)
-        if grow_s:
-            Ds = np.concatenate((Ds, more_s(Ds.shape[1])), axis=1)
-    # every source has an event after the (K+1)-th: the first K+1 are complete.  Equal
-    # times among them (probability 0) are flagged and deferred to the engine, so the sort
-    # need not be stable
-    order = np.argsort(allt, axis=1)[:, :K + 1]
-    Lc = Dc.shape[2]
-    src_row = np.concatenate((np.repeat(np.arange(n, dtype=np.int64), Lc),
-                              np.full(Ts.shape[1], n, dtype=np.int64)))
-    tt = np.take_along_axis(allt, order, axis=1)
-    tie = np.any(np.diff(tt, axis=1) == 0.0, axis=1)
-    t = tt[:, :K]
-    s = src_row[order[:, :K]]
-    isc = s < n
-    kind = np.where(isc, K_CLIENT, K_SERVER).astype(np.int8)
-    client = np.where(isc, s, -1).astype(np.int64)
-    steps = np.broadcast_to(np.arange(1, K + 1, dtype=np.int64), (R, K))
-    o = np.argsort(s, axis=1, kind="stable")
-    so = np.take_along_axis(s, o, axis=1)
-    sto = np.take_along_axis(steps, o, axis=1)
-    to = np.take_along_axis(t, o, axis=1)
-    first = np.concatenate((np.ones((R, 1), dtype=bool), so[:, 1:] != so[:, :-1]), axis=1)
-    prev_step = np.where(first, 1, np.concatenate((np.ones((R, 1), dtype=np.int64),
-                                                   sto[:, :-1]), axis=1))
-    prev_t = np.where(first, 0.0, np.concatenate((np.zeros((R, 1)), to[:, :-1]), axis=1))
-    st_steps = np.empty((R, K), dtype=np.int64)
-    st_time = np.empty((R, K))
-    np.put_along_axis(st_steps, o, sto - prev_step, axis=1)
-    np.put_along_axis(st_time, o, to - prev_t, axis=1)
-    st_steps[~isc] = 0
-    st_time[~isc] = 0.0
-    cum = np.cumsum(isc, axis=1)
-    at_srv = np.maximum.accumulate(np.where(isc, 0, cum), axis=1)
-    before = np.concatenate((np.zeros((R, 1), dtype=cum.dtype), at_srv[:, :-1]), axis=1)
-    fill = (cum - before).astype(np.int64)
-    out = []
-    for k in range(R):
-        a = AreaTimeline()
-        a.time, a.kind, a.client = t[k], kind[k], client[k]
-        a.stale_steps, a.stale_time, a.fill = st_steps[k], st_time[k], fill[k]
-        a.tie = bool(tie[k])
-        out.append(a)
+        bgs = client_bitgens(scenario.seed, reps, n, "delays")
+        for k in range(R):
+            _fill(out, k, _StreamDraws(scenario, int(reps[k]), bgs[k], q, timer), n, K,
+                  max(4, 16 // q))
     return out

@@ -1,9 +1,11 @@
-"""AREA iterate model on the norm family, replayed in lockstep: per replicate the engine's.
+"""AREA iterate model replayed along its event tables (norm family and Theorem 7
+quadratics): per replicate the engine's trace, bit for bit.
 
-Timelines (times, kinds, clients, staleness, buffer fill) must be bitwise the engine's;
-metrics within 1e-10 relative (in practice they are bitwise too, d=1 and d=3 alike);
-a replicate's trace must not depend on the batch; a diverging replicate must end where
-the engine's does without touching the others; tied event times defer to the engine.
+Timelines (times, kinds, clients, staleness, buffer fill) must be bitwise the engine's, and
+so must the metrics and the final model (the replay calls the engine's compiled rules and
+the problem's compiled metrics; ``Trace.equals``); a replicate's trace must not depend on
+the batch; a diverging replicate must end where the engine's does without touching the
+others; tied event times defer to the engine.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run, run_batch, supports
-from fedsim.engine.replay.area import area_timeline, replay_area, supports_area
+from fedsim.engine.replay.area import replay_area, supports_area
+from fedsim.engine.replay.area_timeline import area_tables
 
 TIMELINE = ("time", "kind_code", "client", "staleness_steps", "staleness_time",
             "buffer_fill", "metric_steps", "client_updates", "concurrency_time",
@@ -55,6 +58,7 @@ def assert_engine(sc: Scenario, b, r: int) -> None:
         np.testing.assert_allclose(y[fin], x[fin], rtol=1e-10, atol=0, err_msg=m)
     if not a.diverged:
         np.testing.assert_allclose(b.final_w, a.final_w, rtol=1e-10, atol=1e-300)
+    assert a.equals(b)  # in fact bit for bit: the same compiled rules and metrics
 
 
 CASES = {
@@ -123,16 +127,15 @@ def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
     import fedsim.engine.replay.area as ra
 
     sc = norm_scenario(K=60)
-    real = ra.area_timelines
+    real = ra.area_tables
 
-    def tied_for_one(scenario, reps, bitgens, plan):
-        tls = real(scenario, reps, bitgens, plan)
-        for r, tl in zip(reps, tls, strict=True):
-            tl.tie = r == 1
-        return tls
+    def tied_for_one(scenario, reps):
+        tabs = real(scenario, reps)
+        tabs.tie[:] = [r == 1 for r in reps]
+        return tabs
 
     calls = []
-    monkeypatch.setattr(ra, "area_timelines", tied_for_one)
+    monkeypatch.setattr(ra, "area_tables", tied_for_one)
     monkeypatch.setattr("fedsim.engine.dispatch.run",
                         lambda s, r: calls.append(r) or run(s, r))
     out = replay_area(sc, [0, 1, 2], problem_for(sc))
@@ -141,16 +144,40 @@ def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
         assert_engine(sc, b, r)
 
 
-def test_the_two_delay_draw_paths_agree() -> None:
-    """The vectorised DelayPlan draw and the per-client ClientDelayStream draw give the
-    same timeline (both are the engine's blocks)."""
-    from fedsim.engine.replay.timeline import DelayPlan
+def test_the_merge_by_hand() -> None:
+    """Two clients and a timer merged by hand: order, staleness, fill, a tie, and the
+    requests for more draws."""
+    from fedsim.engine.replay.area_timeline import K_CLIENT, K_SERVER, merge_events
 
-    sc = norm_scenario(n=5, K=300)
-    for r in (0, 3):
-        a, b = area_timeline(sc, r), area_timeline(sc, r, plan=DelayPlan(sc, q=1))
-        for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill"):
-            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    C = np.array([[1.0, 1.0, 1.0, 1.0], [0.5, 0.7, 0.9, 1.1]])
+    S = np.array([1.5, 1.5, 1.5])
+    cols = [np.zeros(5), np.zeros(5, np.int8), np.zeros(5, np.int64), np.zeros(5, np.int64),
+            np.zeros(5), np.zeros(5, np.int64)]
+    nc = np.array([4, 4])
+    # times: c1 0.5, c0 1.0, c1 1.2, s 1.5; the 5th (c1 2.1 vs c0 2.0) is not a tie
+    assert merge_events(C, nc, S, 3, 4, *cols, K_CLIENT, K_SERVER) == 1
+    time, kind, client, st, stt, fill = cols
+    assert list(time[1:]) == [0.5, 1.0, 1.2, 1.5]
+    assert list(client[1:]) == [1, 0, 1, -1]
+    assert list(kind[1:]) == [K_CLIENT, K_CLIENT, K_CLIENT, K_SERVER]
+    assert list(st[1:]) == [0, 1, 2, 0]        # steps since the client's previous event
+    np.testing.assert_array_equal(stt[1:], [0.5, 1.0, 0.7, 0.0])
+    assert list(fill[1:]) == [1, 2, 3, 3]      # pending messages; the server takes 3
+    S2 = np.array([1.0, 1.0])                  # the timer fires at 1.0 with client 0: a tie
+    assert merge_events(C, nc, S2, 2, 4, *cols, K_CLIENT, K_SERVER) == 2
+    assert merge_events(C, nc, S2, 1, 4, *cols, K_CLIENT, K_SERVER) == -2  # timer short
+    assert merge_events(C, np.array([1, 4]), S, 3, 4, *cols, K_CLIENT, K_SERVER) == -1
+
+
+def test_the_two_delay_draw_paths_agree() -> None:
+    """The compiled PCG64 draws and the ClientDelayStream draws give the same tables (both
+    are the engine's blocks)."""
+    base = {k: v for k, v in CASES["uneven_rates"].items() if k not in ("n", "trigger")}
+    for trig in ({"kind": "poisson", "rate": 0.37}, {"kind": "poisson", "rate": 20.0}):
+        sc = norm_scenario(n=5, K=300, trigger=trig, **base)
+        a, b = area_tables(sc, [0, 3, 11]), area_tables(sc, [0, 3, 11], compiled=False)
+        for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill", "tie"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), (trig, f)
 
 
 def test_unsupported_area_variants_fall_back() -> None:
@@ -160,22 +187,53 @@ def test_unsupported_area_variants_fall_back() -> None:
     d = norm_scenario().to_dict()
     d["horizon"] = {"time": 20.0}
     assert not supports(Scenario.from_dict(d))
+    d = norm_scenario().to_dict()
+    d["problem"] = {"kind": "logistic", "n_clients": 6, "dim": 3, "samples_per_client": 8,
+                    "seed": 0}
+    d["record"]["metrics"] = ["grad_sq"]
+    assert not supports(Scenario.from_dict(d))  # no compiled view: the engine runs it
 
 
-def test_batched_timelines_equal_the_single_ones() -> None:
-    from fedsim.engine.replay.area import area_timelines
-    from fedsim.engine.replay.seeding import client_bitgens
-    from fedsim.engine.replay.timeline import DelayPlan
-
+def test_tables_of_a_batch_equal_the_single_ones() -> None:
     sc = norm_scenario(n=7, K=500, **{k: v for k, v in CASES["uneven_rates"].items()
                                       if k != "n"})
     reps = [0, 2, 9, 11]
-    plan = DelayPlan(sc, q=1)
-    many = area_timelines(sc, reps, client_bitgens(sc.seed, reps, 7, "delays"), plan)
-    for r, b in zip(reps, many, strict=True):
-        a = area_timeline(sc, r)
+    many = area_tables(sc, reps)
+    for k, r in enumerate(reps):
+        one = area_tables(sc, [r])
         for f in ("time", "kind", "client", "stale_steps", "stale_time", "fill", "tie"):
-            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+            assert np.array_equal(getattr(one, f)[0], getattr(many, f)[k]), f
+
+
+def theorem7_scenario(K: int = 400, every: int = 50, noise_sd: float = 0.3, M: int = 2,
+                      dim: int = 2, batch: int = 1) -> Scenario:
+    return Scenario.from_dict({
+        "name": "area-quad", "seed": 5,
+        "problem": {"kind": "quadratic", "n": 3, "dim": dim, "mu": 0.5, "L": 1.0,
+                    "heterogeneity": 1.0, "noise_sd": noise_sd, "shared_hessian": False,
+                    "seed": 2},
+        "algorithm": {"name": "area", "model": "iterate_model", "client_rule": "area",
+                      "M": M, "batch": batch, "alpha": {"kind": "theorem7"}},
+        "delays": {"compute": {"kind": "exponential", "rate": 1.0},
+                   "override": [{"clients": [2], "compute": {"kind": "exponential",
+                                                             "rate": 3.0}}]},
+        "trigger": {"kind": "poisson", "rate": 2.0},
+        "horizon": {"steps": K},
+        "record": {"every": every, "metrics": ["dist_sq", "grad_sq", "f_gap"]}})
+
+
+@pytest.mark.parametrize("kw", [{}, {"noise_sd": 0.0}, {"every": 7, "M": 3, "dim": 3},
+                                {"batch": 4}])
+def test_theorem7_quadratic_replay_equals_engine(kw) -> None:
+    """Theorem 7's quadratics: the rounds' normals are the engine's (each client's noise
+    stream, M d per event, in event order)."""
+    sc = theorem7_scenario(**kw)
+    assert supports(sc)
+    reps = [0, 3, 4]
+    both = run_batch(sc, reps)
+    for r, b in zip(reps, both, strict=True):
+        assert_engine(sc, b, r)
+    assert replay_area(sc, [4], problem_for(sc))[0].equals(both[2])
 
 
 def test_server_streams_equal_fedsim_rng() -> None:
