@@ -23,14 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedsim.problems.quadratic_view import (
-    METRIC_CODES,
-    draws_per_step,
-    quadratic_metric_view,
-    quadratic_metrics,
-    quadratic_sample_grad,
-    quadratic_view,
-)
+from fedsim.problems import quadratic_view as qv
+from fedsim.problems.quadratic_view import METRIC_CODES
 
 __all__ = ["compiled_oracles", "METRIC_CODES"]
 
@@ -42,7 +36,7 @@ def compiled_oracles(problem: Any, batch: int) -> tuple | None:
     if hook is not None:
         return hook(problem, batch)
     if hasattr(problem, "A_stack") and hasattr(problem, "C_stack"):
-        view = quadratic_view(problem, batch)
-        return (quadratic_sample_grad, view, draws_per_step(view), quadratic_metrics,
-                quadratic_metric_view(problem))
+        view = qv.quadratic_view(problem, batch)
+        return (qv.quadratic_sample_grad, view, qv.draws_per_step(view), qv.quadratic_metrics,
+                qv.quadratic_metric_view(problem))
     return None

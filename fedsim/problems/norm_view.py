@@ -11,7 +11,7 @@ without knowing the problem:
   the oracle is deterministic, so a step takes no draws (:func:`norm_draws_per_step`: 0,
   ``z`` is empty);
 * :func:`norm_loss` is ``f_i(w) = B ||w - c_i||``, :func:`norm_f` ``f(w) = mean_i f_i(w)``;
-* ``mview = (B, C, x_star, f_star)``; :func:`norm_metrics` writes the recorded metrics of
+* ``mview = (B, C, dview, f_star)``; :func:`norm_metrics` writes the recorded metrics of
   the global objective ``f = mean_i f_i`` in the order of
   :data:`~fedsim.problems.quadratic_view.METRIC_CODES` (``grad_sq``: ``||mean_i g_i(w)||^2``
   of the subgradient selection; ``dist_sq``: ``||w - x*||^2``; ``f_gap``: ``f(w) - f*``).
@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedsim.jit import jit
+from fedsim.problems.quadratic_view import quadratic_metrics
 
 __all__ = ["norm_view", "norm_draws_per_step", "norm_sample_grad", "norm_loss", "norm_f",
            "norm_metric_view", "norm_metrics"]
@@ -83,38 +84,38 @@ def norm_f(view, w):
 
 
 def norm_metric_view(problem) -> tuple:
-    """``(B, C, x_star, f_star)`` (the minimiser and ``min f`` of the problem)."""
+    """``(B, C, dview, f_star)``: ``dview = (0x0, 0, x*)`` is a quadratic metric view whose
+    only used entry is the minimiser, for ``dist_sq`` (module docstring)."""
     B, C = norm_view(problem)
-    return (B, C, np.ascontiguousarray(problem.x_star, dtype=np.float64), float(problem.f_star))
+    xs = np.ascontiguousarray(problem.x_star, dtype=np.float64)
+    return (B, C, (np.zeros((0, 0)), np.zeros(0), xs), float(problem.f_star))
 
 
 @jit
 def norm_metrics(mview, codes, w, out):
-    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of ``f = mean_i f_i`` at ``w``
-    (module docstring)."""
-    B, C, xs, fstar = mview
+    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of ``f = mean_i f_i`` at ``w``:
+    ``grad_sq`` from :func:`norm_sample_grad` (the mean of the clients' subgradients, summed
+    in client order), ``dist_sq`` by :func:`~fedsim.problems.quadratic_view.quadratic_metrics`
+    (its one home, on the minimiser alone), ``f_gap`` from :func:`norm_f`."""
+    B, C, dview, fstar = mview
     n, d = C.shape
     for k in range(codes.shape[0]):
         c = codes[k]
-        acc = 0.0
         if c == 0:
+            gsum = np.zeros(d)
+            g = np.empty(d)
+            z = np.empty(0)
+            for i in range(n):
+                norm_sample_grad((B, C), i, w, z, g)
+                for a in range(d):
+                    gsum[a] += g[a]
+            acc = 0.0
             for a in range(d):
-                s = 0.0
-                for i in range(n):
-                    r = 0.0
-                    for b in range(d):
-                        v = w[b] - C[i, b]
-                        r += v * v
-                    nv = np.sqrt(r)
-                    if nv != 0.0:
-                        s += (B / nv) * (w[a] - C[i, a])
-                s = s / n
+                s = gsum[a] / n
                 acc += s * s
+            out[k] = acc
         elif c == 1:
-            for a in range(d):
-                r = w[a] - xs[a]
-                acc += r * r
+            quadratic_metrics(dview, codes[k:k + 1], w, out[k:k + 1])
         else:
-            acc = norm_f((B, C), w) - fstar
-        out[k] = acc
+            out[k] = norm_f((B, C), w) - fstar
     return 0
