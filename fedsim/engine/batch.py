@@ -4,7 +4,9 @@ The front door for Monte Carlo (issue 10).  Where the batched replay of
 :mod:`fedsim.engine.replay` implements a scenario exactly (:func:`supports`: today FedAsync,
 physical model, Option A local SGD, every-upload trigger, on a
 :class:`~fedsim.problems.QuadraticProblem` with its closed-form metrics; and AREA's
-Appendix A iterate model on [A] Theorem 8's norm family, :mod:`fedsim.engine.replay.area`),
+Appendix A iterate model on a problem with a compiled view -- [A] Theorem 8's norm family,
+Theorem 7's quadratics --, :mod:`fedsim.engine.replay.area`, whose traces are the engine's
+bit for bit),
 the replicates are
 replayed in lockstep as ``(R, d)`` arrays along their vectorised timelines; otherwise the
 replicates run one after the other through :func:`fedsim.engine.run`.

@@ -10,8 +10,10 @@
   a ring buffer of past models, metrics at the recorded steps, divergence freezing.
 * :mod:`fedsim.engine.replay.fedasync` -- FedAsync replayed along R timelines, replicate by
   replicate, through the kernel with the very rules the SimPy engine calls.
-* :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on [A] Theorem 8's
-  norm family (deterministic subgradients): merged renewal timelines, lockstep rows.
+* :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on problems with a
+  compiled view ([A] Theorem 8's norm family, Theorem 7's quadratics): one compiled loop per
+  replicate over its event table (:mod:`~fedsim.engine.replay.area_timeline`, streams run
+  compiled by :mod:`~fedsim.engine.replay.pcg64`), calling the engine's compiled rules.
 
 Each module's docstring states the exact part of the engine contract it relies on.
 """
