@@ -97,3 +97,22 @@ def test_norm_metrics_against_numpy(seed, n, d) -> None:
     np.testing.assert_allclose(out[2], f - p.f_star, rtol=1e-12, atol=1e-14)
     assert p.f_gap(p.x_star) == 0.0 and out[2] >= -1e-12
     assert (out[0], out[1], out[2]) == (p.grad_f_sq(w), p.dist_sq(w), p.f_gap(w))
+
+
+def test_a_subclass_that_replaces_an_oracle_runs_interpreted() -> None:
+    class Counting(NormProblem):
+        calls = 0
+
+        def batch_grad(self, i, w, batch):
+            Counting.calls += 1
+            return super().batch_grad(i, w, batch)
+
+    p = Counting(B=1.0, n=2, dim=1)
+    assert compiled_oracles(p, 1) is None
+    assert compiled_oracles(NormProblem(B=1.0, n=2, dim=1), 1) is not None
+    from fedsim.local import AreaClients
+    from fedsim.local.sgd import SGDRule
+
+    cl = AreaClients(np.ones(1), 2, SGDRule(p, 0.0, 3))
+    cl.event(0, np.ones(1), 0.1, np.random.default_rng(0), True)
+    assert Counting.calls == 3 and cl.x[0, 0] == 1.0 - 0.1 - 0.1 - 0.1
