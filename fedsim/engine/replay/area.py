@@ -57,12 +57,14 @@ from fedsim.problems.compiled import METRIC_CODES, compiled_oracles
 from fedsim.servers.area import area_apply
 from fedsim.trace import DIVERGE_NORM, Recorder, Trace
 
-__all__ = ["supports_area", "replay_area", "area_events"]
+__all__ = ["supports_area", "replay_area", "area_events", "area_replicates"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 _ERGODIC = "ergodic_f_gap"
 _F_GAP = np.array([METRIC_CODES.index("f_gap")], dtype=np.int64)
 _LOOPS: dict[tuple, Bound] = {}
+#: at most this many round normals are held at once (replicates run in groups)
+_GROUP_NUMBERS = 4_000_000
 
 
 @jit(cache=False)
@@ -117,6 +119,42 @@ def area_events(client_update, client_round, grad, server_apply, metrics, view, 
     return K
 
 
+@jit(cache=False)
+def area_replicates(client_update, client_round, grad, server_apply, metrics, view, mview,
+                    codes, fcode, kind, client, alphas, Z, zlo, zhi, zrow, M, w0, n, every,
+                    grid, last, final, done, skip, ergodic, div2, k_client):
+    """Every replicate ``r`` of the tables (rows of ``kind``, ``client``, ``zrow``) but the
+    ``skip`` ones, each on its own: the state from ``w0``, the step-0 record into ``grid[r,
+    0]``, then :func:`area_events` with the round normals ``Z[zlo[r]:zhi[r]]``; its
+    records into ``grid[r]``, ``last[r]``, its model into ``final[r]``, its return value
+    into ``done[r]``."""
+    d = w0.shape[0]
+    m = np.empty(d)
+    g = np.empty(d)
+    tmp = np.empty(d)
+    u_s = np.empty(d)
+    S = np.empty(d)
+    state = np.empty((2, n, d))
+    for r in range(kind.shape[0]):
+        if skip[r]:
+            continue
+        x_s = final[r]
+        for k in range(d):
+            x_s[k] = w0[k]
+            u_s[k] = 0.0
+            S[k] = w0[k]
+        for c in range(n):
+            for k in range(d):
+                state[0, c, k] = w0[k]
+                state[1, c, k] = w0[k]
+        _record(metrics, mview, codes, fcode, x_s, S, 0, tmp, grid[r, 0], ergodic)
+        done[r] = area_events(client_update, client_round, grad, server_apply, metrics, view,
+                              mview, codes, fcode, kind[r, 1:], client[r, 1:], alphas,
+                              Z[zlo[r]:zhi[r]], zrow[r], M, x_s, u_s, state, m, g, S, tmp,
+                              float(n), every, grid[r], last[r], ergodic, div2, k_client)
+    return 0
+
+
 def supports_area(scenario: Scenario) -> bool:
     """Whether :func:`replay_area` implements ``scenario``: the algorithm's model runs on the
     AREA runner as the iterate model, step horizon only, a Poisson timer,
@@ -133,11 +171,12 @@ def supports_area(scenario: Scenario) -> bool:
 
 
 def _loop(grad, metrics) -> Bound:
-    """:func:`area_events` with its compiled functions bound (one per oracle pair)."""
+    """:func:`area_replicates` with its compiled functions bound (one per oracle pair)."""
     key = (grad, metrics)
     b = _LOOPS.get(key)
     if b is None:
-        b = _LOOPS[key] = Bound(area_events, area_update, sgd_round, grad, area_apply, metrics)
+        b = _LOOPS[key] = Bound(area_replicates, area_update, sgd_round, grad, area_apply,
+                                metrics)
     return b
 
 
@@ -152,21 +191,29 @@ def _rounds(cl, nxt, zrow):
     return 0
 
 
-def _noise(cl: np.ndarray, bitgens, n: int, M: int, draws: int
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """``(Z, zrow)`` for the event clients ``cl`` (-1: server): the rounds' normals, grouped
-    by client in event order, and the row of each step (module docstring)."""
-    T = cl.size
-    zrow = np.zeros(T, dtype=np.int64)
+def _noise(kind: np.ndarray, client: np.ndarray, rows: range, bitgens, n: int, M: int,
+           draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(Z, zlo, zhi, zrow)`` of the replicates ``rows`` of the tables: replicate ``r``'s
+    rounds' normals ``Z[zlo[r]:zhi[r]]``, grouped by client in event order (client i's from
+    its own ``noise`` stream, one ``standard_normal`` call), and the row of each step
+    ``zrow[r]`` (module docstring).  Without draws, one empty round for all."""
+    R, K = len(rows), kind.shape[1] - 1
+    zrow = np.zeros((R, K), dtype=np.int64)
     if draws == 0:
-        return np.empty((1, M, 0)), zrow
-    cnt = np.bincount(cl[cl >= 0], minlength=n)
-    first = np.cumsum(cnt) - cnt
-    _rounds(cl, first.copy(), zrow)
-    Z = np.empty((max(int(cnt.sum()), 1), M, draws))
-    for i in np.flatnonzero(cnt).tolist():
-        np.random.Generator(bitgens[i]).standard_normal(out=Z[first[i]:first[i] + cnt[i]])
-    return Z, zrow
+        return (np.empty((1, M, 0)), np.zeros(R, dtype=np.int64), np.ones(R, dtype=np.int64),
+                zrow)
+    cnts = [np.bincount(client[r, 1:][kind[r, 1:] == K_CLIENT], minlength=n) for r in rows]
+    zhi = np.cumsum([int(c.sum()) for c in cnts], dtype=np.int64)
+    zlo = zhi - np.array([int(c.sum()) for c in cnts], dtype=np.int64)
+    Z = np.empty((max(int(zhi[-1]), 1), M, draws))
+    for q, r in enumerate(rows):
+        cnt = cnts[q]
+        first = zlo[q] + np.cumsum(cnt) - cnt
+        _rounds(client[r, 1:], first - zlo[q], zrow[q])
+        for i in np.flatnonzero(cnt).tolist():
+            np.random.Generator(bitgens[r][i]).standard_normal(
+                out=Z[first[i]:first[i] + cnt[i]])
+    return Z, zlo, zhi, zrow
 
 
 def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
@@ -191,25 +238,27 @@ def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
     tabs = area_tables(scenario, reps)
     nbg = client_bitgens(scenario.seed, reps, n, "noise") if draws else None
     w0 = initial_model(problem, scenario)
+    R = len(reps)
+    grid = np.full((R, K // every + 1, width), np.nan)
+    last = np.full((R, width), np.nan)
+    final = np.empty((R, d))
+    done = np.zeros(R, dtype=np.int64)
+    group = max(1, int(_GROUP_NUMBERS // max(1, K * M * draws)))  # noise of a group
+    for g0 in range(0, R, group):
+        rows = range(g0, min(R, g0 + group))
+        Z, zlo, zhi, zrow = _noise(tabs.kind, tabs.client, rows, nbg, n, M, draws)
+        sl = slice(rows.start, rows.stop)
+        loop(view, mview, codes, _F_GAP, tabs.kind[sl], tabs.client[sl], alphas, Z, zlo, zhi,
+             zrow, M, w0, n, every, grid[sl], last[sl], final[sl], done[sl], tabs.tie[sl],
+             ergodic, _DIV2, K_CLIENT)
     rec = _Assembler(scenario, problem, names, codes.size, ergodic, staleness_bound)
     out: list[Trace] = []
-    m, g, tmp = np.empty(d), np.empty(d), np.empty(d)
-    for k in range(len(reps)):
+    for k in range(R):
         if tabs.tie[k]:
             from fedsim.engine.dispatch import run
             out.append(run(scenario, reps[k]))
-            continue
-        kind, cl = tabs.kind[k, 1:], tabs.client[k, 1:]
-        Z, zrow = _noise(cl, None if nbg is None else nbg[k], n, M, draws)
-        x_s, u_s, S = w0.copy(), np.zeros(d), w0.copy()
-        state = np.empty((2, n, d))
-        state[:] = w0
-        grid = np.full((K // every + 1, width), np.nan)
-        last = np.full(width, np.nan)
-        _record.py_func(metrics, mview, codes, _F_GAP, x_s, S, 0, tmp, grid[0], ergodic)
-        done = loop(view, mview, codes, _F_GAP, kind, cl, alphas, Z, zrow, M, x_s, u_s, state,
-                    m, g, S, tmp, float(n), every, grid, last, ergodic, _DIV2, K_CLIENT)
-        out.append(rec.trace(tabs, k, grid, last, done, x_s))
+        else:
+            out.append(rec.trace(tabs, k, grid[k], last[k], int(done[k]), final[k]))
     return out
 
 
