@@ -33,7 +33,10 @@ ergodic gap ``f(xbar_t) - f*`` with ``xbar_t = (sum_{k<t} x_{s,k}) / t`` ([A] Th
 replicate at that step, its metrics recorded there.  The Trace is assembled by
 :meth:`fedsim.trace.Recorder.finish` (running averages, concurrency).  Every replicate is
 computed on its own, so its numbers do not depend on the others, on their number or on the
-chunking of the caller; they equal ``fedsim.engine.run``'s bit for bit.
+chunking of the caller; they equal ``fedsim.engine.run``'s bit for bit.  The replicates of a
+call run in one compiled call (:func:`area_replicates`, each replicate's state set afresh
+from ``x_{s,0}``), their normals drawn a group of replicates at a time (at most
+``_GROUP_NUMBERS`` numbers held).
 """
 
 from __future__ import annotations
