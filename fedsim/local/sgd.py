@@ -10,10 +10,11 @@ The rule is written once, :func:`sgd_round`, in the subset of Python numba compi
 problem's stochastic-gradient oracle (``g = batch_grad(i, w, sample_batch(i, b, .))``)
 and ``Z[q]`` the randomness of step ``q``:
 
-* a problem with a compiled view (:class:`~fedsim.problems.QuadraticProblem`:
-  :mod:`fedsim.problems.quadratic_view`) runs compiled; ``Z`` holds the round's normals,
-  ``Q`` rows of :func:`~fedsim.problems.quadratic_view.draws_per_step` numbers drawn from
-  the client's ``noise`` stream in one block (the numbers Q per-step draws give);
+* a problem with a compiled view whose steps draw standard normals (``normal_block``,
+  :mod:`fedsim.problems.compiled`; :class:`~fedsim.problems.QuadraticProblem`:
+  :mod:`fedsim.problems.quadratic_view`) runs compiled with the view's ``grad``; ``Z``
+  holds the round's normals, ``Q`` rows of the view's ``draws`` numbers drawn from the
+  client's ``noise`` stream in one block (the numbers Q per-step draws give);
 * any other problem runs the same function interpreted (``sgd_round.py_func``) with the
   oracle :func:`problem_sample_grad` (``sample_batch`` then ``batch_grad``) and ``Z`` =
   :class:`RngSteps` (every step's randomness is the client's generator itself);
@@ -40,7 +41,7 @@ from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
-from fedsim.problems.quadratic_view import draws_per_step, quadratic_sample_grad, quadratic_view
+from fedsim.problems.compiled import compiled_view
 
 __all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "fused_kernel"]
 
@@ -126,11 +127,12 @@ class SGDRule(ConfigRule, StepRule):
         self.batch = int(batch)
         self.d = problem.dim
         self.n = problem.n
-        self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
-        self.view = quadratic_view(problem, self.batch) if self.fast else (problem, self.batch)
-        self.draws = draws_per_step(self.view) if self.fast else 0
+        cv = compiled_view(problem, self.batch)
+        self.fast = cv is not None and cv.normal_block
+        self.view = cv.data if self.fast else (problem, self.batch)
+        self.draws = cv.draws if self.fast else 0
         self.fused = None if self.fast else fused_kernel(problem, self.batch)
-        self._round = Bound(sgd_round, quadratic_sample_grad) if self.fast else None
+        self._round = Bound(sgd_round, cv.grad) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
