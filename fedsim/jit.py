@@ -51,9 +51,16 @@ except ImportError:  # pragma: no cover - other numba versions: the dispatcher d
     _fingerprint = None
 
 
-def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True, inline: bool = False,
+        nrt: bool = True) -> Any:
     """``numba.njit(cache=True, error_model="numpy")``: ``fn`` compiled on first call (or
     loaded from the cache), ``fn.py_func`` the same function interpreted.
+
+    ``inline=True`` (``inline="always"``): compiled code that calls ``fn`` through a global
+    or closure name gets its body inlined (numba IR), not a call.  For the rules and
+    oracles the replay runs per step: a call costs tens of nanoseconds (the arrays are
+    passed field by field), more than a d = 10 step's arithmetic.  The arithmetic is the
+    same either way (no fast-math), so the results are too, bit for bit.
 
     ``cache=False`` (``@jit(cache=False)``) for a function that takes compiled functions as
     arguments (a rule taking its oracle, the replay taking its rules): numba 0.68 cannot
@@ -61,9 +68,12 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True) -> Any:
     (``ReferenceError: underlying object has vanished`` while pickling the index), so
     those are compiled once per process; the leaf functions they call stay cached.
     """
+    opts = {"cache": cache, "error_model": "numpy", "inline": "always" if inline else "never"}
+    if not nrt:
+        opts["_nrt"] = False
     if fn is None:
-        return lambda f: numba.njit(cache=cache, error_model="numpy")(f)
-    return numba.njit(cache=cache, error_model="numpy")(fn)
+        return lambda f: numba.njit(**opts)(f)
+    return numba.njit(**opts)(fn)
 
 
 class Bound:

@@ -59,7 +59,7 @@ def fused_kernel(problem: Problem, batch: int) -> Any:
     return None if make is None else make(problem, batch)
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     """[P] Alg. 2 lines 5-7 (Option A): ``out = w_{i,Q}`` after Q steps from ``w_read``.
 

@@ -4,8 +4,9 @@ A view is a plain tuple of arrays (what numba passes to compiled code); the orac
 compiled function of the view, so the rules in :mod:`fedsim.local` and the replay in
 :mod:`fedsim.engine.replay` call it without knowing the problem.
 
-``view = (A, b, mode, scale, F)`` for batch size ``m``: ``A`` (n, d, d) and ``b``
-(n, d) the clients' Hessians and optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
+``view = (At, b, mode, scale, F)`` for batch size ``m``: ``At`` (n, d, d) the clients'
+Hessians transposed (``At[i, j] `` is column ``j`` of ``A_i``, contiguous) and ``b`` (n, d)
+their optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
 (w - b_i)/2 + c_i``); the gradient noise ``e ~ N(0, C_i / m)`` with ``C_i =
 grad_noise_cov(i)`` is ``mode`` 0 (no noise, no draw), 1 (isotropic, ``C_i = s_i^2 I``:
 ``e = scale_i z``, ``scale_i = sqrt(s_i^2 / m)``) or 2 (``e = F_i z``, ``F_i = V sqrt(max(ev,
@@ -40,7 +41,8 @@ METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
 
 
 def quadratic_view(problem, batch: int) -> tuple:
-    """``(A, b, mode, scale, F)`` of ``problem`` for batches of ``batch`` samples."""
+    """``(At, b, mode, scale, F)`` of ``problem`` for batches of ``batch`` samples
+    (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous)."""
     n, d = problem.n, problem.dim
     C = np.asarray(problem.C_stack)
     diag = np.einsum("nii->ni", C)
@@ -48,7 +50,7 @@ def quadratic_view(problem, batch: int) -> tuple:
     iso = bool(np.all(off == 0.0)) and bool(np.all(diag == diag[:, :1]))
     zero = bool(np.all(C == 0.0))
     scale = np.zeros(n)
-    F = np.zeros((n, d, d))
+    F = np.zeros((0, d, d))  # read in mode 2 only
     if zero:
         mode = 0
     elif iso:
@@ -56,11 +58,15 @@ def quadratic_view(problem, batch: int) -> tuple:
         scale[:] = [math.sqrt(float(diag[i, 0]) / batch) for i in range(n)]
     else:
         mode = 2
+        F = np.zeros((n, d, d))
         for i in range(n):
             ev, vec = np.linalg.eigh(0.5 * (C[i] + C[i].T))
             F[i] = (vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T / math.sqrt(batch)
-    return (np.ascontiguousarray(problem.A_stack, dtype=np.float64),
-            np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F)
+    A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
+    # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
+    At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
+        A.transpose(0, 2, 1))
+    return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F)
 
 
 def draws_per_step(view: tuple) -> int:
@@ -68,7 +74,7 @@ def draws_per_step(view: tuple) -> int:
     return 0 if view[2] == 0 else view[0].shape[1]
 
 
-@jit
+@jit(inline=True)
 def quadratic_draw(view, i, gen, z):
     """One step's randomness: ``z[k] = gen.standard_normal()`` for ``k < len(z)`` (the
     numbers ``sample_batch`` draws with ``rng.standard_normal(d)``; none without noise)."""
@@ -77,22 +83,40 @@ def quadratic_draw(view, i, gen, z):
     return 0
 
 
-@jit
+@jit(inline=True)
 def quadratic_sample_grad(view, i, w, z, g):
     """``g = A_i (w - b_i) + e``, ``e`` from the step's normals ``z`` (module docstring).
 
-    ``(A_i r)_k = sum_j A_ikj r_j`` is summed over ``j`` in order for every ``k`` (the
-    columns are added one after the other, which lets the ``k`` loop vectorise), then
-    ``e_k`` is added.
+    ``(A_i r)_k = sum_j A_ikj r_j`` (``r = w - b_i``) is summed over ``j`` in order,
+    from 0.0, for every ``k``; the ``k`` are taken four at a time, in four accumulators
+    (read from the contiguous columns ``At[i, j]``), which lets the compiler pack them
+    into one vector without reordering any sum.  Then ``e_k`` is added.
     """
-    A, b, mode, scale, F = view
+    At, b, mode, scale, F = view
     d = w.shape[0]
-    for k in range(d):
-        g[k] = 0.0
-    for j in range(d):
-        r = w[j] - b[i, j]
-        for k in range(d):
-            g[k] += A[i, k, j] * r
+    k = 0
+    while k + 4 <= d:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(d):
+            r = w[j] - b[i, j]
+            s0 += At[i, j, k] * r
+            s1 += At[i, j, k + 1] * r
+            s2 += At[i, j, k + 2] * r
+            s3 += At[i, j, k + 3] * r
+        g[k] = s0
+        g[k + 1] = s1
+        g[k + 2] = s2
+        g[k + 3] = s3
+        k += 4
+    while k < d:
+        s0 = 0.0
+        for j in range(d):
+            s0 += At[i, j, k] * (w[j] - b[i, j])
+        g[k] = s0
+        k += 1
     if mode == 1:
         s = scale[i]
         for k in range(d):
@@ -114,7 +138,7 @@ def quadratic_metric_view(problem) -> tuple:
             np.ascontiguousarray(problem.x_star, dtype=np.float64))
 
 
-@jit
+@jit(inline=True)
 def quadratic_metrics(mview, codes, w, out):
     """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``."""
     Abar, m, xs = mview

@@ -42,8 +42,9 @@ import numpy as np
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.replay.fedasync_result import BatchResult, merge_results
-from fedsim.engine.replay.kernel import replay_chunk
+from fedsim.engine.replay.kernel import replay_kernel
 from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.engine.setup import problem_for
 from fedsim.errors import require
@@ -77,7 +78,7 @@ def supports(scenario: Scenario) -> bool:
     if not has_compiled_view(problem):
         return False
     cv = compiled_view(problem, int(a.get("batch")))
-    return cv is not None and cv.normal_block and cv.has_metrics(scenario.record.metrics)
+    return cv is not None and cv.has_metrics(scenario.record.metrics)
 
 
 def _initial_model(scenario: Scenario, d: int) -> np.ndarray:
@@ -142,7 +143,8 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     codes = cv.codes(names)
     nm = len(names)
     dbg = client_bitgens(scenario.seed, reps, n, "delays")
-    nbg = client_bitgens(scenario.seed, reps, n, "noise")
+    states = client_states(scenario.seed, reps, n, "noise")
+    Z = np.empty((Q, k_draw), dtype=cv.dtype)
     B = max(4, 16 // (Q if scenario.delays.compute_per == "step" else 1))
     blocks = 8 if T is None else int(min(8, max(1, math.ceil(1.2 * T / (n * B)))))
     plan = DelayPlan(scenario)
@@ -157,16 +159,15 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
            "last": np.full((nm, R), np.nan)}
     grids: list[np.ndarray] = []
     keep: list[dict[str, np.ndarray]] | None = [] if keep_timeline else None
-    sec = {"setup": _clock() - c_setup, "timeline": 0.0, "noise": 0.0, "steps": 0.0,
+    sec = {"setup": _clock() - c_setup, "timeline": 0.0, "steps": 0.0,
            "bookkeeping": 0.0}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for k, r in enumerate(reps):
             start = (_initial_model(scenario, d) if w0 is None
                      else np.array(w0[k], dtype=np.float64))
             tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
-            gens = [np.random.Generator(bg) for bg in nbg[k]]
-            grid, parts = _replay_one(scenario, problem, cv, codes, tl, gens, start,
-                                      T, every, chunk, Q, eta, beta, k_draw, g, new, lastbuf,
+            grid, parts = _replay_one(scenario, problem, cv, codes, tl, states[k], start,
+                                      T, every, chunk, Q, eta, beta, Z, g, new, lastbuf,
                                       out, k, Hh, sec)
             grids.append(grid)
             if keep is not None:
@@ -194,20 +195,20 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
 _KEEP = ("time", "client", "omega", "t_read", "b_time", "b_delta", "b_gate", "b_before")
 
 
-def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, every, chunk, Q,
-                eta, beta, k_draw, g, new, lastbuf, out, k, Hh,
+def _replay_one(scenario, problem, cv: CompiledView, codes, tl, states, w0, T, every, chunk, Q,
+                eta, beta, Z, g, new, lastbuf, out, k, Hh,
                 sec) -> tuple[np.ndarray, list]:
     """One replicate along its timeline, ``chunk`` steps at a time; fills row ``k`` of
     ``out`` and returns its metric grid (columns: steps 0, every, ...) and its chunks."""
     n, d = problem.n, problem.dim
     nm = codes.size
+    kernel = replay_kernel(sgd_round, cv.grad, cv.draw, fedasync_apply, cv.metrics)
     ncol0 = 1 + (T // every if T is not None else 0)
     grid = np.full((max(ncol0, 1), nm), np.nan)
     cv.metrics(cv.mdata, codes, w0, grid[0])
     H = 64
     hist = np.empty((H, d))
     hist[0] = w0
-    counts = np.zeros(n, dtype=np.int64)  # rounds of each client before the chunk
     parts = []
     t = 0
     max_st = 0
@@ -225,15 +226,6 @@ def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, eve
             by_time = True
             break
         cl = c.client
-        cnt = np.bincount(cl, minlength=n)
-        first = np.cumsum(cnt) - cnt
-        zrow = first[cl] + c.round - counts[cl]
-        Z = np.empty((m, Q, k_draw))
-        if k_draw:
-            for i in np.flatnonzero(cnt).tolist():
-                gens[i].standard_normal(out=Z[first[i]:first[i] + cnt[i]])
-        c2 = _clock()
-        sec["noise"] += c2 - c1
         need = min(int(c.omega.min()), tl.oldest_read(), t)
         if t + m - need + 2 > H:  # the ring keeps every model a round still reads
             H2 = 1 << int(t + m - need + 2).bit_length()
@@ -244,12 +236,11 @@ def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, eve
         if grid.shape[0] <= (t + m) // every:
             grid = np.concatenate((grid, np.full((max(grid.shape[0], (t + m) // every + 1
                                                       - grid.shape[0]), nm), np.nan)))
-        done = replay_chunk(sgd_round, cv.grad, cv.data, fedasync_apply,
-                            cv.metrics, cv.mdata, codes, hist, t, cl, c.omega, zrow, Z,
+        c2 = _clock()
+        done = kernel(cv.data, cv.mdata, codes, hist, t, cl, c.omega, states, Z,
                             eta, Q, beta, every, g, new, grid, lastbuf, _DIV2)
         sec["steps"] += _clock() - c2
         used = -done if done < 0 else done
-        counts += cnt
         st = np.arange(t, t + used) - c.omega[:used]
         max_st = max(max_st, int(st.max()))
         out["counts"][k] += np.bincount(cl[:used], minlength=n)
