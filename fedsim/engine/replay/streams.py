@@ -44,8 +44,12 @@ from numba.extending import (
     register_model,
 )
 from numba.np.random.distributions import (
+    fi_double,
+    ki_double,
     random_standard_exponential,
-    random_standard_normal,
+    wi_double,
+    ziggurat_nor_inv_r,
+    ziggurat_nor_r,
 )
 from numba.np.random.generator_core import next_double, next_uint32, next_uint64
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
@@ -179,7 +183,7 @@ def _unit(typingctx, x):
     return sig, codegen
 
 
-@jit
+@jit(inline=True)
 def _next64(p):
     hi, lo, out = _pcg_step(p[0], p[1], p[2], p[3])
     p[0] = hi
@@ -187,7 +191,7 @@ def _next64(p):
     return out
 
 
-@jit
+@jit(inline=True)
 def _next32(p):
     if p[4] != 0:
         p[4] = 0
@@ -219,9 +223,54 @@ def _ol_next_double(bitgen):
     return None
 
 
-@overload_method(StreamType, "standard_normal")
+@jit
+def _normal_rest(bitgen, r):
+    """NumPy's ``random_standard_normal`` (``distributions.c``; numba's port,
+    ``random_standard_normal``) from its first 64-bit draw ``r`` on: the wedge or tail
+    test of ``r``'s layer, then new draws until one is accepted."""
+    while 1:
+        idx = r & 0xff
+        r >>= 8
+        sign = r & 0x1
+        rabs = (r >> 1) & 0x000fffffffffffff
+        x = rabs * wi_double[idx]
+        if (sign & 0x1):
+            x = -x
+        if rabs < ki_double[idx]:
+            return x
+        if idx == 0:
+            while 1:
+                xx = -ziggurat_nor_inv_r * np.log1p(-next_double(bitgen))
+                yy = -np.log1p(-next_double(bitgen))
+                if (yy + yy > xx * xx):
+                    if ((rabs >> 8) & 0x1):
+                        return -(ziggurat_nor_r + xx)
+                    else:
+                        return ziggurat_nor_r + xx
+        else:
+            if (((fi_double[idx - 1] - fi_double[idx]) *
+                    next_double(bitgen) + fi_double[idx]) <
+                    np.exp(-0.5 * x * x)):
+                return x
+        r = next_uint64(bitgen)
+
+
+@overload_method(StreamType, "standard_normal", inline="always")
 def _ol_standard_normal(self):
-    return lambda self: random_standard_normal(self)
+    """The first (99.3 %) branch of the ziggurat inline, the rest in :func:`_normal_rest`."""
+    def impl(self):
+        r = next_uint64(self)
+        idx = r & 0xff
+        q = r >> 8
+        rabs = (q >> 1) & 0x000fffffffffffff
+        if rabs < ki_double[idx]:
+            x = rabs * wi_double[idx]
+            if (q & 0x1):
+                x = -x
+            return x
+        return _normal_rest(self, r)
+
+    return impl
 
 
 @overload_method(StreamType, "standard_exponential")
