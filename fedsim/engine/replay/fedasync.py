@@ -41,6 +41,7 @@ import numpy as np
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
+from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, merge_results
 from fedsim.engine.replay.kernel import replay_kernel
 from fedsim.engine.replay.seeding import client_bitgens
@@ -142,12 +143,17 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     names = list(scenario.record.metrics)
     codes = cv.codes(names)
     nm = len(names)
-    dbg = client_bitgens(scenario.seed, reps, n, "delays")
+    plan = DelayPlan(scenario)
+    compiled_tl = supports_plan(plan)
+    if compiled_tl:
+        dst = client_states(scenario.seed, reps, n, "delays")
+        params = delay_params(plan)
+    else:
+        dbg = client_bitgens(scenario.seed, reps, n, "delays")
     states = client_states(scenario.seed, reps, n, "noise")
     Z = np.empty((Q, k_draw), dtype=cv.dtype)
     B = max(4, 16 // (Q if scenario.delays.compute_per == "step" else 1))
     blocks = 8 if T is None else int(min(8, max(1, math.ceil(1.2 * T / (n * B)))))
-    plan = DelayPlan(scenario)
     Hh = float(scenario.horizon.time)
     g, new = np.empty(d), np.empty(d)
     lastbuf = np.empty(nm)
@@ -165,7 +171,10 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
         for k, r in enumerate(reps):
             start = (_initial_model(scenario, d) if w0 is None
                      else np.array(w0[k], dtype=np.float64))
-            tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
+            if compiled_tl:
+                tl = EventTimeline(scenario, r, plan=plan, states=dst[k], params=params)
+            else:
+                tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
             grid, parts = _replay_one(scenario, problem, cv, codes, tl, states[k], start,
                                       T, every, chunk, Q, eta, beta, Z, g, new, lastbuf,
                                       out, k, Hh, sec)
