@@ -37,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import require
-from fedsim.jit import Bound, jit
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import compiled_view
 
-__all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "fused_kernel"]
+__all__ = ["SGDRule", "sgd_round", "sgd_round_for", "problem_sample_grad", "RngSteps",
+           "fused_kernel"]
 
 #: Use a problem's fused local-SGD kernel when it has one (``fused_sgd``); ``False``
 #: forces the generic per-step ``sample_batch``/``batch_grad`` path (same numbers).
@@ -75,6 +76,28 @@ def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
         for k in range(d):
             out[k] = out[k] - eta * g[k]
     return 0
+
+
+_ROUNDS: dict[Any, Any] = {}
+
+
+def sgd_round_for(grad: Any) -> Any:
+    """:func:`sgd_round` with the oracle ``grad`` bound:
+    ``round(view, i, w_read, out, Z, eta, Q, g)``, compiled once per oracle (``grad``
+    inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), which a function
+    taking a compiled function as an argument cannot be."""
+    fn = _ROUNDS.get(grad)
+    if fn is None:
+        fn = _ROUNDS[grad] = _bind(grad)
+    return fn
+
+
+def _bind(grad: Any) -> Any:
+    @jit
+    def bound_round(view, i, w_read, out, Z, eta, Q, g):
+        return sgd_round(grad, view, i, w_read, out, Z, eta, Q, g)
+
+    return cache_closure(bound_round)
 
 
 def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
@@ -132,7 +155,7 @@ class SGDRule(ConfigRule, StepRule):
         self.view = cv.data if self.fast else (problem, self.batch)
         self.draws = cv.draws if self.fast else 0
         self.fused = None if self.fast else fused_kernel(problem, self.batch)
-        self._round = Bound(sgd_round, cv.grad) if self.fast else None
+        self._round = Bound(sgd_round_for(cv.grad)) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 

@@ -27,8 +27,9 @@ loop compiled for one combination ``(client_round, grad, draw, server_apply, met
 they are closure constants of the loop, so numba inlines them (they are compiled with
 ``jit(inline=True)``; passed as arguments, each call would cost tens of nanoseconds, more
 than the arithmetic of a d = 10 step) and the loop never names an algorithm.  The
-signature of the compiled loop holds only arrays and numbers, so it is cached on disk
-(:mod:`fedsim.jit`; one index entry per combination).
+signature of the compiled loop holds only arrays and numbers, so it is cached on disk,
+one entry per combination, found again by other processes
+(:func:`fedsim.jit.cache_closure`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from fedsim.engine.replay.streams import stream
-from fedsim.jit import jit
+from fedsim.jit import cache_closure, jit
 
 __all__ = ["replay_kernel"]
 
@@ -89,4 +90,4 @@ def _make(client_round, grad, draw, server_apply, metrics):
                 metrics(mview, codes, w, grid[t // every])
         return S
 
-    return replay_chunk
+    return cache_closure(replay_chunk)
