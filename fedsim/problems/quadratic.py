@@ -242,7 +242,8 @@ class QuadraticProblem(Problem):
         if self._mview is None:
             self._mview = quadratic_metric_view(self)
         out = np.empty(1)
-        quadratic_metrics(self._mview, _CODE_ARRAYS[code],
+        mv = self._mview  # a fresh scratch vector per call: callers may share the problem
+        quadratic_metrics(mv[:4] + (np.empty(self.dim),), _CODE_ARRAYS[code],
                           np.ascontiguousarray(w, dtype=np.float64), out)
         return float(out[0])
 

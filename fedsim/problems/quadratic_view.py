@@ -41,8 +41,9 @@ METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
 
 
 def quadratic_view(problem, batch: int) -> tuple:
-    """``(At, b, mode, scale, F)`` of ``problem`` for batches of ``batch`` samples
-    (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous)."""
+    """``(At, b, mode, scale, F, zero)`` of ``problem`` for batches of ``batch`` samples
+    (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous; ``zero`` the zero
+    vector)."""
     n, d = problem.n, problem.dim
     C = np.asarray(problem.C_stack)
     diag = np.einsum("nii->ni", C)
@@ -66,12 +67,56 @@ def quadratic_view(problem, batch: int) -> tuple:
     # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
     At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
         A.transpose(0, 2, 1))
-    return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F)
+    return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
+            np.zeros(d))
 
 
 def draws_per_step(view: tuple) -> int:
     """Standard normals one local step takes from the client's ``noise`` stream."""
     return 0 if view[2] == 0 else view[0].shape[1]
+
+
+@jit(inline=True)
+def affine_rows(Mt, w, sh, init, out):
+    """``out[a] = init[a] + sum_j M[a, j] (w[j] - sh[j])`` with ``Mt = M^T`` (columns
+    contiguous), every sum over ``j`` in index order.  Rows are taken eight, then four at
+    a time into separate accumulators, which the compiler packs into vectors; the sums
+    are not reordered, so the result is that of the plain double loop, bit for bit."""
+    d = w.shape[0]
+    a = 0
+    while a + 8 <= d:
+        s0, s1, s2, s3 = init[a], init[a + 1], init[a + 2], init[a + 3]
+        s4, s5, s6, s7 = init[a + 4], init[a + 5], init[a + 6], init[a + 7]
+        for j in range(d):
+            r = w[j] - sh[j]
+            s0 += Mt[j, a] * r
+            s1 += Mt[j, a + 1] * r
+            s2 += Mt[j, a + 2] * r
+            s3 += Mt[j, a + 3] * r
+            s4 += Mt[j, a + 4] * r
+            s5 += Mt[j, a + 5] * r
+            s6 += Mt[j, a + 6] * r
+            s7 += Mt[j, a + 7] * r
+        out[a], out[a + 1], out[a + 2], out[a + 3] = s0, s1, s2, s3
+        out[a + 4], out[a + 5], out[a + 6], out[a + 7] = s4, s5, s6, s7
+        a += 8
+    while a + 4 <= d:
+        s0, s1, s2, s3 = init[a], init[a + 1], init[a + 2], init[a + 3]
+        for j in range(d):
+            r = w[j] - sh[j]
+            s0 += Mt[j, a] * r
+            s1 += Mt[j, a + 1] * r
+            s2 += Mt[j, a + 2] * r
+            s3 += Mt[j, a + 3] * r
+        out[a], out[a + 1], out[a + 2], out[a + 3] = s0, s1, s2, s3
+        a += 4
+    while a < d:
+        s0 = init[a]
+        for j in range(d):
+            s0 += Mt[j, a] * (w[j] - sh[j])
+        out[a] = s0
+        a += 1
+    return 0
 
 
 @jit(inline=True)
@@ -87,36 +132,12 @@ def quadratic_draw(view, i, gen, z):
 def quadratic_sample_grad(view, i, w, z, g):
     """``g = A_i (w - b_i) + e``, ``e`` from the step's normals ``z`` (module docstring).
 
-    ``(A_i r)_k = sum_j A_ikj r_j`` (``r = w - b_i``) is summed over ``j`` in order,
-    from 0.0, for every ``k``; the ``k`` are taken four at a time, in four accumulators
-    (read from the contiguous columns ``At[i, j]``), which lets the compiler pack them
-    into one vector without reordering any sum.  Then ``e_k`` is added.
+    ``(A_i r)_k = sum_j A_ikj r_j`` (``r = w - b_i``) is summed over ``j`` in order, from
+    0.0, for every ``k`` (:func:`affine_rows`), then ``e_k`` is added.
     """
-    At, b, mode, scale, F = view
+    At, b, mode, scale, F, zero = view
     d = w.shape[0]
-    k = 0
-    while k + 4 <= d:
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for j in range(d):
-            r = w[j] - b[i, j]
-            s0 += At[i, j, k] * r
-            s1 += At[i, j, k + 1] * r
-            s2 += At[i, j, k + 2] * r
-            s3 += At[i, j, k + 3] * r
-        g[k] = s0
-        g[k + 1] = s1
-        g[k + 2] = s2
-        g[k + 3] = s3
-        k += 4
-    while k < d:
-        s0 = 0.0
-        for j in range(d):
-            s0 += At[i, j, k] * (w[j] - b[i, j])
-        g[k] = s0
-        k += 1
+    affine_rows(At[i], w, b[i], zero, g)
     if mode == 1:
         s = scale[i]
         for k in range(d):
@@ -131,37 +152,41 @@ def quadratic_sample_grad(view, i, w, z, g):
 
 
 def quadratic_metric_view(problem) -> tuple:
-    """``(Abar, m, x_star)``: ``grad f(w) = Abar w - m``, ``f(w) - f* = (w - x*)^T Abar
-    (w - x*)/2``."""
-    return (np.ascontiguousarray(problem.Abar, dtype=np.float64),
-            np.ascontiguousarray(problem.m, dtype=np.float64),
-            np.ascontiguousarray(problem.x_star, dtype=np.float64))
+    """``(AbarT, -m, x_star, zero, scratch)``: ``grad f(w) = Abar w - m``, ``f(w) - f* =
+    (w - x*)^T Abar (w - x*)/2``; ``AbarT[j]`` is column ``j`` of ``Abar`` (contiguous),
+    ``zero`` the zero vector, ``scratch`` a work vector (a metric view serves one thread)."""
+    Abar = np.asarray(problem.Abar, dtype=np.float64)
+    d = Abar.shape[0]
+    return (np.ascontiguousarray(Abar.T), -np.asarray(problem.m, dtype=np.float64),
+            np.ascontiguousarray(problem.x_star, dtype=np.float64), np.zeros(d), np.empty(d))
 
 
 @jit(inline=True)
 def quadratic_metrics(mview, codes, w, out):
-    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``."""
-    Abar, m, xs = mview
+    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``.
+
+    ``grad_sq = sum_a s_a^2``, ``s_a = -m_a + sum_j Abar_aj w_j``; ``f_gap = (sum_a (w_a -
+    x*_a) t_a) / 2``, ``t_a = 0 + sum_j Abar_aj (w_j - x*_j)``: every sum in index order
+    (``w_j - 0.0`` is ``w_j`` exactly; :func:`affine_rows`, into ``mview``'s scratch
+    vector ``s``).
+    """
+    AbarT, negm, xs, zero, s = mview
     d = w.shape[0]
     for k in range(codes.shape[0]):
         c = codes[k]
         acc = 0.0
         if c == 0:
+            affine_rows(AbarT, w, zero, negm, s)
             for a in range(d):
-                s = -m[a]
-                for j in range(d):
-                    s += Abar[a, j] * w[j]
-                acc += s * s
+                acc += s[a] * s[a]
         elif c == 1:
             for a in range(d):
                 r = w[a] - xs[a]
                 acc += r * r
         else:
+            affine_rows(AbarT, w, xs, zero, s)
             for a in range(d):
-                s = 0.0
-                for j in range(d):
-                    s += Abar[a, j] * (w[j] - xs[j])
-                acc += (w[a] - xs[a]) * s
+                acc += (w[a] - xs[a]) * s[a]
             acc = 0.5 * acc
         out[k] = acc
     return 0

@@ -35,6 +35,9 @@ event -1, then ``begin``); with ``th == 0`` the next round begins at the upload.
 at the horizon comes first); the step horizon is the consumer's.  :meth:`take` stops just
 before the upload after the ``k`` asked for, so the busy events it returns are those
 processed before that upload.
+
+The loop allocates nothing, so it is compiled without reference counting
+(``jit(nrt=False)``: each count is an atomic operation, and they cost more than the event).
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ def _begin(c, t, arrival, steps, blk, omega, tread, thnext, jn, kind, kconst, kv
     return _schedule(c, t, t + blk[c, j], j, steps, blk, omega, tread, thnext, jn, kind, q, B)
 
 
-@jit
+@jit(nrt=False)
 def _start(arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, kconst, kval, states,
            q, B):
     """The roots: ``begin(i, 0)`` for every client in order, then heapify."""
@@ -170,7 +173,7 @@ def _start(arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, kconst,
     return 0
 
 
-@jit
+@jit(nrt=False)
 def _advance(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, gate, rnd,
              kconst, kval, states, q, B, up_t, up_c, up_o, up_r, up_n, b_t, b_d, b_g, b_b):
     """Process events until ``k`` uploads are emitted and the next event is an upload, or

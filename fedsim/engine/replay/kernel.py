@@ -67,6 +67,8 @@ def _make(client_round, grad, draw, server_apply, metrics):
         mask = H - 1
         d = hist.shape[1]
         S = client.shape[0]
+        col = t0 // every + 1  # the next recorded step is col * every
+        nxt = col * every
         for j in range(S):
             t = t0 + 1 + j
             read = hist[omega[j] & mask]
@@ -86,8 +88,10 @@ def _make(client_round, grad, draw, server_apply, metrics):
             if not nrm <= div2:
                 metrics(mview, codes, w, last)
                 return -(j + 1)
-            if t % every == 0:
-                metrics(mview, codes, w, grid[t // every])
+            if t == nxt:
+                metrics(mview, codes, w, grid[col])
+                col += 1
+                nxt += every
         return S
 
     return cache_closure(replay_chunk)

@@ -76,3 +76,20 @@ def test_interleaved_methods_are_numpys(high):
                   else g.standard_exponential() if c == 2 else g.integers(0, high))
     np.testing.assert_array_equal(out, ref)
     assert numpy_state(S[1]) == g.bit_generator.state
+
+
+@jit(cache=False)
+def _exponentials(states, row, out):
+    gen = stream(states, row)
+    for k in range(out.shape[0]):
+        out[k] = gen.standard_exponential()
+    return 0
+
+
+def test_two_million_exponentials_and_the_final_state_are_numpys():
+    S = client_states(8, [2], 2, "delays")[0].copy()
+    out = np.empty(2_000_000)
+    _exponentials(S, 1, out)
+    g = Streams(8, 2).client(1, "delays")
+    np.testing.assert_array_equal(out, g.standard_exponential(out.size))
+    assert numpy_state(S[1]) == g.bit_generator.state
