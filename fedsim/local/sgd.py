@@ -155,7 +155,7 @@ class SGDRule(ConfigRule, StepRule):
         self.view = cv.data if self.fast else (problem, self.batch)
         self.draws = cv.draws if self.fast else 0
         self.fused = None if self.fast else fused_kernel(problem, self.batch)
-        self._round = Bound(sgd_round_for(cv.grad)) if self.fast else None
+        self._round = Bound(sgd_round_for(cv.grad), cv.data) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
@@ -176,7 +176,7 @@ class SGDRule(ConfigRule, StepRule):
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
         if self.fast:
-            self._round(self.view, i, w0, out, self._block(rng, Q), eta, Q, self._g)
+            self._round(i, w0, out, self._block(rng, Q), eta, Q, self._g)
         elif self.fused is not None:
             if out is not w0:
                 np.copyto(out, w0)
