@@ -1,4 +1,4 @@
-"""FedAsync (physical model, Option A, quadratic) replayed along R timelines.
+"""FedAsync (physical model, Option A) on a problem with a compiled view, along R timelines.
 
 [P] Algorithm 1 line 4 / Algorithm 2 lines 5-7: at server step ``t`` the uploading client
 ``i_t`` sends ``Delta = w^{Omega} - w_{i,Q}``, ``w_{i,Q}`` being Q local SGD steps from
@@ -7,22 +7,23 @@ the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - beta Delt
 Each replicate is replayed on its own (so its numbers cannot depend on the others, on
 their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
 
-1. the schedule comes from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline`
-   (uploader, ``omega``, times, the uploader's round number), bitwise the SimPy engine's;
-2. the noise of every round comes from the replicate's own streams
-   (``fedsim.rng.Streams(seed, r).client(i, "noise")``, built in bulk by
-   :mod:`fedsim.engine.replay.seeding`, same bits): a round takes ``Q d`` standard
-   normals (:func:`~fedsim.problems.quadratic_view.draws_per_step` per step), the k-th
-   uploaded round of a client numbers ``k Q d .. (k+1) Q d - 1`` of its stream, as in the
-   engine (which draws a round at its read; a client's rounds are sequential).  A chunk
-   draws each client's rounds with one ``standard_normal(out=...)`` call;
-3. :func:`fedsim.engine.replay.kernel.replay_chunk` applies the client rule
-   (:func:`fedsim.local.sgd.sgd_round` with the problem's compiled oracle) and the server
+1. the schedule (uploader, ``omega``, times, the uploader's round number), bitwise the
+   SimPy engine's, comes from :class:`fedsim.engine.replay.event_timeline.EventTimeline`
+   (the engine's event loop compiled; Constant/Exponential delays) or else from
+   :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
+2. the randomness of every round comes from the replicate's own streams
+   (``fedsim.rng.Streams(seed, r).client(i, "noise")``, as PCG64 state rows built in bulk
+   by :mod:`fedsim.engine.replay.streams`, same bits): the problem's compiled ``draw``
+   (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
+   loop at the round's upload; a client's rounds are sequential, so it consumes its
+   stream round after round as the engine does (which draws a round at its read);
+3. the loop of :func:`fedsim.engine.replay.kernel.replay_kernel` applies the client rule
+   (:func:`fedsim.local.sgd.sgd_round` with the view's compiled oracle) and the server
    rule (:func:`fedsim.servers.fedasync.fedasync_apply`) along the chunk -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
-   metrics are the problem's compiled closed forms
-   (:func:`~fedsim.problems.quadratic_view.quadratic_metrics`, ~1e-16 relative from
-   ``QuadraticProblem.grad_f_sq`` etc., tested to 1e-10).
+   metrics are the view's compiled ones (for quadratics the closed forms
+   :func:`~fedsim.problems.quadratic_view.quadratic_metrics` that
+   ``QuadraticProblem.grad_f_sq`` etc. call too).
 
 Divergence is per replicate, with the engine's rule (``not w.w <= DIVERGE_NORM^2``): the
 replicate is marked at its first such step, its metrics at that step recorded, its model
