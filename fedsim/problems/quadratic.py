@@ -172,7 +172,7 @@ class QuadraticProblem(Problem):
         self.x_star = readonly(psd_solve(self.Abar, self.m))
         self.grad_at_xstar = readonly(np.einsum("nij,nj->ni", a_stack, self.x_star - b_arr))
         self.f_star = self._direct_value(a_stack, self.x_star)
-        self._metric_fns: dict[int, Bound] = {}
+        self._metric_fns: dict[int, tuple] = {}
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
@@ -241,13 +241,15 @@ class QuadraticProblem(Problem):
     def _metric(self, code: int, w: np.ndarray) -> float:
         """Metric ``METRIC_CODES[code]`` by the compiled closed form the replay uses too
         (:func:`fedsim.problems.quadratic_view.quadratic_metrics`)."""
-        # one metric view (it holds a scratch vector) and bound call per thread
-        fn = self._metric_fns.get(threading.get_ident())
-        if fn is None:
-            fn = self._metric_fns[threading.get_ident()] = Bound(
-                quadratic_metrics, quadratic_metric_view(self))
-        out = np.empty(1)
-        fn(_CODE_ARRAYS[code], np.ascontiguousarray(w, dtype=np.float64), out)
+        # per thread: one metric view (it holds a scratch vector), one output cell and one
+        # bound call per metric
+        fns = self._metric_fns.get(threading.get_ident())
+        if fns is None:
+            mv, out = quadratic_metric_view(self), np.empty(1)
+            fns = self._metric_fns[threading.get_ident()] = tuple(
+                (Bound(quadratic_metrics, mv, codes), out) for codes in _CODE_ARRAYS)
+        fn, out = fns[code]
+        fn(np.ascontiguousarray(w, dtype=np.float64), out)
         return float(out[0])
 
     def grad_f_sq(self, w: np.ndarray) -> float:

@@ -152,13 +152,17 @@ def quadratic_sample_grad(view, i, w, z, g):
 
 
 def quadratic_metric_view(problem) -> tuple:
-    """``(AbarT, -m, x_star, zero, scratch)``: ``grad f(w) = Abar w - m``, ``f(w) - f* =
-    (w - x*)^T Abar (w - x*)/2``; ``AbarT[j]`` is column ``j`` of ``Abar`` (contiguous),
-    ``zero`` the zero vector, ``scratch`` a work vector (a metric view serves one thread)."""
+    """``(M,)``, one ``(d + 4, d)`` array (one argument to unbox per call from Python):
+    rows ``0..d-1`` hold ``Abar^T`` (row ``j`` is column ``j`` of ``Abar``), then ``-m``,
+    ``x*``, the zero vector and a scratch row (a metric view serves one thread); ``grad
+    f(w) = Abar w - m``, ``f(w) - f* = (w - x*)^T Abar (w - x*)/2``."""
     Abar = np.asarray(problem.Abar, dtype=np.float64)
     d = Abar.shape[0]
-    return (np.ascontiguousarray(Abar.T), -np.asarray(problem.m, dtype=np.float64),
-            np.ascontiguousarray(problem.x_star, dtype=np.float64), np.zeros(d), np.empty(d))
+    M = np.zeros((d + 4, d))
+    M[:d] = Abar.T
+    M[d] = -np.asarray(problem.m, dtype=np.float64)
+    M[d + 1] = np.asarray(problem.x_star, dtype=np.float64)
+    return (M,)
 
 
 @jit(inline=True)
@@ -170,8 +174,13 @@ def quadratic_metrics(mview, codes, w, out):
     (``w_j - 0.0`` is ``w_j`` exactly; :func:`affine_rows`, into ``mview``'s scratch
     vector ``s``).
     """
-    AbarT, negm, xs, zero, s = mview
+    M = mview[0]
     d = w.shape[0]
+    AbarT = M[:d]
+    negm = M[d]
+    xs = M[d + 1]
+    zero = M[d + 2]
+    s = M[d + 3]
     for k in range(codes.shape[0]):
         c = codes[k]
         acc = 0.0
