@@ -181,6 +181,8 @@ def _advance(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind,
     arrays."""
     nu = 0
     nb = 0
+    steps = st[_STEPS]  # kept in registers, written back at the end
+    eid = st[_EID]
     while True:
         t = ht[0]
         c = hc[0]
@@ -190,12 +192,10 @@ def _advance(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind,
         kd = kind[c]
         if kd == _UPLOAD and nu == k:
             break
-        steps = st[_STEPS]
         if kd == _READ:  # download done: read now
             nt = _schedule(c, t, t, jn[c], steps, blk, omega, tread, thnext, jn, kind, q, B)
         elif kd == _UPLOAD:
             steps += 1
-            st[_STEPS] = steps
             up_t[nu] = t
             up_c[nu] = c
             up_o[nu] = omega[c]
@@ -225,9 +225,11 @@ def _advance(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind,
             nt = _begin(c, t, arrival, steps, blk, omega, tread, thnext, jn, kind, kconst, kval,
                         states, q, B)
         ht[0] = nt
-        he[0] = st[_EID]
-        st[_EID] += 1
+        he[0] = eid
+        eid += 1
         _sift_down(ht, he, hc, 0)
+    st[_STEPS] = steps
+    st[_EID] = eid
     return nu, nb
 
 
