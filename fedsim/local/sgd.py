@@ -10,10 +10,11 @@ The rule is written once, :func:`sgd_round`, in the subset of Python numba compi
 problem's stochastic-gradient oracle (``g = batch_grad(i, w, sample_batch(i, b, .))``)
 and ``Z[q]`` the randomness of step ``q``:
 
-* a problem with a compiled view (:class:`~fedsim.problems.QuadraticProblem`:
-  :mod:`fedsim.problems.quadratic_view`) runs compiled; ``Z`` holds the round's normals,
-  ``Q`` rows of :func:`~fedsim.problems.quadratic_view.draws_per_step` numbers drawn from
-  the client's ``noise`` stream in one block (the numbers Q per-step draws give);
+* a problem with a compiled view whose steps draw standard normals (``normal_block``,
+  :mod:`fedsim.problems.compiled`; :class:`~fedsim.problems.QuadraticProblem`:
+  :mod:`fedsim.problems.quadratic_view`) runs compiled with the view's ``grad``; ``Z``
+  holds the round's normals, ``Q`` rows of the view's ``draws`` numbers drawn from the
+  client's ``noise`` stream in one block (the numbers Q per-step draws give);
 * any other problem runs the same function interpreted (``sgd_round.py_func``) with the
   oracle :func:`problem_sample_grad` (``sample_batch`` then ``batch_grad``) and ``Z`` =
   :class:`RngSteps` (every step's randomness is the client's generator itself);
@@ -36,13 +37,14 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import require
-from fedsim.jit import Bound, jit
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
-from fedsim.problems.quadratic_view import draws_per_step, quadratic_sample_grad, quadratic_view
+from fedsim.problems.compiled import compiled_view
 
-__all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "fused_kernel"]
+__all__ = ["SGDRule", "sgd_round", "sgd_round_for", "problem_sample_grad", "RngSteps",
+           "fused_kernel"]
 
 #: Use a problem's fused local-SGD kernel when it has one (``fused_sgd``); ``False``
 #: forces the generic per-step ``sample_batch``/``batch_grad`` path (same numbers).
@@ -58,7 +60,7 @@ def fused_kernel(problem: Problem, batch: int) -> Any:
     return None if make is None else make(problem, batch)
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     """[P] Alg. 2 lines 5-7 (Option A): ``out = w_{i,Q}`` after Q steps from ``w_read``.
 
@@ -74,6 +76,28 @@ def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
         for k in range(d):
             out[k] = out[k] - eta * g[k]
     return 0
+
+
+_ROUNDS: dict[Any, Any] = {}
+
+
+def sgd_round_for(grad: Any) -> Any:
+    """:func:`sgd_round` with the oracle ``grad`` bound:
+    ``round(view, i, w_read, out, Z, eta, Q, g)``, compiled once per oracle (``grad``
+    inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), which a function
+    taking a compiled function as an argument cannot be."""
+    fn = _ROUNDS.get(grad)
+    if fn is None:
+        fn = _ROUNDS[grad] = _bind(grad)
+    return fn
+
+
+def _bind(grad: Any) -> Any:
+    @jit
+    def bound_round(view, i, w_read, out, Z, eta, Q, g):
+        return sgd_round(grad, view, i, w_read, out, Z, eta, Q, g)
+
+    return cache_closure(bound_round)
 
 
 def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
@@ -126,11 +150,12 @@ class SGDRule(ConfigRule, StepRule):
         self.batch = int(batch)
         self.d = problem.dim
         self.n = problem.n
-        self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
-        self.view = quadratic_view(problem, self.batch) if self.fast else (problem, self.batch)
-        self.draws = draws_per_step(self.view) if self.fast else 0
+        cv = compiled_view(problem, self.batch)
+        self.fast = cv is not None and cv.normal_block
+        self.view = cv.data if self.fast else (problem, self.batch)
+        self.draws = cv.draws if self.fast else 0
         self.fused = None if self.fast else fused_kernel(problem, self.batch)
-        self._round = Bound(sgd_round, quadratic_sample_grad) if self.fast else None
+        self._round = Bound(sgd_round_for(cv.grad), cv.data) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
@@ -151,7 +176,7 @@ class SGDRule(ConfigRule, StepRule):
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
         if self.fast:
-            self._round(self.view, i, w0, out, self._block(rng, Q), eta, Q, self._g)
+            self._round(i, w0, out, self._block(rng, Q), eta, Q, self._g)
         elif self.fused is not None:
             if out is not w0:
                 np.copyto(out, w0)
