@@ -40,12 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from fedsim.errors import FedsimError, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
-from fedsim.problems.fused_sgd import LogisticSGD, overrides_batch_oracles
 from fedsim.problems.logistic_certificate import (
     Certificate,
     Solution,
@@ -53,7 +51,19 @@ from fedsim.problems.logistic_certificate import (
     solve_weighted_logistic,
 )
 from fedsim.problems.logistic_constants import constants_table, data_constants
+from fedsim.problems.logistic_view import (
+    logistic_compiled_view,
+    logistic_sample_grad,
+    logistic_sample_hvp,
+    logistic_view,
+)
 from fedsim.problems.newton import NewtonResult, newton_minimize
+from fedsim.problems.row_view import (
+    RowsView,
+    overrides_batch_oracles,
+    row_indices,
+    rows_per_client,
+)
 from fedsim.problems.separability import (
     Separability,
     SeparabilityReport,
@@ -129,6 +139,8 @@ class LogisticProblem(Problem):
         #: real data rows per client (``m`` without the 9.4 anchor rows): AsyPFL's ``m_k``
         self.m_data = self.m - np.array(anchors, dtype=np.int64)
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
+        self._view = logistic_view(self._rows, nu)
+        self._ranges = rows_per_client(self._view[0])
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -228,27 +240,36 @@ class LogisticProblem(Problem):
         return rng.integers(0, int(self.m[i]), size=int(size))
 
     def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``nu_reg w``."""
-        w = np.asarray(w, dtype=np.float64)
-        rows = self._rows[i][batch]
-        return -(rows.T @ expit(-(rows @ w))) / rows.shape[0] + self.nu_reg * w
-
-    def fused_sgd(self, batch: int) -> LogisticSGD | None:
-        """The fused local-SGD kernel for batches of ``batch`` rows
-        (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, LogisticProblem):
-            return None
-        batch = check_integer("batch", batch, low=1)
-        return LogisticSGD(self._rows, self.m, self.nu_reg, batch)
+        """Mean per-sample gradient over the batch rows, plus ``nu_reg w``
+        (:func:`~fedsim.problems.logistic_view.logistic_sample_grad`)."""
+        w = self._w(w)
+        i, idx = row_indices(self._ranges, i, batch)
+        g = np.empty(self.dim)
+        logistic_sample_grad(self._view, i, w, idx, g)
+        return g
 
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``nu_reg v``."""
+        """Mean per-sample Hessian over the batch rows times ``v``, plus ``nu_reg v``
+        (:func:`~fedsim.problems.logistic_view.logistic_sample_hvp`)."""
+        w, v = self._w(w), self._w(v)
+        i, idx = row_indices(self._ranges, i, batch)
+        h = np.empty(self.dim)
+        logistic_sample_hvp(self._view, i, w, v, idx, h)
+        return h
+
+    def _w(self, w: np.ndarray) -> np.ndarray:
         w = np.asarray(w, dtype=np.float64)
-        v = np.asarray(v, dtype=np.float64)
-        rows = self._rows[i][batch]
-        z = rows @ w
-        return rows.T @ (expit(z) * expit(-z) * (rows @ v)) / rows.shape[0] + self.nu_reg * v
+        if w.shape != (self.dim,):
+            require(False, "w.shape", w.shape, f"must be ({self.dim},)")
+        return w
+
+    def compiled_view(self, batch: int) -> RowsView | None:
+        """The compiled oracles for batches of ``batch`` rows
+        (:mod:`fedsim.problems.logistic_view`: ``sample_batch`` then ``batch_grad``, the
+        same numbers), or ``None`` if a subclass or the instance overrides either."""
+        if overrides_batch_oracles(self, LogisticProblem):
+            return None
+        return logistic_compiled_view(self._view, check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope (THEORY_SPEC 9.4, last item) -----------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

@@ -79,7 +79,12 @@ from scipy.special import softmax
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.fused_sgd import SoftmaxSGD, overrides_batch_oracles
+from fedsim.problems.row_view import (
+    RowsView,
+    overrides_batch_oracles,
+    row_indices,
+    rows_per_client,
+)
 from fedsim.problems.softmax_kernel import (
     EPS,
     SoftmaxData,
@@ -87,6 +92,12 @@ from fedsim.problems.softmax_kernel import (
     newton_cg,
     softmax_client_arrays,
     solve_softmax,
+)
+from fedsim.problems.softmax_view import (
+    softmax_compiled_view,
+    softmax_sample_grad,
+    softmax_sample_hvp,
+    softmax_view,
 )
 
 __all__ = ["KAPPA", "SoftmaxProblem", "SoftmaxSolution"]
@@ -129,6 +140,8 @@ class SoftmaxProblem(Problem):
         self._client = [SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
                                     C) for Xi, yi in zip(Xs, ys, strict=True)]
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
+        self._view = softmax_view(Xs, ys, C, self.reg)
+        self._ranges = rows_per_client(self._view[0])
         self._whole = SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
         self._global_sol: SoftmaxSolution | None = None
         self._client_sol: dict[int, SoftmaxSolution] = {}
@@ -258,31 +271,30 @@ class SoftmaxProblem(Problem):
         return rng.integers(0, int(self.m[i]), size=size)
 
     def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``reg w`` (vectorised)."""
+        """Mean per-sample gradient over the batch rows, plus ``reg w``
+        (:func:`~fedsim.problems.softmax_view.softmax_sample_grad`)."""
         w = self._w(w)
-        Xb = self.X[i][batch]
-        R = softmax(Xb @ w.reshape(self.d, self.n_classes), axis=1)
-        R[np.arange(Xb.shape[0]), self.y[i][batch]] -= 1.0
-        return (Xb.T @ R).ravel() / Xb.shape[0] + self.reg * w
-
-    def fused_sgd(self, batch: int) -> SoftmaxSGD | None:
-        """The fused local-SGD kernel for batches of ``batch`` rows
-        (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, SoftmaxProblem):
-            return None
-        batch = check_integer("batch", batch, low=1)
-        return SoftmaxSGD(self.X, self.y, self.m, self.n_classes, self.reg, batch)
+        i, idx = row_indices(self._ranges, i, batch)
+        g = np.empty(self.dim)
+        softmax_sample_grad(self._view, i, w, idx, g)
+        return g
 
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``reg v``."""
-        w = self._w(w)
-        v = self._w(v)
-        Xb = self.X[i][batch]
-        P = softmax(Xb @ w.reshape(self.d, self.n_classes), axis=1)
-        U = Xb @ v.reshape(self.d, self.n_classes)
-        AU = P * U - P * np.sum(P * U, axis=1, keepdims=True)
-        return (Xb.T @ AU).ravel() / Xb.shape[0] + self.reg * v
+        """Mean per-sample Hessian over the batch rows times ``v``, plus ``reg v``
+        (:func:`~fedsim.problems.softmax_view.softmax_sample_hvp`)."""
+        w, v = self._w(w), self._w(v)
+        i, idx = row_indices(self._ranges, i, batch)
+        h = np.empty(self.dim)
+        softmax_sample_hvp(self._view, i, w, v, idx, h)
+        return h
+
+    def compiled_view(self, batch: int) -> RowsView | None:
+        """The compiled oracles for batches of ``batch`` rows
+        (:mod:`fedsim.problems.softmax_view`: ``sample_batch`` then ``batch_grad``, the
+        same numbers), or ``None`` if a subclass or the instance overrides either."""
+        if overrides_batch_oracles(self, SoftmaxProblem):
+            return None
+        return softmax_compiled_view(self._view, check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope ----------------------------------------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

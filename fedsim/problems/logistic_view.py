@@ -1,0 +1,85 @@
+"""The compiled view of a :class:`~fedsim.problems.logistic.LogisticProblem`'s batch oracles.
+
+``data = (start, rows, nu)``: the signed rows ``y_j x_j`` of every client stacked
+(:func:`~fedsim.problems.row_view.stack_rows`, client ``i`` at ``rows[start[i]:
+start[i + 1]]``) and the ridge ``nu`` (THEORY_SPEC 9.2,
+``f_i(w) = (1/m_i) sum_j log(1 + exp(-y_j x_j^T w)) + nu/2 ||w||^2``).  On a batch ``D`` of
+``b`` row indices (drawn with :func:`~fedsim.problems.row_view.draw_rows`)::
+
+    batch_grad = -(1/b) sum_{j in D} s(-z_j) r_j + nu w,               z_j = r_j^T w,
+    batch_hvp  =  (1/b) sum_{j in D} s(z_j) s(-z_j) (r_j^T v) r_j + nu v,
+
+``s(t) = 1/(1 + exp(-t))`` (``scipy.special.expit``'s formula; ``exp`` overflows to inf and
+``s`` to 0, as there).  These functions ARE the problem's ``batch_grad``/``batch_hvp``
+(the problem calls them), so the compiled rules, the interpreted ones and the problem give
+the same numbers bit for bit.  Sums over the batch run in batch order, sums over
+coordinates in coordinate order.  :func:`logistic_compiled_view` is the problem's
+:class:`~fedsim.problems.row_view.RowsView` (``LogisticProblem.compiled_view``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from fedsim.jit import jit
+from fedsim.problems.row_view import RowsView, rows_view, stack_rows
+
+__all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
+           "logistic_compiled_view"]
+
+
+def logistic_view(rows: list, nu: float) -> tuple:
+    """``(start, rows, nu)`` from the per-client signed rows ``y_j x_j``."""
+    stacked, start = stack_rows(rows)
+    return start, stacked, float(nu)
+
+
+def logistic_compiled_view(data: tuple, batch: int) -> RowsView:
+    """The compiled view on ``data`` (:func:`logistic_view`) for batches of ``batch`` rows."""
+    return rows_view(data, logistic_sample_grad, logistic_sample_hvp, batch)
+
+
+@jit
+def logistic_sample_grad(view, i, w, z, g):
+    """``g = -(1/b) sum_{j in z} s(-r_j^T w) r_j + nu w`` on client ``i``'s rows ``z``."""
+    start, rows, nu = view
+    d = w.shape[0]
+    b = z.shape[0]
+    base = start[i]
+    for k in range(d):
+        g[k] = 0.0
+    for r in range(b):
+        j = base + z[r]
+        t = 0.0
+        for k in range(d):
+            t += rows[j, k] * w[k]
+        s = 1.0 / (1.0 + math.exp(t))  # s(-t)
+        for k in range(d):
+            g[k] += rows[j, k] * s
+    for k in range(d):
+        g[k] = -g[k] / b + nu * w[k]
+    return 0
+
+
+@jit
+def logistic_sample_hvp(view, i, w, v, z, h):
+    """``h = (1/b) sum_{j in z} s(t_j) s(-t_j) (r_j^T v) r_j + nu v``, ``t_j = r_j^T w``."""
+    start, rows, nu = view
+    d = w.shape[0]
+    b = z.shape[0]
+    base = start[i]
+    for k in range(d):
+        h[k] = 0.0
+    for r in range(b):
+        j = base + z[r]
+        t = 0.0
+        u = 0.0
+        for k in range(d):
+            t += rows[j, k] * w[k]
+            u += rows[j, k] * v[k]
+        c = (1.0 / (1.0 + math.exp(-t))) * (1.0 / (1.0 + math.exp(t))) * u
+        for k in range(d):
+            h[k] += rows[j, k] * c
+    for k in range(d):
+        h[k] = h[k] / b + nu * v[k]
+    return 0

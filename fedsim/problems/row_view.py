@@ -1,0 +1,114 @@
+"""Row-sampled problems' compiled layout and draw (binary logistic and softmax regression).
+
+A client of :class:`~fedsim.problems.logistic.LogisticProblem` or
+:class:`~fedsim.problems.softmax.SoftmaxProblem` holds ``m_i`` rows; a minibatch ``D`` of
+size ``b`` is ``b`` row indices drawn uniformly WITH replacement,
+``sample_batch(i, b, rng) = rng.integers(0, m_i, size=b)`` (THEORY_SPEC 9.2, the scheme
+``sigma_g2`` is stated for).  The compiled views of both problems
+(:mod:`~fedsim.problems.logistic_view`, :mod:`~fedsim.problems.softmax_view`) keep every
+client's rows in ONE array, client ``i`` at ``rows[start[i]:start[i + 1]]``, which numba
+passes as one argument whatever ``n`` and the ``m_i``.
+
+The draw.  ``Generator.integers(0, m_i, size=k)`` (int64, ``m_i <= 2**32``) fills its output
+with one bounded 32-bit draw after the other from the bit generator (numpy
+``random_bounded_uint64_fill``; PCG64 keeps the unused half of a 64-bit output in its own
+state, between calls), so ONE call of size ``Q b`` returns exactly the indices of ``Q``
+successive ``sample_batch(i, b, .)`` calls and leaves the generator in the same state
+(``tests/problems/test_row_views.py``).  :func:`draw_rows` is one step's draw compiled
+(``b`` scalar ``gen.integers(0, m_i)``: numba's ``Generator`` and the replay's streams give
+NumPy's numbers and state, bit for bit); :meth:`RowsView.round_draws` draws a round's
+``(Q, k)`` indices (step ``q`` in row ``q``) with the one NumPy call.
+
+:class:`RowsView` is the :class:`~fedsim.problems.compiled.CompiledView` of both problems,
+plus their compiled ``hvp(data, i, w, v, z, h)`` (``h = batch_hvp(i, w, v, z)``, for
+[P] Option B) and ``m`` (the clients' row counts).  Both problems' data tuples start
+with ``start``, which is all :func:`draw_rows` reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedsim.jit import jit
+from fedsim.problems.compiled import CompiledView
+
+__all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
+           "rows_view", "overrides_batch_oracles"]
+
+#: the per-call oracles a compiled view stands for
+_ORACLES = ("sample_batch", "batch_grad", "batch_hvp")
+
+
+def overrides_batch_oracles(problem: object, base: type) -> bool:
+    """True if ``problem``'s class or the instance itself replaces one of ``base``'s
+    ``sample_batch``, ``batch_grad`` or ``batch_hvp``: the compiled view would bypass the
+    replacement, so the problem must offer none."""
+    cls, own = type(problem), vars(problem)
+    return any(getattr(cls, name) is not getattr(base, name) or name in own
+               for name in _ORACLES)
+
+
+def stack_rows(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, start)``: the clients' arrays stacked along axis 0 (C-contiguous float64 or
+    int64 as given), client ``i`` at ``rows[start[i]:start[i + 1]]``."""
+    start = np.zeros(len(blocks) + 1, dtype=np.int64)
+    start[1:] = np.cumsum([b.shape[0] for b in blocks])
+    return np.ascontiguousarray(np.concatenate(blocks, axis=0)), start
+
+
+def rows_per_client(start: np.ndarray) -> list[np.ndarray]:
+    """``arange(m_i)`` per client: indexing one with a batch gives NumPy's own reading of
+    the batch (lists, negative indices, masks; ``IndexError`` when out of range) as the
+    int64 row indices the compiled oracles take."""
+    return [np.arange(start[i + 1] - start[i], dtype=np.int64) for i in range(start.size - 1)]
+
+
+def row_indices(ranges: list[np.ndarray], i: int, batch: object) -> tuple[int, np.ndarray]:
+    """``(i, idx)``: client ``i`` normalised to ``0..n-1`` (``IndexError`` outside, as a list
+    index) and ``batch`` as C-contiguous int64 row indices of that client
+    (:func:`rows_per_client`)."""
+    ar = ranges[i]
+    i = int(i) % len(ranges)
+    return i, np.ascontiguousarray(ar[batch], dtype=np.int64).reshape(-1)
+
+
+@jit
+def draw_rows(data, i, gen, z):
+    """One step's batch: ``z[k] = gen.integers(0, m_i)`` for ``k < len(z)`` (int64), the
+    numbers ``sample_batch(i, len(z), rng)`` draws; ``m_i = start[i + 1] - start[i]``,
+    ``start = data[0]``."""
+    start = data[0]
+    m = start[i + 1] - start[i]
+    for k in range(z.shape[0]):
+        z[k] = gen.integers(0, m)
+    return 0
+
+
+@dataclass(frozen=True)
+class RowsView(CompiledView):
+    """The compiled view of a row-sampled problem (module docstring): ``draw`` is
+    :func:`draw_rows`, ``dtype`` int64, ``draws`` the batch size; ``hvp`` its compiled
+    ``batch_hvp`` and ``m`` its row counts."""
+
+    hvp: Any = None
+    m: np.ndarray | None = None
+
+    def round_draws(self, rng: np.random.Generator, i: int, Q: int, k: int) -> np.ndarray:
+        """``(Q, k)`` row indices of client ``i``: ``Q`` steps of ``k`` :func:`draw_rows`
+        draws each, in ONE ``rng.integers(0, m_i, size=(Q, k))`` call (the same numbers and
+        the same generator state after)."""
+        return rng.integers(0, int(self.m[i]), size=(Q, k))
+
+
+def rows_view(data: tuple, grad: Any, hvp: Any, batch: int, metrics: Any = None,
+              mdata: tuple = (), metric_names: tuple[str, ...] = ()) -> RowsView:
+    """A :class:`RowsView` on ``data`` (``data[0]`` is ``start``) for batches of ``batch``
+    rows."""
+    start = data[0]
+    return RowsView(data=data, draw=draw_rows, grad=grad, draws=int(batch), dtype=np.int64,
+                    metrics=metrics, mdata=mdata, metric_names=metric_names,
+                    normal_block=False, hvp=hvp, m=np.diff(start))
