@@ -160,30 +160,42 @@ class MAMLRule(ConfigRule, StepRule):
         self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
         require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
                 (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
-        self._g = np.empty(problem.dim)
-        work = (np.empty(problem.dim), np.empty(problem.dim), np.empty(problem.dim))
-        code = VARIANTS.index(variant)
+        self.code = VARIANTS.index(variant)
         cv = rule_view(problem, self.batch)
         self.cv = cv if cv is not None and getattr(cv, "hvp", None) is not None else None
         if self.cv is not None:
-            b1 = self.batch_inner
-            self.draws = self.batch + b1 + (0 if variant == "fomaml" else self.batch_hess)
-            self.view = (self.cv.data, self.batch, b1, self.alpha, code, self.hf_delta, *work)
+            self.draws = self.batch + self.batch_inner + (
+                0 if variant == "fomaml" else self.batch_hess)
             self._round = Bound(sgd_round, compiled_maml_grad(self.cv.grad, self.cv.hvp))
         else:
             self.draws = 0
-            self.view = (problem, self.batch, self.batch_inner, self.batch_hess, self.alpha,
-                         code, self.hf_delta, *work)
+        self._d = -1
+
+    def _view(self, d: int) -> tuple:
+        """The oracle's view for models of length ``d`` (work vectors allocated once)."""
+        if d != self._d:
+            self._d = d
+            self._g = np.empty(d)
+            work = (np.empty(d), np.empty(d), np.empty(d))
+            if self.cv is not None:
+                self.view = (self.cv.data, self.batch, self.batch_inner, self.alpha, self.code,
+                             self.hf_delta, *work)
+            else:
+                self.view = (self.problem, self.batch, self.batch_inner, self.batch_hess,
+                             self.alpha, self.code, self.hf_delta, *work)
+        return self.view
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants), as
         a new array (draws one step's batches from ``rng``)."""
-        g = np.empty(self.problem.dim)
+        w = np.asarray(w, dtype=np.float64)
+        view = self._view(w.shape[0])
+        g = np.empty(w.shape[0])
         if self.cv is None:
-            problem_maml_grad(self.view, i, np.asarray(w, dtype=np.float64), rng, g)
+            problem_maml_grad(view, i, w, rng, g)
         else:
             z = round_block(self.cv, rng, i, 1, self.draws, g)[0]
-            compiled_maml_grad(self.cv.grad, self.cv.hvp)(self.view, i, w, z, g)
+            compiled_maml_grad(self.cv.grad, self.cv.hvp)(view, i, w, z, g)
         return g
 
     def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
@@ -192,12 +204,13 @@ class MAMLRule(ConfigRule, StepRule):
         :func:`~fedsim.local.sgd.sgd_round` with the MAML oracle."""
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
+        view = self._view(out.shape[0])
         if self.cv is None:
-            sgd_round.py_func(problem_maml_grad, self.view, i, w0, out, RngSteps(rng), eta, Q,
+            sgd_round.py_func(problem_maml_grad, view, i, w0, out, RngSteps(rng), eta, Q,
                               self._g)
         else:
             Z = round_block(self.cv, rng, i, Q, self.draws, self._g)
-            self._round(self.view, i, w0, out, Z, eta, Q, self._g)
+            self._round(view, i, w0, out, Z, eta, Q, self._g)
         return out
 
     def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
