@@ -12,8 +12,8 @@ start[i + 1]]``) and the ridge ``nu`` (THEORY_SPEC 9.2,
 ``s(t) = 1/(1 + exp(-t))`` (``scipy.special.expit``'s formula; ``exp`` overflows to inf and
 ``s`` to 0, as there).  These functions ARE the problem's ``batch_grad``/``batch_hvp``
 (the problem calls them), so the compiled rules, the interpreted ones and the problem give
-the same numbers bit for bit.  Sums over the batch run in batch order, sums over
-coordinates in coordinate order.  :func:`logistic_compiled_view` is the problem's
+the same numbers bit for bit.  Sums over the batch run in batch order; ``r_j^T w`` is
+:func:`~fedsim.problems.row_view.dot4`.  :func:`logistic_compiled_view` is the problem's
 :class:`~fedsim.problems.row_view.RowsView` (``LogisticProblem.compiled_view``).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from fedsim.jit import jit
-from fedsim.problems.row_view import RowsView, rows_view, stack_rows
+from fedsim.problems.row_view import RowsView, dot4, rows_view, stack_rows
 
 __all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
            "logistic_compiled_view"]
@@ -49,13 +49,10 @@ def logistic_sample_grad(view, i, w, z, g):
     for k in range(d):
         g[k] = 0.0
     for r in range(b):
-        j = base + z[r]
-        t = 0.0
+        x = rows[base + z[r]]
+        s = 1.0 / (1.0 + math.exp(dot4(x, w, d)))  # s(-t), t = r_j^T w
         for k in range(d):
-            t += rows[j, k] * w[k]
-        s = 1.0 / (1.0 + math.exp(t))  # s(-t)
-        for k in range(d):
-            g[k] += rows[j, k] * s
+            g[k] += x[k] * s
     for k in range(d):
         g[k] = -g[k] / b + nu * w[k]
     return 0
@@ -71,15 +68,11 @@ def logistic_sample_hvp(view, i, w, v, z, h):
     for k in range(d):
         h[k] = 0.0
     for r in range(b):
-        j = base + z[r]
-        t = 0.0
-        u = 0.0
+        x = rows[base + z[r]]
+        t = dot4(x, w, d)
+        c = (1.0 / (1.0 + math.exp(-t))) * (1.0 / (1.0 + math.exp(t))) * dot4(x, v, d)
         for k in range(d):
-            t += rows[j, k] * w[k]
-            u += rows[j, k] * v[k]
-        c = (1.0 / (1.0 + math.exp(-t))) * (1.0 / (1.0 + math.exp(t))) * u
-        for k in range(d):
-            h[k] += rows[j, k] * c
+            h[k] += x[k] * c
     for k in range(d):
         h[k] = h[k] / b + nu * v[k]
     return 0

@@ -23,6 +23,11 @@ NumPy's numbers and state, bit for bit); :meth:`RowsView.round_draws` draws a ro
 plus their compiled ``hvp(data, i, w, v, z, h)`` (``h = batch_hvp(i, w, v, z)``, for
 [P] Option B) and ``m`` (the clients' row counts).  Both problems' data tuples start
 with ``start``, which is all :func:`draw_rows` reads.
+
+The compiled oracles allocate nothing (the replay compiles them into loops without
+NumPy's reference counting, ``fedsim.jit.jit(nrt=False)``): their work arrays are part of
+the data tuple, sized for the problem, never for a batch (the batch runs row by row).  A
+data tuple is therefore not shared between threads.  :func:`dot4` is their inner product.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from fedsim.jit import jit
 from fedsim.problems.compiled import CompiledView
 
 __all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
-           "rows_view", "overrides_batch_oracles"]
+           "rows_view", "overrides_batch_oracles", "dot4"]
 
 #: the per-call oracles a compiled view stands for
 _ORACLES = ("sample_batch", "batch_grad", "batch_hvp")
@@ -74,6 +79,30 @@ def row_indices(ranges: list[np.ndarray], i: int, batch: object) -> tuple[int, n
     ar = ranges[i]
     i = int(i) % len(ranges)
     return i, np.ascontiguousarray(ar[batch], dtype=np.int64).reshape(-1)
+
+
+@jit
+def dot4(a, b, n):
+    """``sum_k a[k] b[k]`` over ``k < n`` in a fixed order: four partial sums over ``k``
+    modulo 4 (``(s0 + s1) + (s2 + s3)``), then the ``n mod 4`` last terms in order (the
+    compiler may run the four sums as one vector; no fast-math, so the order is this one
+    on every machine)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= n:
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
+        k += 4
+    t = (s0 + s1) + (s2 + s3)
+    while k < n:
+        t += a[k] * b[k]
+        k += 1
+    return t
 
 
 @jit

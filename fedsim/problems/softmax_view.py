@@ -1,22 +1,26 @@
 """The compiled view of a :class:`~fedsim.problems.softmax.SoftmaxProblem`'s batch oracles.
 
-``data = (start, X, y, C, reg)``: every client's feature rows and labels stacked
-(:func:`~fedsim.problems.row_view.stack_rows`, client ``i`` at ``X[start[i]:start[i + 1]]``),
-the class count and the ridge.  The model is ``w = W.ravel()``, ``W`` of shape ``(d, C)``
-(``w[k C + c] = W[k, c]``).  On a batch ``D`` of ``b`` row indices (drawn with
-:func:`~fedsim.problems.row_view.draw_rows`), with ``X_D`` the batch rows, ``P =
-softmax(X_D W)`` row by row (``exp(z - max z) / sum exp(z - max z)``, as
-``scipy.special.softmax``: no logit overflows) and ``Y_D`` the one-hot labels::
+``data = (start, X, y, C, reg, W, V, G, XD, Z, U, ab)``: every client's
+feature rows and labels stacked (:func:`~fedsim.problems.row_view.stack_rows`, client
+``i`` at ``X[start[i]:start[i + 1]]``), the class count, the ridge, then work arrays (the
+oracles allocate nothing, :mod:`fedsim.problems.row_view`) and the scalar block of
+:func:`~fedsim.problems.blas.matmul_into`.  The model is ``w = W.ravel()``, ``W`` of shape
+``(d, C)`` (``w[k C + c] = W[k, c]``).  On a batch ``D`` of ``b`` row indices (drawn with
+:func:`~fedsim.problems.row_view.draw_rows`), with ``X_D`` its rows, ``P = softmax(X_D W)``
+row by row (``exp(z - max z) / sum exp(z - max z)``, as ``scipy.special.softmax``: no
+logit overflows), ``Y_D`` the one-hot labels and ``U = X_D V``::
 
     batch_grad = vec(X_D^T (P - Y_D)) / b + reg w,
-    batch_hvp  = vec(X_D^T (P*U - P*sum_c(P*U))) / b + reg v,        U = X_D V,
+    batch_hvp  = vec(X_D^T (P*U - P*sum_c(P*U))) / b + reg v,
 
-the module docstring of :mod:`fedsim.problems.softmax`.  The two products with ``X_D`` are
-``np.dot`` (numba calls the BLAS ``dgemm``), the rest is written out; a row's softmax sums
-its classes in order.  These functions ARE the problem's ``batch_grad`` / ``batch_hvp``
-(the problem calls them), so the compiled rules, the interpreted ones and the problem give
-the same numbers bit for bit.  :func:`softmax_compiled_view` is the problem's
-:class:`~fedsim.problems.row_view.RowsView` (``SoftmaxProblem.compiled_view``).
+the module docstring of :mod:`fedsim.problems.softmax`.  The batch runs in blocks of
+``BLOCK_ROWS`` rows; the products with ``X_D`` are BLAS ``dgemm``
+(:func:`~fedsim.problems.blas.matmul_into`), the blocks' ``X_D^T R`` added in block order; a
+row's softmax sums its classes in order.  These functions ARE the problem's
+``batch_grad`` / ``batch_hvp`` (the problem calls them), so the compiled rules, the
+interpreted ones and the problem give the same numbers bit for bit.
+:func:`softmax_compiled_view` is the problem's :class:`~fedsim.problems.row_view.RowsView`
+(``SoftmaxProblem.compiled_view``).
 """
 
 from __future__ import annotations
@@ -26,17 +30,27 @@ import math
 import numpy as np
 
 from fedsim.jit import jit
+from fedsim.problems.blas import gemm_block, matmul_into
 from fedsim.problems.row_view import RowsView, rows_view, stack_rows
 
 __all__ = ["softmax_view", "softmax_sample_grad", "softmax_sample_hvp", "softmax_rows",
-           "softmax_compiled_view"]
+           "softmax_compiled_view", "BLOCK_ROWS"]
+
+
+#: batch rows per block of the matrix products (the work arrays hold one block)
+BLOCK_ROWS = 64
 
 
 def softmax_view(X: list, y: list, n_classes: int, reg: float) -> tuple:
-    """``(start, X, y, C, reg)`` from the per-client rows and labels."""
+    """``(start, X, y, C, reg, W, V, G, XD, Z, U, gemm_block())`` from the per-client rows
+    and labels (``W``, ``V``, ``G``: (d, C); ``XD``: (BLOCK_ROWS, d); ``Z``, ``U``:
+    (BLOCK_ROWS, C))."""
     Xs, start = stack_rows(X)
     ys, _ = stack_rows([np.asarray(yi, dtype=np.int64) for yi in y])
-    return start, Xs, ys, int(n_classes), float(reg)
+    C, d = int(n_classes), Xs.shape[1]
+    return (start, Xs, ys, C, float(reg), np.empty((d, C)), np.empty((d, C)),
+            np.empty((d, C)), np.empty((BLOCK_ROWS, d)), np.empty((BLOCK_ROWS, C)),
+            np.empty((BLOCK_ROWS, C)), gemm_block())
 
 
 def softmax_compiled_view(data: tuple, batch: int) -> RowsView:
@@ -45,72 +59,104 @@ def softmax_compiled_view(data: tuple, batch: int) -> RowsView:
 
 
 @jit
-def softmax_rows(Z):
-    """``Z = softmax(Z)`` row by row, in place (shifted by each row's largest logit)."""
-    b, C = Z.shape
-    for r in range(b):
-        zr = Z[r]
-        mx = zr[0]
-        for c in range(1, C):
-            if zr[c] > mx:
-                mx = zr[c]
-        s = 0.0
+def _matrix(w, W):
+    """``W = w.reshape(d, C)``, copied (``w`` may be strided)."""
+    d, C = W.shape
+    for k in range(d):
         for c in range(C):
-            e = math.exp(zr[c] - mx)
-            zr[c] = e
-            s += e
-        for c in range(C):
-            zr[c] = zr[c] / s
+            W[k, c] = w[k * C + c]
     return 0
 
 
 @jit
-def _batch_rows(X, base, z):
-    """``X_D``: the rows ``base + z`` of ``X``, gathered (C-contiguous)."""
-    XD = np.empty((z.shape[0], X.shape[1]))
-    for r in range(z.shape[0]):
-        XD[r] = X[base + z[r]]
-    return XD
+def _gather(X, base, z, r0, nr, XD):
+    """``XD[:nr]`` = the rows ``base + z[r0:r0 + nr]`` of ``X``."""
+    d = X.shape[1]
+    for r in range(nr):
+        j = base + z[r0 + r]
+        for k in range(d):
+            XD[r, k] = X[j, k]
+    return 0
+
+
+@jit
+def softmax_rows(Z, nr):
+    """``Z[:nr] = softmax(Z[:nr])`` row by row, in place (shifted by each row's largest
+    logit; the classes summed in order)."""
+    C = Z.shape[1]
+    for r in range(nr):
+        mx = Z[r, 0]
+        for c in range(1, C):
+            if Z[r, c] > mx:
+                mx = Z[r, c]
+        s = 0.0
+        for c in range(C):
+            e = math.exp(Z[r, c] - mx)
+            Z[r, c] = e
+            s += e
+        for c in range(C):
+            Z[r, c] = Z[r, c] / s
+    return 0
+
+
+@jit
+def _finish(G, b, reg, w, g):
+    """``g = G.ravel() / b + reg w`` (``G`` is zero for an empty batch: ``0/0``, NaN)."""
+    d, C = G.shape
+    for k in range(d):
+        for c in range(C):
+            g[k * C + c] = G[k, c] / b + reg * w[k * C + c]
+    return 0
 
 
 @jit
 def softmax_sample_grad(view, i, w, z, g):
-    """``g = vec(X_D^T (softmax(X_D W) - Y_D)) / b + reg w`` on client ``i``'s rows ``z``."""
-    start, X, y, C, reg = view
-    d = X.shape[1]
-    b = z.shape[0]
+    """``g = vec(X_D^T (softmax(X_D W) - Y_D)) / b + reg w`` on client ``i``'s rows ``z``,
+    ``BLOCK_ROWS`` rows at a time."""
+    start, X, y, C, reg, W, V, G, XD, Z, U, ab = view
     base = start[i]
-    XD = _batch_rows(X, base, z)
-    W = np.ascontiguousarray(w).reshape((d, C))
-    R = np.dot(XD, W)
-    softmax_rows(R)
-    for r in range(b):
-        R[r, y[base + z[r]]] -= 1.0
-    G = np.dot(XD.T, R).reshape(d * C)
-    for k in range(d * C):
-        g[k] = G[k] / b + reg * w[k]
+    b = z.shape[0]
+    _matrix(w, W)
+    G[:, :] = 0.0
+    r0 = 0
+    while r0 < b:
+        nr = min(XD.shape[0], b - r0)
+        _gather(X, base, z, r0, nr, XD)
+        matmul_into(XD[:nr], W, Z[:nr], False, 0.0, ab)     # X_D W
+        softmax_rows(Z, nr)
+        for r in range(nr):
+            Z[r, y[base + z[r0 + r]]] -= 1.0                              # P - Y_D
+        matmul_into(XD[:nr], Z[:nr], G, True, 1.0, ab)      # G += X_D^T R
+        r0 += nr
+    _finish(G, b, reg, w, g)
     return 0
 
 
 @jit
 def softmax_sample_hvp(view, i, w, v, z, h):
     """``h = vec(X_D^T (P*U - P*sum_c(P*U))) / b + reg v``, ``P = softmax(X_D W)``,
-    ``U = X_D V``, on client ``i``'s rows ``z``."""
-    start, X, y, C, reg = view
-    d = X.shape[1]
+    ``U = X_D V``, on client ``i``'s rows ``z``, ``BLOCK_ROWS`` rows at a time."""
+    start, X, y, C, reg, W, V, G, XD, Z, U, ab = view
+    base = start[i]
     b = z.shape[0]
-    XD = _batch_rows(X, start[i], z)
-    P = np.dot(XD, np.ascontiguousarray(w).reshape((d, C)))
-    softmax_rows(P)
-    U = np.dot(XD, np.ascontiguousarray(v).reshape((d, C)))
-    for r in range(b):
-        s = 0.0
-        for c in range(C):
-            U[r, c] = P[r, c] * U[r, c]
-            s += U[r, c]
-        for c in range(C):
-            U[r, c] = U[r, c] - P[r, c] * s
-    H = np.dot(XD.T, U).reshape(d * C)
-    for k in range(d * C):
-        h[k] = H[k] / b + reg * v[k]
+    _matrix(w, W)
+    _matrix(v, V)
+    G[:, :] = 0.0
+    r0 = 0
+    while r0 < b:
+        nr = min(XD.shape[0], b - r0)
+        _gather(X, base, z, r0, nr, XD)
+        matmul_into(XD[:nr], W, Z[:nr], False, 0.0, ab)     # X_D W
+        softmax_rows(Z, nr)                                               # P
+        matmul_into(XD[:nr], V, U[:nr], False, 0.0, ab)     # U = X_D V
+        for r in range(nr):
+            s = 0.0
+            for c in range(C):
+                U[r, c] = Z[r, c] * U[r, c]
+                s += U[r, c]
+            for c in range(C):
+                U[r, c] = U[r, c] - Z[r, c] * s
+        matmul_into(XD[:nr], U[:nr], G, True, 1.0, ab)      # G += X_D^T A U
+        r0 += nr
+    _finish(G, b, reg, v, h)
     return 0
