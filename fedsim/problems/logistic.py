@@ -53,6 +53,8 @@ from fedsim.problems.logistic_certificate import (
 from fedsim.problems.logistic_constants import constants_table, data_constants
 from fedsim.problems.logistic_view import (
     logistic_compiled_view,
+    logistic_metric_view,
+    logistic_metrics,
     logistic_sample_grad,
     logistic_sample_hvp,
     logistic_view,
@@ -89,6 +91,8 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
+#: the code array of ``grad_sq`` for the compiled metrics
+_GRAD_SQ = np.zeros(1, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -141,6 +145,7 @@ class LogisticProblem(Problem):
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
         self._view = logistic_view(self._rows, nu)
         self._ranges = rows_per_client(self._view[0])
+        self._mview = logistic_metric_view(self._view, self.m)
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -228,6 +233,13 @@ class LogisticProblem(Problem):
         """grad f(w), vectorised."""
         return self._all_rows.grad(np.asarray(w, dtype=np.float64))
 
+    def grad_f_sq(self, w: np.ndarray) -> float:
+        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the compiled metric
+        :func:`~fedsim.problems.logistic_view.logistic_metrics` the replay records too)."""
+        out = np.empty(1)
+        logistic_metrics(self._mview, _GRAD_SQ, self._w(w), out)
+        return float(out[0])
+
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), vectorised."""
         return self._all_rows.hess(np.asarray(w, dtype=np.float64))
@@ -269,7 +281,8 @@ class LogisticProblem(Problem):
         same numbers), or ``None`` if a subclass or the instance overrides either."""
         if overrides_batch_oracles(self, LogisticProblem):
             return None
-        return logistic_compiled_view(self._view, check_integer("batch", batch, low=1))
+        return logistic_compiled_view(self._view, self._mview,
+                                      check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope (THEORY_SPEC 9.4, last item) -----------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

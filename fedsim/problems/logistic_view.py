@@ -13,19 +13,28 @@ start[i + 1]]``) and the ridge ``nu`` (THEORY_SPEC 9.2,
 ``s`` to 0, as there).  These functions ARE the problem's ``batch_grad``/``batch_hvp``
 (the problem calls them), so the compiled rules, the interpreted ones and the problem give
 the same numbers bit for bit.  Sums over the batch run in batch order; ``r_j^T w`` is
-:func:`~fedsim.problems.row_view.dot4`.  :func:`logistic_compiled_view` is the problem's
-:class:`~fedsim.problems.row_view.RowsView` (``LogisticProblem.compiled_view``).
+:func:`~fedsim.problems.row_view.dot4`.  :func:`logistic_metrics` evaluates ``grad_sq =
+||grad f(w)||^2`` of the global objective ``f = (1/n) sum_i f_i`` with the same sums over
+every row, weighted ``1/(n m_i)`` (``LogisticProblem.grad_f_sq`` calls it).
+:func:`logistic_compiled_view` is the problem's :class:`~fedsim.problems.row_view.RowsView`
+(``LogisticProblem.compiled_view``).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fedsim.jit import jit
 from fedsim.problems.row_view import RowsView, dot4, rows_view, stack_rows
 
 __all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
-           "logistic_compiled_view"]
+           "logistic_compiled_view", "logistic_metric_view", "logistic_grad_f",
+           "logistic_metrics", "METRIC_NAMES"]
+
+#: the compiled metrics of the global objective, in code order
+METRIC_NAMES = ("grad_sq",)
 
 
 def logistic_view(rows: list, nu: float) -> tuple:
@@ -34,27 +43,74 @@ def logistic_view(rows: list, nu: float) -> tuple:
     return start, stacked, float(nu)
 
 
-def logistic_compiled_view(data: tuple, batch: int) -> RowsView:
-    """The compiled view on ``data`` (:func:`logistic_view`) for batches of ``batch`` rows."""
-    return rows_view(data, logistic_sample_grad, logistic_sample_hvp, batch)
+def logistic_metric_view(data: tuple, m: np.ndarray) -> tuple:
+    """``(rows, weights, all_rows, nu, g)`` for :func:`logistic_metrics`: every row with its
+    weight ``1/(n m_i)`` in ``f = (1/n) sum_i f_i``, the indices of all rows, the ridge and
+    a work vector."""
+    start, rows, nu = data
+    n = m.shape[0]
+    wts = np.concatenate([np.full(int(mi), 1.0 / (n * int(mi))) for mi in m])
+    return rows, wts, np.arange(rows.shape[0], dtype=np.int64), nu, np.empty(rows.shape[1])
+
+
+def logistic_compiled_view(data: tuple, mdata: tuple, batch: int) -> RowsView:
+    """The compiled view on ``data`` (:func:`logistic_view`) and ``mdata``
+    (:func:`logistic_metric_view`) for batches of ``batch`` rows."""
+    return rows_view(data, logistic_sample_grad, logistic_sample_hvp, batch,
+                     metrics=logistic_metrics, mdata=mdata, metric_names=METRIC_NAMES)
+
+
+@jit
+def _margin_sum(rows, base, z, wts, weighted, w, g):
+    """``g = sum_{j in z} c_j s(-r_j^T w) r_j`` (rows ``base + z``, in order), ``c_j =
+    wts[base + z_j]`` when ``weighted``, else 1."""
+    d = w.shape[0]
+    for k in range(d):
+        g[k] = 0.0
+    for r in range(z.shape[0]):
+        j = base + z[r]
+        x = rows[j]
+        s = 1.0 / (1.0 + math.exp(dot4(x, w, d)))  # s(-t), t = r_j^T w
+        if weighted:
+            s = wts[j] * s
+        for k in range(d):
+            g[k] += x[k] * s
+    return 0
 
 
 @jit
 def logistic_sample_grad(view, i, w, z, g):
     """``g = -(1/b) sum_{j in z} s(-r_j^T w) r_j + nu w`` on client ``i``'s rows ``z``."""
     start, rows, nu = view
-    d = w.shape[0]
+    _margin_sum(rows, start[i], z, rows[0], False, w, g)  # (rows[0]: unused weights)
     b = z.shape[0]
-    base = start[i]
-    for k in range(d):
-        g[k] = 0.0
-    for r in range(b):
-        x = rows[base + z[r]]
-        s = 1.0 / (1.0 + math.exp(dot4(x, w, d)))  # s(-t), t = r_j^T w
-        for k in range(d):
-            g[k] += x[k] * s
-    for k in range(d):
+    for k in range(w.shape[0]):
         g[k] = -g[k] / b + nu * w[k]
+    return 0
+
+
+@jit
+def logistic_grad_f(mview, w, g):
+    """``g = grad f(w) = -sum_j c_j s(-r_j^T w) r_j + nu w`` over all rows
+    (``WeightedLogistic.grad`` of every row, ``c_j = 1/(n m_i)``)."""
+    rows, wts, every, nu, _ = mview
+    _margin_sum(rows, 0, every, wts, True, w, g)
+    for k in range(w.shape[0]):
+        g[k] = -g[k] + nu * w[k]
+    return 0
+
+
+@jit
+def logistic_metrics(mview, codes, w, out):
+    """``out[k]`` = metric ``METRIC_NAMES[codes[k]]`` of the global objective at ``w``:
+    ``grad_sq = ||grad f(w)||^2`` (:func:`logistic_grad_f`, squares summed in order)."""
+    g = mview[4]
+    logistic_grad_f(mview, w, g)
+    acc = 0.0
+    for k in range(g.shape[0]):
+        acc += g[k] * g[k]
+    for k in range(codes.shape[0]):
+        out[k] = acc
     return 0
 
 

@@ -95,6 +95,8 @@ from fedsim.problems.softmax_kernel import (
 )
 from fedsim.problems.softmax_view import (
     softmax_compiled_view,
+    softmax_metric_view,
+    softmax_metrics,
     softmax_sample_grad,
     softmax_sample_hvp,
     softmax_view,
@@ -102,6 +104,8 @@ from fedsim.problems.softmax_view import (
 
 __all__ = ["KAPPA", "SoftmaxProblem", "SoftmaxSolution"]
 
+#: the code array of ``grad_sq`` for the compiled metrics
+_GRAD_SQ = np.zeros(1, dtype=np.int64)
 #: Lipschitz constant of z -> diag(p) - p p^T (spectral norm), p = softmax(z); see module doc.
 KAPPA: float = 1.0 / math.sqrt(2.0)
 
@@ -142,6 +146,7 @@ class SoftmaxProblem(Problem):
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
         self._view = softmax_view(Xs, ys, C, self.reg)
         self._ranges = rows_per_client(self._view[0])
+        self._mview = softmax_metric_view(self._view, self.m)
         self._whole = SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
         self._global_sol: SoftmaxSolution | None = None
         self._client_sol: dict[int, SoftmaxSolution] = {}
@@ -260,6 +265,13 @@ class SoftmaxProblem(Problem):
         """grad f(w), vectorised."""
         return self._whole.grad(self._w(w))
 
+    def grad_f_sq(self, w: np.ndarray) -> float:
+        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the compiled metric
+        :func:`~fedsim.problems.softmax_view.softmax_metrics` the replay records too)."""
+        out = np.empty(1)
+        softmax_metrics(self._mview, _GRAD_SQ, self._w(w), out)
+        return float(out[0])
+
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), dense."""
         return self._whole.hess(self._w(w))
@@ -294,7 +306,8 @@ class SoftmaxProblem(Problem):
         same numbers), or ``None`` if a subclass or the instance overrides either."""
         if overrides_batch_oracles(self, SoftmaxProblem):
             return None
-        return softmax_compiled_view(self._view, check_integer("batch", batch, low=1))
+        return softmax_compiled_view(self._view, self._mview,
+                                     check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope ----------------------------------------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

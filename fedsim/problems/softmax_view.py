@@ -19,8 +19,10 @@ the module docstring of :mod:`fedsim.problems.softmax`.  The batch runs in block
 row's softmax sums its classes in order.  These functions ARE the problem's
 ``batch_grad`` / ``batch_hvp`` (the problem calls them), so the compiled rules, the
 interpreted ones and the problem give the same numbers bit for bit.
-:func:`softmax_compiled_view` is the problem's :class:`~fedsim.problems.row_view.RowsView`
-(``SoftmaxProblem.compiled_view``).
+:func:`softmax_metrics` evaluates ``grad_sq = ||grad f(w)||^2`` of the global objective
+``f = (1/n) sum_i f_i`` with the same blocks over every row, weighted ``1/(n m_i)``
+(``SoftmaxProblem.grad_f_sq`` calls it).  :func:`softmax_compiled_view` is the problem's
+:class:`~fedsim.problems.row_view.RowsView` (``SoftmaxProblem.compiled_view``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ from fedsim.problems.blas import gemm_block, matmul_into
 from fedsim.problems.row_view import RowsView, rows_view, stack_rows
 
 __all__ = ["softmax_view", "softmax_sample_grad", "softmax_sample_hvp", "softmax_rows",
-           "softmax_compiled_view", "BLOCK_ROWS"]
+           "softmax_compiled_view", "softmax_metric_view", "softmax_grad_f", "softmax_metrics",
+           "BLOCK_ROWS", "METRIC_NAMES"]
+
+#: the compiled metrics of the global objective, in code order
+METRIC_NAMES = ("grad_sq",)
 
 
 #: batch rows per block of the matrix products (the work arrays hold one block)
@@ -53,9 +59,11 @@ def softmax_view(X: list, y: list, n_classes: int, reg: float) -> tuple:
             np.empty((BLOCK_ROWS, C)), gemm_block())
 
 
-def softmax_compiled_view(data: tuple, batch: int) -> RowsView:
-    """The compiled view on ``data`` (:func:`softmax_view`) for batches of ``batch`` rows."""
-    return rows_view(data, softmax_sample_grad, softmax_sample_hvp, batch)
+def softmax_compiled_view(data: tuple, mdata: tuple, batch: int) -> RowsView:
+    """The compiled view on ``data`` (:func:`softmax_view`) and ``mdata``
+    (:func:`softmax_metric_view`) for batches of ``batch`` rows."""
+    return rows_view(data, softmax_sample_grad, softmax_sample_hvp, batch,
+                     metrics=softmax_metrics, mdata=mdata, metric_names=METRIC_NAMES)
 
 
 @jit
@@ -110,14 +118,11 @@ def _finish(G, b, reg, w, g):
 
 
 @jit
-def softmax_sample_grad(view, i, w, z, g):
-    """``g = vec(X_D^T (softmax(X_D W) - Y_D)) / b + reg w`` on client ``i``'s rows ``z``,
-    ``BLOCK_ROWS`` rows at a time."""
-    start, X, y, C, reg, W, V, G, XD, Z, U, ab = view
-    base = start[i]
+def _residual_products(X, y, base, z, wts, weighted, W, G, XD, Z, ab):
+    """``G += sum over blocks of X_D^T R_D``, ``R_D = softmax(X_D W) - Y_D`` on the rows
+    ``base + z`` (``BLOCK_ROWS`` at a time, blocks in order), each row of ``R_D`` times
+    ``wts[base + z_j]`` when ``weighted``."""
     b = z.shape[0]
-    _matrix(w, W)
-    G[:, :] = 0.0
     r0 = 0
     while r0 < b:
         nr = min(XD.shape[0], b - r0)
@@ -125,10 +130,62 @@ def softmax_sample_grad(view, i, w, z, g):
         matmul_into(XD[:nr], W, Z[:nr], False, 0.0, ab)     # X_D W
         softmax_rows(Z, nr)
         for r in range(nr):
-            Z[r, y[base + z[r0 + r]]] -= 1.0                              # P - Y_D
+            j = base + z[r0 + r]
+            Z[r, y[j]] -= 1.0                               # P - Y_D
+            if weighted:
+                for c in range(Z.shape[1]):
+                    Z[r, c] = wts[j] * Z[r, c]
         matmul_into(XD[:nr], Z[:nr], G, True, 1.0, ab)      # G += X_D^T R
         r0 += nr
-    _finish(G, b, reg, w, g)
+    return 0
+
+
+@jit
+def softmax_sample_grad(view, i, w, z, g):
+    """``g = vec(X_D^T (softmax(X_D W) - Y_D)) / b + reg w`` on client ``i``'s rows ``z``."""
+    start, X, y, C, reg, W, V, G, XD, Z, U, ab = view
+    _matrix(w, W)
+    G[:, :] = 0.0
+    _residual_products(X, y, start[i], z, X[0], False, W, G, XD, Z, ab)  # (X[0]: unused)
+    _finish(G, z.shape[0], reg, w, g)
+    return 0
+
+
+def softmax_metric_view(data: tuple, m: np.ndarray) -> tuple:
+    """``(data, weights, all_rows, g)`` for :func:`softmax_metrics`: the view's data (its
+    work arrays too), every row's weight ``1/(n m_i)`` in ``f = (1/n) sum_i f_i``, the
+    indices of all rows and a work vector."""
+    n = m.shape[0]
+    wts = np.concatenate([np.full(int(mi), 1.0 / (n * int(mi))) for mi in m])
+    X = data[1]
+    return (data, wts, np.arange(X.shape[0], dtype=np.int64),
+            np.empty(X.shape[1] * int(data[3])))
+
+
+@jit
+def softmax_grad_f(mview, w, g):
+    """``g = grad f(w) = vec(X^T (c * (P - Y))) + reg w`` over all rows, ``c_j = 1/(n m_i)``
+    (``SoftmaxData.grad`` of every row)."""
+    data, wts, every, _ = mview
+    start, X, y, C, reg, W, V, G, XD, Z, U, ab = data
+    _matrix(w, W)
+    G[:, :] = 0.0
+    _residual_products(X, y, 0, every, wts, True, W, G, XD, Z, ab)
+    _finish(G, 1.0, reg, w, g)
+    return 0
+
+
+@jit
+def softmax_metrics(mview, codes, w, out):
+    """``out[k]`` = metric ``METRIC_NAMES[codes[k]]`` of the global objective at ``w``:
+    ``grad_sq = ||grad f(w)||^2`` (:func:`softmax_grad_f`, squares summed in order)."""
+    g = mview[3]
+    softmax_grad_f(mview, w, g)
+    acc = 0.0
+    for k in range(g.shape[0]):
+        acc += g[k] * g[k]
+    for k in range(codes.shape[0]):
+        out[k] = acc
     return 0
 
 

@@ -417,3 +417,51 @@ def test_whole_maml_runs_equal_the_interpreted_path(case, monkeypatch):
     assert fast.steps_done == 20
     assert np.array_equal(fast.final_w, slow.final_w)
     assert fast.equals(slow)
+
+
+# ---- the compiled metrics and the replay's constraints ----------------------------------------
+@pytest.mark.parametrize("kind", sorted(PROBLEMS))
+def test_grad_sq_metric_is_the_numpy_gradient_to_rounding(kind):
+    """``grad_f_sq`` (the recorded grad_sq) is the compiled metric and equals
+    ``||grad_f(w)||^2`` (NumPy, BLAS order) to 1e-12 relative at these points (the gradient
+    is not small: no cancellation to amplify the rounding)."""
+    p = PROBLEMS[kind]
+    cv = p.compiled_view(3)
+    assert cv.metric_names == ("grad_sq",) and cv.has_metrics(["grad_sq"])
+    assert not cv.has_metrics(["grad_sq", "f_gap"])
+    r = np.random.default_rng(1)
+    for scale in (0.0, 1.0, 20.0):
+        w = scale * r.standard_normal(p.dim)
+        out = np.empty(2)
+        cv.metrics(cv.mdata, cv.codes(["grad_sq", "grad_sq"]), w, out)
+        want = float(np.sum(p.grad_f(w) ** 2))
+        assert out[0] == out[1] == p.grad_f_sq(w)
+        assert abs(out[0] - want) <= 1e-12 * want
+
+
+@pytest.mark.parametrize("kind", sorted(PROBLEMS))
+def test_oracles_compile_without_reference_counting(kind):
+    """The replay compiles its loops without NumPy's reference counting (numba
+    ``_nrt=False``): the view's grad, hvp and metrics must compile and run there (no
+    allocation), with the numbers of the ordinary calls.  (The draw runs there on the
+    replay's own streams; numba's ``Generator.integers`` allocates, so it is not tried.)"""
+    import numba
+
+    p = PROBLEMS[kind]
+    cv = p.compiled_view(5)
+    grad, hvp, metrics = cv.grad, cv.hvp, cv.metrics
+
+    def loop(data, mdata, w, v, z, g, h, codes, out):
+        grad(data, 2, w, z, g)
+        hvp(data, 2, w, v, z, h)
+        metrics(mdata, codes, w, out)
+        return 0
+
+    bare = numba.njit(_nrt=False)(loop)
+    w, v = np.random.default_rng(2).standard_normal((2, p.dim))
+    idx = p.sample_batch(2, 5, _pcg(3))
+    g, h, out = np.empty(p.dim), np.empty(p.dim), np.empty(1)
+    bare(cv.data, cv.mdata, w, v, idx, g, h, cv.codes(["grad_sq"]), out)
+    assert np.array_equal(g, p.batch_grad(2, w, idx))
+    assert np.array_equal(h, p.batch_hvp(2, w, v, idx))
+    assert out[0] == p.grad_f_sq(w)
