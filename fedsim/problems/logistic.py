@@ -54,18 +54,10 @@ from fedsim.problems.logistic_constants import constants_table, data_constants
 from fedsim.problems.logistic_view import (
     logistic_compiled_view,
     logistic_metric_view,
-    logistic_metrics,
-    logistic_sample_grad,
-    logistic_sample_hvp,
     logistic_view,
 )
 from fedsim.problems.newton import NewtonResult, newton_minimize
-from fedsim.problems.row_view import (
-    RowsView,
-    overrides_batch_oracles,
-    row_indices,
-    rows_per_client,
-)
+from fedsim.problems.row_view import RowOracles, rows_per_client
 from fedsim.problems.separability import (
     Separability,
     SeparabilityReport,
@@ -91,14 +83,12 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
-#: the code array of ``grad_sq`` for the compiled metrics
-_GRAD_SQ = np.zeros(1, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------
 # the problem
 # ----------------------------------------------------------------------------------------
-class LogisticProblem(Problem):
+class LogisticProblem(RowOracles, Problem):
     """Binary logistic regression over ``n`` clients (THEORY_SPEC 9.2).
 
     ``X`` and ``y`` are lists with one ``(m_i, d)`` array and one ``(m_i,)`` label
@@ -117,6 +107,8 @@ class LogisticProblem(Problem):
     :func:`fedsim.problems.asypfl_constants.asypfl_weights`).  Every client must keep
     at least one real row.
     """
+
+    _ROW_BASE = True  # the oracles its compiled view stands for (RowOracles)
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray],
                  nu_reg: float = 0.0, *, anchor_rows: int | Sequence[int] = 0) -> None:
@@ -143,9 +135,9 @@ class LogisticProblem(Problem):
         #: real data rows per client (``m`` without the 9.4 anchor rows): AsyPFL's ``m_k``
         self.m_data = self.m - np.array(anchors, dtype=np.int64)
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
-        self._view = logistic_view(self._rows, nu)
-        self._ranges = rows_per_client(self._view[0])
-        self._mview = logistic_metric_view(self._view, self.m)
+        data = logistic_view(self._rows, nu)
+        self._ranges = rows_per_client(data[0])
+        self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1)
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -233,13 +225,6 @@ class LogisticProblem(Problem):
         """grad f(w), vectorised."""
         return self._all_rows.grad(np.asarray(w, dtype=np.float64))
 
-    def grad_f_sq(self, w: np.ndarray) -> float:
-        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the compiled metric
-        :func:`~fedsim.problems.logistic_view.logistic_metrics` the replay records too)."""
-        out = np.empty(1)
-        logistic_metrics(self._mview, _GRAD_SQ, self._w(w), out)
-        return float(out[0])
-
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), vectorised."""
         return self._all_rows.hess(np.asarray(w, dtype=np.float64))
@@ -250,39 +235,6 @@ class LogisticProblem(Problem):
         if type(size) is not int or size < 1:  # fast path; the validator decides
             check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=int(size))
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``nu_reg w``
-        (:func:`~fedsim.problems.logistic_view.logistic_sample_grad`)."""
-        w = self._w(w)
-        i, idx = row_indices(self._ranges, i, batch)
-        g = np.empty(self.dim)
-        logistic_sample_grad(self._view, i, w, idx, g)
-        return g
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``nu_reg v``
-        (:func:`~fedsim.problems.logistic_view.logistic_sample_hvp`)."""
-        w, v = self._w(w), self._w(v)
-        i, idx = row_indices(self._ranges, i, batch)
-        h = np.empty(self.dim)
-        logistic_sample_hvp(self._view, i, w, v, idx, h)
-        return h
-
-    def _w(self, w: np.ndarray) -> np.ndarray:
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != (self.dim,):
-            require(False, "w.shape", w.shape, f"must be ({self.dim},)")
-        return w
-
-    def compiled_view(self, batch: int) -> RowsView | None:
-        """The compiled oracles for batches of ``batch`` rows
-        (:mod:`fedsim.problems.logistic_view`: ``sample_batch`` then ``batch_grad``, the
-        same numbers), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, LogisticProblem):
-            return None
-        return logistic_compiled_view(self._view, self._mview,
-                                      check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope (THEORY_SPEC 9.4, last item) -----------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

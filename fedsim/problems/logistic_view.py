@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from fedsim.jit import jit
-from fedsim.problems.row_view import RowsView, dot4, rows_view, stack_rows
+from fedsim.problems.row_view import RowsView, dot4, rows_view, squares_into, stack_rows
 
 __all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
            "logistic_compiled_view", "logistic_metric_view", "logistic_grad_f",
@@ -104,14 +104,8 @@ def logistic_grad_f(mview, w, g):
 def logistic_metrics(mview, codes, w, out):
     """``out[k]`` = metric ``METRIC_NAMES[codes[k]]`` of the global objective at ``w``:
     ``grad_sq = ||grad f(w)||^2`` (:func:`logistic_grad_f`, squares summed in order)."""
-    g = mview[4]
-    logistic_grad_f(mview, w, g)
-    acc = 0.0
-    for k in range(g.shape[0]):
-        acc += g[k] * g[k]
-    for k in range(codes.shape[0]):
-        out[k] = acc
-    return 0
+    logistic_grad_f(mview, w, mview[4])
+    return squares_into(mview[4], codes, out)
 
 
 @jit

@@ -33,16 +33,18 @@ data tuple is therefore not shared between threads.  :func:`dot4` is their inner
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from fedsim.errors import check_integer, require
 from fedsim.jit import jit
 from fedsim.problems.compiled import CompiledView
 
 __all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
-           "rows_view", "overrides_batch_oracles", "dot4"]
+           "rows_view", "overrides_batch_oracles", "dot4", "squares_into", "as_model",
+           "RowOracles"]
 
 #: the per-call oracles a compiled view stands for
 _ORACLES = ("sample_batch", "batch_grad", "batch_hvp")
@@ -106,6 +108,26 @@ def dot4(a, b, n):
 
 
 @jit
+def squares_into(g, codes, out):
+    """``out[k] = sum_j g[j]^2`` (summed in order) for every ``k < len(codes)``: the
+    ``grad_sq`` metric of a gradient ``g`` (the only metric code of the row views)."""
+    acc = 0.0
+    for j in range(g.shape[0]):
+        acc += g[j] * g[j]
+    for k in range(codes.shape[0]):
+        out[k] = acc
+    return 0
+
+
+def as_model(w: object, dim: int) -> np.ndarray:
+    """``w`` as a float64 array of shape ``(dim,)`` (a ``FedsimError`` naming ``w.shape``
+    otherwise: the compiled oracles read ``dim`` entries)."""
+    w = np.asarray(w, dtype=np.float64)
+    require(w.shape == (dim,), "w.shape", w.shape, f"must be ({dim},)")
+    return w
+
+
+@jit
 def draw_rows(data, i, gen, z):
     """One step's batch: ``z[k] = gen.integers(0, m_i)`` for ``k < len(z)`` (int64), the
     numbers ``sample_batch(i, len(z), rng)`` draws; ``m_i = start[i + 1] - start[i]``,
@@ -141,3 +163,59 @@ def rows_view(data: tuple, grad: Any, hvp: Any, batch: int, metrics: Any = None,
     return RowsView(data=data, draw=draw_rows, grad=grad, draws=int(batch), dtype=np.int64,
                     metrics=metrics, mdata=mdata, metric_names=metric_names,
                     normal_block=False, hvp=hvp, m=np.diff(start))
+
+
+#: the code array of ``grad_sq``
+_GRAD_SQ = np.zeros(1, dtype=np.int64)
+
+
+class RowOracles:
+    """The per-call oracles of a row-sampled problem, from its compiled view.
+
+    A problem class sets ``dim`` and, in its constructor, ``self._cv``: its
+    :class:`RowsView` (any batch size; :meth:`compiled_view` sets it) and
+    ``self._ranges = rows_per_client(start)``, and ``_ROW_BASE = True`` in its class body
+    (the class whose oracles the view stands for: a subclass that overrides one gets no
+    view, :func:`overrides_batch_oracles`).  ``batch_grad``/``batch_hvp`` read the batch
+    as NumPy reads an index (:func:`row_indices`) and call the compiled oracles, so the
+    per-call path and the compiled one are the same numbers; ``grad_f_sq`` is the compiled
+    ``grad_sq`` metric.
+    """
+
+    dim: int
+    _cv: RowsView
+    _ranges: list[np.ndarray]
+
+    def batch_grad(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
+        """Mean per-sample gradient over the batch rows, plus the ridge term (the view's
+        compiled ``grad``)."""
+        w = as_model(w, self.dim)
+        i, idx = row_indices(self._ranges, i, batch)
+        g = np.empty(self.dim)
+        self._cv.grad(self._cv.data, i, w, idx, g)
+        return g
+
+    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
+        """Mean per-sample Hessian over the batch rows times ``v``, plus the ridge term (the
+        view's compiled ``hvp``)."""
+        w, v = as_model(w, self.dim), as_model(v, self.dim)
+        i, idx = row_indices(self._ranges, i, batch)
+        h = np.empty(self.dim)
+        self._cv.hvp(self._cv.data, i, w, v, idx, h)
+        return h
+
+    def grad_f_sq(self, w: np.ndarray) -> float:
+        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the view's compiled metric, which
+        the replay records too)."""
+        out = np.empty(1)
+        self._cv.metrics(self._cv.mdata, _GRAD_SQ, as_model(w, self.dim), out)
+        return float(out[0])
+
+    def compiled_view(self, batch: int) -> RowsView | None:
+        """The compiled oracles for batches of ``batch`` rows (``sample_batch`` then
+        ``batch_grad``: the same numbers), or ``None`` if a subclass or the instance
+        overrides ``sample_batch``, ``batch_grad`` or ``batch_hvp``."""
+        base = next(c for c in type(self).__mro__ if c.__dict__.get("_ROW_BASE"))
+        if overrides_batch_oracles(self, base):
+            return None
+        return replace(self._cv, draws=check_integer("batch", batch, low=1))

@@ -79,12 +79,7 @@ from scipy.special import softmax
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.row_view import (
-    RowsView,
-    overrides_batch_oracles,
-    row_indices,
-    rows_per_client,
-)
+from fedsim.problems.row_view import RowOracles, as_model, rows_per_client
 from fedsim.problems.softmax_kernel import (
     EPS,
     SoftmaxData,
@@ -93,19 +88,10 @@ from fedsim.problems.softmax_kernel import (
     softmax_client_arrays,
     solve_softmax,
 )
-from fedsim.problems.softmax_view import (
-    softmax_compiled_view,
-    softmax_metric_view,
-    softmax_metrics,
-    softmax_sample_grad,
-    softmax_sample_hvp,
-    softmax_view,
-)
+from fedsim.problems.softmax_view import softmax_compiled_view, softmax_metric_view, softmax_view
 
 __all__ = ["KAPPA", "SoftmaxProblem", "SoftmaxSolution"]
 
-#: the code array of ``grad_sq`` for the compiled metrics
-_GRAD_SQ = np.zeros(1, dtype=np.int64)
 #: Lipschitz constant of z -> diag(p) - p p^T (spectral norm), p = softmax(z); see module doc.
 KAPPA: float = 1.0 / math.sqrt(2.0)
 
@@ -113,7 +99,7 @@ KAPPA: float = 1.0 / math.sqrt(2.0)
 # ----------------------------------------------------------------------------------------
 # the problem
 # ----------------------------------------------------------------------------------------
-class SoftmaxProblem(Problem):
+class SoftmaxProblem(RowOracles, Problem):
     """Multinomial logistic regression over ``n`` clients (see the module docstring).
 
     Parameters are ``w = W.ravel()`` with ``W`` of shape ``(d, n_classes)``
@@ -123,6 +109,8 @@ class SoftmaxProblem(Problem):
     ``X_val``/``y_val`` (optional, likewise) are validation rows carved from the
     training rows, for choosing hyper-parameters without the test rows.
     """
+
+    _ROW_BASE = True  # the oracles its compiled view stands for (RowOracles)
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray], n_classes: int,
                  reg: float, *, X_test: Sequence[np.ndarray] | None = None,
@@ -144,9 +132,9 @@ class SoftmaxProblem(Problem):
         self._client = [SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
                                     C) for Xi, yi in zip(Xs, ys, strict=True)]
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
-        self._view = softmax_view(Xs, ys, C, self.reg)
-        self._ranges = rows_per_client(self._view[0])
-        self._mview = softmax_metric_view(self._view, self.m)
+        data = softmax_view(Xs, ys, C, self.reg)
+        self._ranges = rows_per_client(data[0])
+        self._cv = softmax_compiled_view(data, softmax_metric_view(data, self.m), 1)
         self._whole = SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
         self._global_sol: SoftmaxSolution | None = None
         self._client_sol: dict[int, SoftmaxSolution] = {}
@@ -221,9 +209,7 @@ class SoftmaxProblem(Problem):
 
     # ---- deterministic oracles ----------------------------------------------------------
     def _w(self, w: np.ndarray) -> np.ndarray:
-        w = np.asarray(w, dtype=np.float64)
-        require(w.shape == (self.dim,), "w.shape", w.shape, f"must be ({self.dim},)")
-        return w
+        return as_model(w, self.dim)
 
     def loss(self, i: int, w: np.ndarray) -> float:
         """f_i(w), via ``logsumexp``."""
@@ -265,13 +251,6 @@ class SoftmaxProblem(Problem):
         """grad f(w), vectorised."""
         return self._whole.grad(self._w(w))
 
-    def grad_f_sq(self, w: np.ndarray) -> float:
-        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the compiled metric
-        :func:`~fedsim.problems.softmax_view.softmax_metrics` the replay records too)."""
-        out = np.empty(1)
-        softmax_metrics(self._mview, _GRAD_SQ, self._w(w), out)
-        return float(out[0])
-
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), dense."""
         return self._whole.hess(self._w(w))
@@ -281,33 +260,6 @@ class SoftmaxProblem(Problem):
         """``size`` row indices of client ``i``, uniform WITH replacement."""
         size = check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=size)
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``reg w``
-        (:func:`~fedsim.problems.softmax_view.softmax_sample_grad`)."""
-        w = self._w(w)
-        i, idx = row_indices(self._ranges, i, batch)
-        g = np.empty(self.dim)
-        softmax_sample_grad(self._view, i, w, idx, g)
-        return g
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``reg v``
-        (:func:`~fedsim.problems.softmax_view.softmax_sample_hvp`)."""
-        w, v = self._w(w), self._w(v)
-        i, idx = row_indices(self._ranges, i, batch)
-        h = np.empty(self.dim)
-        softmax_sample_hvp(self._view, i, w, v, idx, h)
-        return h
-
-    def compiled_view(self, batch: int) -> RowsView | None:
-        """The compiled oracles for batches of ``batch`` rows
-        (:mod:`fedsim.problems.softmax_view`: ``sample_batch`` then ``batch_grad``, the
-        same numbers), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, SoftmaxProblem):
-            return None
-        return softmax_compiled_view(self._view, self._mview,
-                                     check_integer("batch", batch, low=1))
 
     # ---- Moreau envelope ----------------------------------------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

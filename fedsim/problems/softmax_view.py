@@ -33,7 +33,7 @@ import numpy as np
 
 from fedsim.jit import jit
 from fedsim.problems.blas import gemm_block, matmul_into
-from fedsim.problems.row_view import RowsView, rows_view, stack_rows
+from fedsim.problems.row_view import RowsView, rows_view, squares_into, stack_rows
 
 __all__ = ["softmax_view", "softmax_sample_grad", "softmax_sample_hvp", "softmax_rows",
            "softmax_compiled_view", "softmax_metric_view", "softmax_grad_f", "softmax_metrics",
@@ -179,14 +179,8 @@ def softmax_grad_f(mview, w, g):
 def softmax_metrics(mview, codes, w, out):
     """``out[k]`` = metric ``METRIC_NAMES[codes[k]]`` of the global objective at ``w``:
     ``grad_sq = ||grad f(w)||^2`` (:func:`softmax_grad_f`, squares summed in order)."""
-    g = mview[3]
-    softmax_grad_f(mview, w, g)
-    acc = 0.0
-    for k in range(g.shape[0]):
-        acc += g[k] * g[k]
-    for k in range(codes.shape[0]):
-        out[k] = acc
-    return 0
+    softmax_grad_f(mview, w, mview[3])
+    return squares_into(mview[3], codes, out)
 
 
 @jit
