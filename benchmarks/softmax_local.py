@@ -35,8 +35,27 @@ Output lines::
     local <rule> interpreted_steps_per_s=<i> compiled_steps_per_s=<c> ratio=<c/i> ...
     engine <job> base_s=<b> this_s=<t> ratio=<b/t> max_rel_diff=<r>
 
-Recorded figures: see the commit that last changed this file (they move with the load of
-the shared machine; simulation results never depend on them).
+Recorded figures (2026-11-25 ~17:00-17:28 UTC, shared 2-core VM with 4 other agents, CPU
+time; every equality check passed)::
+
+    $ python benchmarks/softmax_local.py --repeat 2 --rounds 40        # loadavg 2.91
+    kernel interpreted_steps_per_s=7423 compiled_steps_per_s=180995 ratio=24.38 (us 134.7/5.5)
+    local fomaml ... ratio=10.44 us_per_step=152.1/14.6
+    local hfmaml ... ratio=7.66 us_per_step=178.9/23.4
+    local maml   ... ratio=6.50 us_per_step=169.5/26.1
+    $ python benchmarks/softmax_local.py --vs /tmp/work/base --repeat 2   # 1b26223; loadavg 5.34
+    engine logistic base_s=0.30 this_s=0.16 ratio=1.84 max_rel_diff=2.1e-13
+    engine arm-area base_s=2.40 this_s=0.95 ratio=2.54 max_rel_diff=1.0e-15
+    engine arm-fedbuff base_s=1.53 this_s=0.58 ratio=2.62 max_rel_diff=1.1e-16
+    engine arm-asfedavg base_s=1.58 this_s=0.66 ratio=2.41 max_rel_diff=2.1e-16
+    engine arm-sfedavg base_s=0.05 this_s=0.02 ratio=2.00 max_rel_diff=6.0e-16
+    engine arm-fedasync base_s=3.03 this_s=1.12 ratio=2.71 max_rel_diff=7.6e-14
+
+(The interpreted path runs ``sgd_round.py_func``, a Python loop over the 650 coordinates per
+step, so the kernel ratio is not the old fused kernel's: that one took ~12.6 us a step at
+load ~5.)  In an arm, what is left besides the ~5 us steps is mostly the held-out metrics
+recorded at every aggregation (``test_acc``/``test_loss``/``f_gap``).  Timings move with the
+load of the shared machine; simulation results never depend on them.
 """
 
 from __future__ import annotations
