@@ -42,7 +42,16 @@ without reference counting (``jit(nrt=False)``); scratch space belongs in ``data
 ``mdata`` (a view serves one thread: build one per thread or per replay group).
 Adding a compiled problem: write ``draw``/``grad``/``metrics`` in its ``*_view`` module,
 return a :class:`CompiledView` from its ``compiled_view(batch)``; nothing in the replay
-changes.  Example: :mod:`fedsim.problems.quadratic_view`.
+changes.  Examples: :mod:`fedsim.problems.quadratic_view`, :mod:`fedsim.problems.norm_view`
+(no draws), :mod:`fedsim.problems.logistic_view` (row indices).
+
+A view stands for the per-call oracles of one class (:data:`VIEW_ORACLES`), so
+:func:`compiled_view` -- the one way in for the rules, the engines and the replay -- gives
+``None`` when they are not that class's own: a subclass or an instance that replaces one of
+them (to count, perturb or log the calls) runs interpreted, through its own methods.  The
+class is the first of the MRO that sets ``compiled_view_base = True`` in its own body, else
+the first that defines ``compiled_view``.  ``compiled_view`` is looked up on the class, so a
+wrapper that forwards attributes to a problem gets the interpreted path it wraps.
 """
 
 from __future__ import annotations
@@ -52,7 +61,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CompiledView", "compiled_view", "has_compiled_view"]
+__all__ = ["CompiledView", "compiled_view", "has_compiled_view", "view_base", "VIEW_ORACLES"]
+
+#: the per-call oracles a compiled view stands for
+VIEW_ORACLES = ("grad", "loss", "sample_batch", "batch_grad", "batch_hvp")
 
 
 @dataclass(frozen=True)
@@ -79,13 +91,32 @@ class CompiledView:
         return all(m in self.metric_names for m in names)
 
 
+def view_base(cls: type) -> type | None:
+    """The class whose oracles ``cls``'s compiled view stands for (module docstring), or
+    ``None`` when ``cls`` has no ``compiled_view``."""
+    mro = cls.__mro__
+    marked = [c for c in mro if vars(c).get("compiled_view_base")]
+    if marked:
+        return marked[0]
+    return next((c for c in mro if "compiled_view" in vars(c)), None)
+
+
 def has_compiled_view(problem: Any) -> bool:
-    """Whether ``problem`` offers ``compiled_view(batch)``."""
-    return callable(getattr(problem, "compiled_view", None))
+    """Whether ``problem``'s class offers ``compiled_view(batch)`` and ``problem`` keeps the
+    oracles that view stands for (:func:`compiled_view` may still return ``None`` for a
+    batch size)."""
+    base = view_base(type(problem))
+    if base is None or not callable(getattr(type(problem), "compiled_view", None)):
+        return False
+    cls, own = type(problem), vars(problem) if hasattr(problem, "__dict__") else {}
+    return not any(getattr(cls, m, None) is not getattr(base, m, None) or m in own
+                   for m in VIEW_ORACLES)
 
 
 def compiled_view(problem: Any, batch: int) -> CompiledView | None:
-    """``problem.compiled_view(batch)``, or ``None`` when the problem has no compiled view
-    (or its method returns ``None`` for this batch size)."""
-    make = getattr(problem, "compiled_view", None)
-    return make(int(batch)) if callable(make) else None
+    """``problem.compiled_view(batch)``, or ``None`` when the problem has no compiled view,
+    replaces an oracle the view stands for (module docstring), or its method returns
+    ``None`` for this batch size."""
+    if not has_compiled_view(problem):
+        return None
+    return type(problem).compiled_view(problem, int(batch))
