@@ -16,12 +16,13 @@ update while the model's is a no-op, and Algorithm 1 sends ``alpha_k`` at iterat
 The event is written once, :func:`area_update`, on array state in the subset numba compiles
 (:mod:`fedsim.jit`): the clients' state is one ``(2, n, d)`` array, local models ``x =
 state[0]`` and memories ``y = state[1]``; the M local steps are
-:func:`fedsim.local.sgd.sgd_round` (``client_round``) with the problem's compiled oracle
-(:func:`fedsim.problems.compiled.compiled_oracles`).  The SimPy engine
+:func:`fedsim.local.sgd.sgd_round` (``client_round``) with the ``grad`` of the problem's
+compiled view (:func:`fedsim.local.sgd.rule_view`, the view the SGD rule runs; the round's
+randomness drawn in one call, :func:`fedsim.local.sgd.round_block`).  The SimPy engine
 (:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`) and the replay
 (:mod:`fedsim.engine.replay.area`) call the same function.  A problem without a compiled
 view runs it interpreted (``area_update.py_func``) with the SGD rule's own round
-(:meth:`fedsim.local.sgd.SGDRule.round`: fused kernel or interpreted ``sgd_round``), the
+(:meth:`fedsim.local.sgd.SGDRule.round`: the interpreted ``sgd_round``), the
 step's randomness then being the client's generator itself.
 
 The client-rule shape (:mod:`fedsim.local.base`, optax style): ``init(x0) -> state``
@@ -39,8 +40,7 @@ import numpy as np
 from fedsim.errors import check_integer, require
 from fedsim.jit import Bound, jit
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import SGDRule, sgd_round
-from fedsim.problems.compiled import compiled_oracles
+from fedsim.local.sgd import SGDRule, round_block, sgd_round
 
 __all__ = ["AreaClients", "AreaState", "area_update"]
 
@@ -107,15 +107,15 @@ class AreaClients(ConfigRule):
         d = self.state.s.shape[2]
         self.msg = np.empty(d)
         self.g = np.empty(d)
-        oracles = compiled_oracles(sgd.problem, sgd.batch)
-        if oracles is None:
-            self.draws = -1
+        cv = sgd.cv  # the SGD rule's compiled view (None: interpreted)
+        self.cv = cv
+        if cv is None:
             self.view = None
             self._update = None
         else:
-            grad, self.view, self.draws = oracles[:3]
-            self._update = Bound(area_update, sgd_round, grad)
-            self.Z = np.empty((self.M, self.draws))
+            self.view = cv.data
+            self._update = Bound(area_update, sgd_round, cv.grad)
+            self._blk = np.empty(self.M * cv.draws)
 
     @property
     def y(self) -> np.ndarray:
@@ -135,8 +135,9 @@ class AreaClients(ConfigRule):
         """One event of client i: Algorithm 2 (``model="algorithm"``: compute, then send)
         or the Appendix A model (``"iterate_model"``: send, then compute); ``m_i`` is
         written into ``out``.  Compiled :func:`area_update` when the problem has a compiled
-        view (the round's ``M draws`` normals drawn from ``rng`` in one block, the numbers M
-        per-step draws give), else the same function interpreted."""
+        view (the round's ``M draws`` numbers drawn from ``rng`` in one call,
+        :func:`~fedsim.local.sgd.round_block`: the numbers M per-step draws give), else the
+        same function interpreted."""
         require(model in ("algorithm", "iterate_model"), "algorithm.model", model,
                 "must be 'algorithm' or 'iterate_model' for AREA clients")
         iterate = model == "iterate_model"
@@ -144,10 +145,9 @@ class AreaClients(ConfigRule):
             area_update.py_func(self._rule_round, None, None, i, x_s, state.s, out, rng,
                                 float(alpha), self.M, self.g, iterate)
         else:
-            if self.draws:
-                rng.standard_normal(out=self.Z)
-            self._update(self.view, i, x_s, state.s, out, self.Z, float(alpha), self.M,
-                         self.g, iterate)
+            Z = round_block(self.cv, rng, i, self.M, self.cv.draws, self._blk)
+            self._update(self.view, i, x_s, state.s, out, Z, float(alpha), self.M, self.g,
+                         iterate)
         return out, state
 
     def _rule_round(self, grad, view, i, w_read, out, rng, eta, Q, g) -> int:

@@ -13,20 +13,22 @@ Subgradient selection (fixed, [A] Asm 1): ``B (x - c)/||x - c||`` for
 The oracles ``loss``, ``grad`` and the recorded metrics ``grad_f_sq``, ``dist_sq``,
 ``f_gap`` are the compiled functions of :mod:`fedsim.problems.norm_view` (written once;
 the rules and the replay call the same functions on the problem's view), and
-:meth:`NormProblem.compiled_oracles` hands them to the compiled rules.
+:meth:`NormProblem.compiled_view` hands them to the compiled rules and the replay.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 
 from fedsim.errors import check_finite, check_integer, check_number, require
 from fedsim.problems.base import Problem
+from fedsim.problems.compiled import CompiledView
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
 from fedsim.problems.norm_view import (
-    norm_draws_per_step,
+    norm_compiled_view,
     norm_f,
     norm_loss,
     norm_metric_view,
@@ -70,7 +72,7 @@ class NormProblem(Problem):
         self._x_star: np.ndarray | None = None
         self._table: ConstantsTable | None = None
         self._view = norm_view(self)
-        self._mview: tuple | None = None
+        self._mviews: dict[int, tuple] = {}
         self._z = np.empty(0)
 
     # deterministic oracles (compiled, fedsim.problems.norm_view) ----------------------
@@ -89,23 +91,27 @@ class NormProblem(Problem):
         """``f(w) = mean_i f_i(w)`` (summed in client order)."""
         return float(norm_f(self._view, np.ascontiguousarray(w, dtype=np.float64)))
 
-    def compiled_oracles(self, batch: int = 1) -> tuple:
-        """``(grad, view, draws, metrics, mview)`` for the compiled rules and the replay:
-        :func:`norm_sample_grad` on ``(B, C)`` (no draws, whatever ``batch``) and
-        :func:`norm_metrics` on ``(B, C, x*, f*)``."""
-        return (norm_sample_grad, self._view, norm_draws_per_step(self._view), norm_metrics,
-                self._metric_view())
-
-    def _metric_view(self) -> tuple:
-        if self._mview is None:
-            self._mview = norm_metric_view(self)
-        return self._mview
+    def compiled_view(self, batch: int = 1) -> CompiledView:
+        """The compiled oracles for the rules and the replay
+        (:func:`fedsim.problems.norm_view.norm_compiled_view`): :func:`norm_sample_grad` on
+        ``(B, C)`` (no draws, whatever ``batch``) and :func:`norm_metrics` on a fresh metric
+        view."""
+        return norm_compiled_view(self, norm_metric_view(self))
 
     def _metric(self, code: int, w: np.ndarray) -> float:
+        # per thread: one metric view (it holds the scratch rows)
+        mv = self._mviews.get(threading.get_ident())
+        if mv is None:
+            mv = self._mviews[threading.get_ident()] = norm_metric_view(self)
         out = np.empty(1)
-        norm_metrics(self._metric_view(), _CODE_ARRAYS[code],
-                     np.ascontiguousarray(w, dtype=np.float64), out)
+        norm_metrics(mv, _CODE_ARRAYS[code], np.ascontiguousarray(w, dtype=np.float64), out)
         return float(out[0])
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the per-thread metric views (rebuilt on use)."""
+        state = self.__dict__.copy()
+        state["_mviews"] = {}
+        return state
 
     def grad_f_sq(self, w: np.ndarray) -> float:
         """``||mean_i g_i(w)||^2`` of the subgradient selection."""

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from fedsim.local.area import area_update
 from fedsim.local.sgd import sgd_round
 from fedsim.problems import NormProblem
-from fedsim.problems.compiled import compiled_oracles
+from fedsim.problems.compiled import compiled_view
 from fedsim.problems.norm_view import norm_metrics, norm_sample_grad
 from fedsim.servers.area import area_apply
 
@@ -28,8 +28,9 @@ def test_area_apply_by_hand() -> None:
 
 def test_norm_oracle_by_hand() -> None:
     p = NormProblem(B=5.0, n=2, dim=2, centers=np.array([[0.0, 0.0], [1.0, 1.0]]))
-    grad, view, draws, _, _ = compiled_oracles(p, 5)
-    assert grad is norm_sample_grad and draws == 0
+    cv = compiled_view(p, 5)
+    grad, view = cv.grad, cv.data
+    assert grad is norm_sample_grad and cv.draws == 0 and cv.normal_block
     g = np.empty(2)
     grad(view, 0, np.array([3.0, 4.0]), np.empty(0), g)  # 5 (3, 4) / 5
     np.testing.assert_array_equal(g, [3.0, 4.0])
@@ -44,7 +45,8 @@ def test_area_client_event_on_the_norm_family_by_hand() -> None:
     iterate-model event sends x_0 - y_0 = 0, then x_0: 1 -> 0.6 -> 0.2 -> -0.2 (the kink
     passed on the last step)."""
     p = NormProblem(B=1.0, n=2, dim=1, centers=np.array([[0.0], [10.0]]))
-    grad, view = compiled_oracles(p, 1)[:2]
+    cv = compiled_view(p, 1)
+    grad, view = cv.grad, cv.data
     state = np.ones((2, 2, 1))
     m, g = np.empty(1), np.empty(1)
     area_update(sgd_round, grad, view, 0, np.array([1.0]), state, m, np.empty((3, 0)), 0.4,
@@ -67,7 +69,8 @@ def test_area_update_compiled_equals_interpreted(seed, n, d, iterate) -> None:
     rng = np.random.default_rng(seed)
     p = NormProblem(B=float(rng.uniform(0.5, 2.0)), n=n, dim=d,
                     centers=rng.standard_normal((n, d)))
-    grad, view = compiled_oracles(p, 1)[:2]
+    cv = compiled_view(p, 1)
+    grad, view = cv.grad, cv.data
     a = rng.standard_normal((2, n, d))
     b = a.copy()
     x_s = rng.standard_normal(d)
@@ -88,7 +91,9 @@ def test_norm_metrics_against_numpy(seed, n, d) -> None:
     p = NormProblem(B=1.5, n=n, dim=d, centers=C)
     w = rng.standard_normal(d)
     out = np.empty(3)
-    norm_metrics(compiled_oracles(p, 1)[4], np.array([0, 1, 2], dtype=np.int64), w, out)
+    cv = compiled_view(p, 1)
+    assert cv.metrics is norm_metrics
+    cv.metrics(cv.mdata, cv.codes(["grad_sq", "dist_sq", "f_gap"]), w, out)
     sub = [1.5 * (w - c) / np.linalg.norm(w - c) for c in C]
     f = np.mean([1.5 * np.linalg.norm(w - c) for c in C])
     np.testing.assert_allclose(out[0], np.sum(np.mean(sub, axis=0) ** 2), rtol=1e-13,
@@ -108,8 +113,11 @@ def test_a_subclass_that_replaces_an_oracle_runs_interpreted() -> None:
             return super().batch_grad(i, w, batch)
 
     p = Counting(B=1.0, n=2, dim=1)
-    assert compiled_oracles(p, 1) is None
-    assert compiled_oracles(NormProblem(B=1.0, n=2, dim=1), 1) is not None
+    assert compiled_view(p, 1) is None
+    assert compiled_view(NormProblem(B=1.0, n=2, dim=1), 1) is not None
+    inst = NormProblem(B=1.0, n=2, dim=1)
+    inst.grad = lambda i, w: np.zeros(1)  # the instance replaces an oracle
+    assert compiled_view(inst, 1) is None
     from fedsim.local import AreaClients
     from fedsim.local.sgd import SGDRule
 

@@ -130,7 +130,7 @@ def test_area_clients_compiled_update_equals_the_interpreted_one(model):
     q = QuadraticProblem.random(3, 2, mu=0.5, L=1.0, seed=2, noise_sd=0.3)
     sgd = SGDRule(q, 0.0, 2, 1)
     a = AreaClients(np.zeros(2), 3, sgd)
-    assert a.draws == 2  # compiled, with noise
+    assert a.cv is not None and a.cv.draws == 2  # compiled, with noise
     st = a.init(np.zeros(2))
     s2 = a.init(np.zeros(2))
     r1, r2 = np.random.default_rng(5), np.random.default_rng(5)

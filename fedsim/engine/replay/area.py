@@ -15,17 +15,18 @@ table:
   oracle) then the server's :func:`fedsim.servers.area.area_apply` arrival; a server event is
   ``area_apply``'s aggregation.  The loop holds no rule arithmetic, only the order of the
   calls, the engine's divergence test and the records;
-* the problem's compiled view (:func:`fedsim.problems.compiled.compiled_oracles`): [A]
-  Theorem 8's norm family (:mod:`fedsim.problems.norm_view`, no draws) and Theorem 7's
-  quadratics (:mod:`fedsim.problems.quadratic_view`).  The noise of a quadratic is drawn
-  as the engine draws it: client i's k-th event takes the next ``M d`` standard normals of
-  ``Streams(seed, r).client(i, "noise")`` (built in bulk by
+* the problem's compiled view (:func:`fedsim.problems.compiled.compiled_view`: ``grad``,
+  ``data``, ``metrics``, ``mdata``), one whose steps draw standard normals
+  (``normal_block``): [A] Theorem 8's norm family (:mod:`fedsim.problems.norm_view`, no
+  draws) and Theorem 7's quadratics (:mod:`fedsim.problems.quadratic_view`).  The noise of
+  a quadratic is drawn as the engine draws it: client i's k-th event takes the next ``M
+  draws`` standard normals of ``Streams(seed, r).client(i, "noise")`` (built in bulk by
   :mod:`fedsim.engine.replay.seeding`); a replicate draws each client's events with one
   ``standard_normal(out=...)`` call, the same numbers in the same order;
 * the step sizes ``alpha_k`` are :meth:`fedsim.servers.area.StepSizes.table`'s.
 
 Records, as the engine's :class:`fedsim.engine.steplog.StepLog` makes them: the metrics
-(the problem's compiled ``metrics``, the functions behind its ``f_gap``/``dist_sq``/
+(the view's compiled ``metrics``, the functions behind the problem's ``f_gap``/``dist_sq``/
 ``grad_f_sq``) at step 0, at every multiple of ``record.every`` and at the last step; the
 ergodic gap ``f(xbar_t) - f*`` with ``xbar_t = (sum_{k<t} x_{s,k}) / t`` ([A] Theorem 8's
 ``xbar_K``), the running sum kept in step order (at an off-grid last step the engine's
@@ -56,7 +57,7 @@ from fedsim.errors import require
 from fedsim.jit import Bound, jit
 from fedsim.local.area import area_update
 from fedsim.local.sgd import sgd_round
-from fedsim.problems.compiled import METRIC_CODES, compiled_oracles
+from fedsim.problems.compiled import CompiledView, compiled_view
 from fedsim.servers.area import area_apply
 from fedsim.trace import DIVERGE_NORM, Recorder, Trace
 
@@ -64,7 +65,6 @@ __all__ = ["supports_area", "replay_area", "area_events", "area_replicates"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 _ERGODIC = "ergodic_f_gap"
-_F_GAP = np.array([METRIC_CODES.index("f_gap")], dtype=np.int64)
 _LOOPS: dict[tuple, Bound] = {}
 #: at most this many round normals are held at once (replicates run in groups)
 _GROUP_NUMBERS = 4_000_000
@@ -158,19 +158,30 @@ def area_replicates(client_update, client_round, grad, server_apply, metrics, vi
     return 0
 
 
+def _view(scenario: Scenario, problem) -> CompiledView | None:
+    """The compiled view the replay runs ``scenario`` on: ``problem``'s for the rule's
+    batch, when its steps draw standard normals and it compiles every recorded metric
+    (``ergodic_f_gap`` from its ``f_gap``); else ``None``."""
+    cv = compiled_view(problem, int(scenario.algorithm.get("batch")))
+    names = [m for m in scenario.record.metrics if m != _ERGODIC]
+    if _ERGODIC in scenario.record.metrics:
+        names.append("f_gap")
+    if cv is None or not cv.normal_block or not cv.has_metrics(names):
+        return None
+    return cv
+
+
 def supports_area(scenario: Scenario) -> bool:
     """Whether :func:`replay_area` implements ``scenario``: the algorithm's model runs on the
     AREA runner as the iterate model, step horizon only, a Poisson timer,
-    ``read_at = "request"``, a problem with a compiled view and only metrics it compiles."""
+    ``read_at = "request"``, a problem with a compiled view (:func:`_view`)."""
     a, h = scenario.algorithm, scenario.horizon
     if get_algorithm(a.name).runners.get(a.model) != "area" or a.model != "iterate_model":
         return False
     if (h.steps is None or math.isfinite(h.time) or scenario.delays.read_at != "request"
             or scenario.trigger.kind != "poisson"):
         return False
-    if any(m not in METRIC_CODES and m != _ERGODIC for m in scenario.record.metrics):
-        return False
-    return compiled_oracles(problem_for(scenario), int(a.get("batch"))) is not None
+    return _view(scenario, problem_for(scenario)) is not None
 
 
 def _loop(grad, metrics) -> Bound:
@@ -230,11 +241,13 @@ def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
     n, d = problem.n, problem.dim
     K = int(scenario.horizon.steps)
     M = int(a.get("M"))
-    grad, view, draws, metrics, mview = compiled_oracles(problem, int(a.get("batch")))
-    loop = _loop(grad, metrics)
+    cv = _view(scenario, problem)
+    draws = cv.draws
+    loop = _loop(cv.grad, cv.metrics)
     names = list(rc.metrics)
     ergodic = _ERGODIC in names
-    codes = np.array([METRIC_CODES.index(m) for m in names if m != _ERGODIC], dtype=np.int64)
+    codes = cv.codes([m for m in names if m != _ERGODIC])
+    fcode = cv.codes(["f_gap"]) if ergodic else codes[:0]
     width = codes.size + int(ergodic)
     every = int(rc.every)
     alphas = step_schedule(scenario, problem).table(K)
@@ -251,7 +264,7 @@ def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
         rows = range(g0, min(R, g0 + group))
         Z, zlo, zhi, zrow = _noise(tabs.kind, tabs.client, rows, nbg, n, M, draws)
         sl = slice(rows.start, rows.stop)
-        loop(view, mview, codes, _F_GAP, tabs.kind[sl], tabs.client[sl], alphas, Z, zlo, zhi,
+        loop(cv.data, cv.mdata, codes, fcode, tabs.kind[sl], tabs.client[sl], alphas, Z, zlo, zhi,
              zrow, M, w0, n, every, grid[sl], last[sl], final[sl], done[sl], tabs.tie[sl],
              ergodic, _DIV2, K_CLIENT)
     rec = _Assembler(scenario, problem, names, codes.size, ergodic, staleness_bound)

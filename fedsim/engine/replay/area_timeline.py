@@ -15,7 +15,7 @@ run by ``fedsim.engine.run`` instead, so every table used is the engine's bit fo
 
 The draws.  The iterate model's delays are exponential compute cycles and zero
 communication (a ``vector`` :class:`DelayPlan`), so the streams run compiled from their
-seed words (:mod:`fedsim.engine.replay.pcg64`: NumPy's ``PCG64`` and
+state rows (:mod:`fedsim.engine.replay.streams`: NumPy's ``PCG64`` and
 ``standard_exponential`` bit for bit; a block draws ``plan.per_block`` numbers and round
 ``j``'s compute delay is entry ``off + j q`` times ``1/rate``, as ``DelayPlan.draw``).
 ``compiled=False`` (and any plan that is not ``vector``) draws through NumPy generators and
@@ -36,10 +36,10 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.replay.delay_streams import ClientDelayStream, DelayPlan
-from fedsim.engine.replay.pcg64 import pcg64_init, standard_exponential
-from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words
+from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.streams import client_states, server_states, stream
 from fedsim.jit import jit
-from fedsim.rng import PURPOSES, SERVER, Streams
+from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
 __all__ = ["AreaTables", "area_tables", "merge_events", "K_CLIENT", "K_SERVER"]
@@ -129,17 +129,17 @@ def merge_events(C, nc, S, ns, K, time, kind, client, st_steps, st_time, fill, k
 
 
 @jit
-def _draw_blocks(state, blocks, per_block, off, q, B, scale, C, start):
-    """``blocks`` more blocks of every client stream (``state`` (n, 4), compiled PCG64):
+def _draw_blocks(states, blocks, per_block, off, q, B, scale, C, start):
+    """``blocks`` more blocks of every client stream (``states`` (n, WIDTH), stream rows):
     round ``j`` of a block gets ``z[off + j q] * scale[i]`` into ``C[i, start + ...]``."""
-    n = state.shape[0]
+    n = states.shape[0]
     z = np.empty(per_block)
     for i in range(n):
-        s = state[i]
+        gen = stream(states, i)
         col = start
         for _ in range(blocks):
             for k in range(per_block):
-                z[k] = standard_exponential(s)
+                z[k] = gen.standard_exponential()
             for j in range(B):
                 C[i, col] = z[off + j * q] * scale[i]
                 col += 1
@@ -147,18 +147,12 @@ def _draw_blocks(state, blocks, per_block, off, q, B, scale, C, start):
 
 
 @jit
-def _draw_timer(state, scale, S, start):
+def _draw_timer(states, scale, S, start):
     """Timer delays ``S[start:]``: ``scale * standard_exponential`` (NumPy's
-    ``exponential(scale)``)."""
+    ``exponential(scale)``) from the stream row ``states[0]``."""
+    gen = stream(states, 0)
     for k in range(start, S.shape[0]):
-        S[k] = scale * standard_exponential(state)
-    return 0
-
-
-@jit
-def _init_states(words, state):
-    for i in range(words.shape[0]):
-        pcg64_init(words[i], state[i])
+        S[k] = scale * gen.standard_exponential()
     return 0
 
 
@@ -171,24 +165,13 @@ def _compute_column(plan: DelayPlan) -> tuple[int, np.ndarray] | None:
     return None
 
 
-def _keys(reps: np.ndarray, owners: np.ndarray, purpose: str) -> np.ndarray:
-    """``fedsim.rng`` spawn keys ``(r, owner, PURPOSES[purpose])`` of every (r, owner)."""
-    keys = np.empty((reps.size * owners.size, 3), dtype=np.int64)
-    keys[:, 0] = np.repeat(reps, owners.size)
-    keys[:, 1] = np.tile(owners, reps.size)
-    keys[:, 2] = PURPOSES[purpose]
-    return keys
-
-
 class _CompiledDraws:
-    """One replicate's streams run compiled (:mod:`fedsim.engine.replay.pcg64`)."""
+    """One replicate's streams as state rows, drawn compiled
+    (:mod:`fedsim.engine.replay.streams`)."""
 
-    def __init__(self, cwords: np.ndarray, twords: np.ndarray, plan: DelayPlan,
+    def __init__(self, cstate: np.ndarray, tstate: np.ndarray, plan: DelayPlan,
                  col: tuple[int, np.ndarray], q: int, timer: float) -> None:
-        self.cstate = np.empty((cwords.shape[0], 4), dtype=np.uint64)
-        _init_states(cwords, self.cstate)
-        self.tstate = np.empty(4, dtype=np.uint64)
-        pcg64_init(twords, self.tstate)
+        self.cstate, self.tstate = cstate, tstate
         self.plan, self.col, self.q, self.timer = plan, col, q, timer
 
     def clients(self, C: np.ndarray, start: int, blocks: int) -> None:
@@ -260,11 +243,10 @@ def area_tables(scenario: Scenario, replicates: Sequence[int],
     timer = 1.0 / scenario.trigger.rate  # the iterate model's Poisson timer (config rule)
     out = AreaTables(R, K)
     if col is not None:
-        cw = pcg64_seed_words(scenario.seed, _keys(reps, np.arange(n), "delays"))
-        tw = pcg64_seed_words(scenario.seed, _keys(reps, np.array([SERVER]), "timer"))
-        cw = cw.reshape(R, n, 4)
+        cs = client_states(scenario.seed, reps, n, "delays")
+        ts = server_states(scenario.seed, reps, "timer")
         for k in range(R):
-            _fill(out, k, _CompiledDraws(cw[k], tw[k], plan, col, q, timer), n, K, plan.B)
+            _fill(out, k, _CompiledDraws(cs[k], ts[k], plan, col, q, timer), n, K, plan.B)
     else:
         bgs = client_bitgens(scenario.seed, reps, n, "delays")
         for k in range(R):

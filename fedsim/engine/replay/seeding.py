@@ -27,7 +27,7 @@ from numpy.random.bit_generator import ISeedSequence
 
 from fedsim.rng import PURPOSES, SERVER
 
-__all__ = ["pcg64_seed_words", "client_bitgens", "server_bitgens"]
+__all__ = ["pcg64_seed_words", "stream_keys", "client_bitgens", "server_bitgens"]
 
 _M32 = 0xFFFFFFFF
 INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
@@ -104,6 +104,20 @@ def pcg64_seed_words(seed: int, keys: np.ndarray) -> np.ndarray:
     return lo | (hi << np.uint64(32))
 
 
+def stream_keys(replicates: Sequence[int], owners: Sequence[int], purpose: str) -> np.ndarray:
+    """The spawn keys ``(r, owner, PURPOSES[purpose])`` of ``fedsim.rng.Streams(seed,
+    r).client(owner, purpose)`` (``owner = SERVER``: ``.server(purpose)``) for every ``r``
+    of ``replicates`` then every ``owner`` (row ``k * len(owners) + j``), ``(N, 3)``
+    int64: the one home of the key layout."""
+    reps = np.asarray(list(replicates), dtype=np.int64)
+    own = np.asarray(list(owners), dtype=np.int64)
+    keys = np.empty((reps.size * own.size, 3), dtype=np.int64)
+    keys[:, 0] = np.repeat(reps, own.size)
+    keys[:, 1] = np.tile(own, reps.size)
+    keys[:, 2] = PURPOSES[purpose]
+    return keys
+
+
 class _Words(ISeedSequence):
     """Hands precomputed ``generate_state(4, uint64)`` words to a ``PCG64`` once."""
 
@@ -121,13 +135,8 @@ class _Words(ISeedSequence):
 def client_bitgens(seed: int, replicates: Sequence[int], clients: int,
                    purpose: str) -> list[list[np.random.PCG64]]:
     """``[[PCG64 of fedsim.rng.Streams(seed, r).client(i, purpose)] for i] for r]``."""
-    reps = np.asarray(list(replicates), dtype=np.int64)
-    R, n = reps.size, int(clients)
-    keys = np.empty((R * n, 3), dtype=np.int64)
-    keys[:, 0] = np.repeat(reps, n)
-    keys[:, 1] = np.tile(np.arange(n), R)
-    keys[:, 2] = PURPOSES[purpose]
-    words = pcg64_seed_words(seed, keys)
+    R, n = len(replicates), int(clients)
+    words = pcg64_seed_words(seed, stream_keys(replicates, range(n), purpose))
     pcg = np.random.PCG64
     bgs = [pcg(_Words(words[k])) for k in range(R * n)]
     return [bgs[k * n:(k + 1) * n] for k in range(R)]
@@ -135,10 +144,5 @@ def client_bitgens(seed: int, replicates: Sequence[int], clients: int,
 
 def server_bitgens(seed: int, replicates: Sequence[int], purpose: str) -> list[np.random.PCG64]:
     """``[PCG64 of fedsim.rng.Streams(seed, r).server(purpose)] for r``."""
-    reps = np.asarray(list(replicates), dtype=np.int64)
-    keys = np.empty((reps.size, 3), dtype=np.int64)
-    keys[:, 0] = reps
-    keys[:, 1] = SERVER
-    keys[:, 2] = PURPOSES[purpose]
-    words = pcg64_seed_words(seed, keys)
-    return [np.random.PCG64(_Words(words[k])) for k in range(reps.size)]
+    words = pcg64_seed_words(seed, stream_keys(replicates, [SERVER], purpose))
+    return [np.random.PCG64(_Words(words[k])) for k in range(words.shape[0])]

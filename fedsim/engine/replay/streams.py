@@ -57,11 +57,12 @@ from numba.np.random.distributions import (
 from numba.np.random.generator_core import next_double, next_uint32, next_uint64
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
-from fedsim.engine.replay.seeding import pcg64_seed_words
+from fedsim.engine.replay.seeding import pcg64_seed_words, stream_keys
 from fedsim.jit import jit
-from fedsim.rng import PURPOSES
+from fedsim.rng import SERVER
 
-__all__ = ["Stream", "stream", "seed_states", "client_states", "numpy_state", "WIDTH"]
+__all__ = ["Stream", "stream", "seed_states", "client_states", "server_states", "numpy_state",
+           "WIDTH"]
 
 #: uint64 words per stream row: state hi, state lo, inc hi, inc lo, has_uint32, uinteger
 WIDTH = 6
@@ -375,13 +376,16 @@ def client_states(seed: int, replicates: Sequence[int], clients: int,
     """``(R, clients, WIDTH)``: row ``[k, i]`` is ``fedsim.rng.Streams(seed,
     replicates[k]).client(i, purpose)``'s PCG64 (see
     :func:`fedsim.engine.replay.seeding.client_bitgens`, the same streams as objects)."""
-    reps = np.asarray(list(replicates), dtype=np.int64)
-    R, n = reps.size, int(clients)
-    keys = np.empty((R * n, 3), dtype=np.int64)
-    keys[:, 0] = np.repeat(reps, n)
-    keys[:, 1] = np.tile(np.arange(n), R)
-    keys[:, 2] = PURPOSES[purpose]
+    R, n = len(replicates), int(clients)
+    keys = stream_keys(replicates, range(n), purpose)
     return seed_states(pcg64_seed_words(seed, keys)).reshape(R, n, WIDTH)
+
+
+def server_states(seed: int, replicates: Sequence[int], purpose: str) -> np.ndarray:
+    """``(R, 1, WIDTH)``: row ``[k, 0]`` is ``fedsim.rng.Streams(seed,
+    replicates[k]).server(purpose)``'s PCG64."""
+    keys = stream_keys(replicates, [SERVER], purpose)
+    return seed_states(pcg64_seed_words(seed, keys)).reshape(len(replicates), 1, WIDTH)
 
 
 def numpy_state(row: np.ndarray) -> dict[str, Any]:

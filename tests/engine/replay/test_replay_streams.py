@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from fedsim.engine.replay.seeding import client_bitgens
-from fedsim.engine.replay.streams import client_states, numpy_state, stream
+from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words, stream_keys
+from fedsim.engine.replay.streams import (
+    client_states,
+    numpy_state,
+    seed_states,
+    server_states,
+    stream,
+)
 from fedsim.jit import jit
 from fedsim.rng import Streams
 
@@ -91,5 +99,23 @@ def test_two_million_exponentials_and_the_final_state_are_numpys():
     out = np.empty(2_000_000)
     _exponentials(S, 1, out)
     g = Streams(8, 2).client(1, "delays")
-    np.testing.assert_array_equal(out, g.standard_exponential(out.size))
+    want = g.standard_exponential(out.size)
+    np.testing.assert_array_equal(out, want)
     assert numpy_state(S[1]) == g.bit_generator.state
+    assert want.max() > 7.7  # draws from the tail (idx 0: ziggurat_exp_r - log1p(-U))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**63), r=st.integers(0, 10**6), i=st.integers(0, 2**31))
+def test_large_seeds_and_keys_client_and_server_streams_are_numpys(seed, r, i):
+    """Seeds of several words and spawn-key entries up to ``2**31``: the rows of a client
+    stream and of the server's timer stream, and 50 exponentials of each, are NumPy's."""
+    rows = seed_states(pcg64_seed_words(seed, stream_keys([r], [i], "delays")))
+    timer = server_states(seed, [r], "timer")[0].copy()
+    gens = (Streams(seed, r).client(i, "delays"), Streams(seed, r).server("timer"))
+    for S, g in zip((rows, timer), gens, strict=True):
+        assert numpy_state(S[0]) == g.bit_generator.state
+        out = np.empty(50)
+        _exponentials(S, 0, out)
+        np.testing.assert_array_equal(out, g.standard_exponential(50))
+        assert numpy_state(S[0]) == g.bit_generator.state
