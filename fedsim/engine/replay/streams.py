@@ -278,23 +278,23 @@ def _ol_standard_normal(self):
 
 
 @jit
-def _exponential_rest(bitgen, ri, idx, x):
-    """NumPy's ``standard_exponential_unlikely`` (``distributions.c``; numba's port in
-    ``random_standard_exponential``) for a first draw rejected at layer ``idx``: the tail,
-    the wedge test, or a new draw, until one is accepted."""
+def _exponential_rest(bitgen, r):
+    """NumPy's ``random_standard_exponential`` (``distributions.c``; numba's port,
+    ``random_standard_exponential``) from its first 64-bit draw ``r`` on: the layer test of
+    ``r``, the tail or the wedge test, then new draws until one is accepted."""
     while 1:
-        if idx == 0:
-            return ziggurat_exp_r - np.log1p(-next_double(bitgen))
-        elif ((fe_double[idx - 1] - fe_double[idx]) * next_double(bitgen) +
-              fe_double[idx] < np.exp(-x)):
-            return x
-        ri = next_uint64(bitgen)
-        ri >>= 3
+        ri = r >> 3
         idx = ri & 0xFF
         ri >>= 8
         x = ri * we_double[idx]
         if (ri < ke_double[idx]):
             return x
+        if idx == 0:
+            return ziggurat_exp_r - np.log1p(-next_double(bitgen))
+        if ((fe_double[idx - 1] - fe_double[idx]) * next_double(bitgen) +
+                fe_double[idx] < np.exp(-x)):
+            return x
+        r = next_uint64(bitgen)
 
 
 @overload_method(StreamType, "standard_exponential", inline="always")
@@ -302,14 +302,12 @@ def _ol_standard_exponential(self):
     """NumPy's ``random_standard_exponential``: its first (98.9 %) branch inline, the rest
     in :func:`_exponential_rest`."""
     def impl(self):
-        ri = next_uint64(self)
-        ri >>= 3
-        idx = ri & 0xFF
-        ri >>= 8
-        x = ri * we_double[idx]
+        r = next_uint64(self)
+        ri = r >> 11
+        idx = (r >> 3) & 0xFF
         if (ri < ke_double[idx]):
-            return x
-        return _exponential_rest(self, ri, idx, x)
+            return ri * we_double[idx]
+        return _exponential_rest(self, r)
 
     return impl
 
