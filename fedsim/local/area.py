@@ -45,7 +45,7 @@ from fedsim.local.sgd import SGDRule, round_block, sgd_round
 __all__ = ["AreaClients", "AreaState", "area_update"]
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate):
     """One event of client ``i``; ``state[0]``: local models ``x``, ``state[1]``: memories
     ``y`` (``(2, n, d)``); the message ``m_i`` is written into ``m``.

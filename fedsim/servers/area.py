@@ -39,7 +39,7 @@ __all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "theorem7_consta
            "theorem7_schedule", "theorem7_step_sizes"]
 
 
-@jit
+@jit(inline=True)
 def area_apply(x_s, u_s, m, n, arrival):
     """One event of [A] Algorithm 1 in place: a client arrival (``arrival``) adds
     ``m_i / n`` to the aggregator, ``u_s <- u_s + m / n``; an aggregation sets ``x_s <- x_s

@@ -73,3 +73,55 @@ def test_supports_reads_the_compiled_view_and_its_metrics():
     assert supports(_scenario(quad))
     assert supports(_scenario(quad, ("grad_sq", "dist_sq", "f_gap")))
     assert not supports(_scenario(quad, ("grad_sq", "ergodic_f_gap")))
+
+
+def test_the_view_stands_for_the_oracles_of_its_class():
+    """``compiled_view`` gives ``None`` when a subclass or the instance replaces an oracle
+    of the class the view stands for (the one that sets ``compiled_view_base``, else the
+    one that defines ``compiled_view``), and for a wrapper that forwards attributes."""
+
+    class Mixin:
+        def compiled_view(self, batch):
+            return ("view", batch)
+
+        def batch_grad(self, i, w, batch):
+            return 0
+
+    class Prob(Mixin):
+        compiled_view_base = True
+
+        def sample_batch(self, i, size, rng):
+            return None
+
+    class Same(Prob):  # replaces nothing
+        pass
+
+    class Sub(Prob):
+        def sample_batch(self, i, size, rng):
+            return 1
+
+    class Unmarked(Mixin):  # no marker: the view stands for Mixin's oracles,
+        def loss(self, i, w):  # and this loss is not Mixin's
+            return 0.0
+
+    class Proxy:
+        def __init__(self, p):
+            self.p = p
+
+        def __getattr__(self, name):
+            return getattr(self.p, name)
+
+    assert compiled_view(Prob(), 2) == ("view", 2) and compiled_view(Same(), 3) == ("view", 3)
+    assert compiled_view(Sub(), 2) is None and compiled_view(Unmarked(), 2) is None
+    inst = Prob()
+    inst.batch_grad = lambda i, w, batch: 1
+    assert compiled_view(inst, 2) is None and compiled_view(Proxy(Prob()), 2) is None
+
+    class Counting(type(_quad())):
+        def sample_batch(self, i, size, rng):
+            return super().sample_batch(i, size, rng)
+
+    q = _quad()
+    assert compiled_view(q, 1) is not None
+    q.__class__ = Counting
+    assert compiled_view(q, 1) is None and not has_compiled_view(q)

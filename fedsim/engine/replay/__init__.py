@@ -17,7 +17,7 @@
   replicate, through the kernel with the very rules the SimPy engine calls.
 * :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on problems with a
   compiled view ([A] Theorem 8's norm family, Theorem 7's quadratics): one compiled loop per
-  replicate over its event table (:mod:`~fedsim.engine.replay.area_timeline`, streams run
+  replicate over its event table (:mod:`~fedsim.engine.replay.area_timeline`, its streams
   drawn from :mod:`~fedsim.engine.replay.streams` rows), calling the engine's compiled rules.
 
 Each module's docstring states the exact part of the engine contract it relies on.

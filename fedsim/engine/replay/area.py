@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from fedsim.engine.replay.area_timeline import K_CLIENT, AreaTables, area_tables
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.setup import initial_model, problem_for
 from fedsim.errors import require
-from fedsim.jit import Bound, jit
+from fedsim.jit import cache_closure, jit
 from fedsim.local.area import area_update
 from fedsim.local.sgd import sgd_round
 from fedsim.problems.compiled import CompiledView, compiled_view
@@ -65,12 +66,12 @@ __all__ = ["supports_area", "replay_area", "area_events", "area_replicates"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 _ERGODIC = "ergodic_f_gap"
-_LOOPS: dict[tuple, Bound] = {}
+_LOOPS: dict[tuple, Any] = {}
 #: at most this many round normals are held at once (replicates run in groups)
 _GROUP_NUMBERS = 4_000_000
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def _record(metrics, mview, codes, fcode, w, S, t, tmp, out, ergodic):
     """``out[:len(codes)]`` = the metrics at ``w``; with ``ergodic``, ``out[-1]`` = the f_gap
     of ``S / t`` (NaN at ``t = 0``)."""
@@ -85,7 +86,7 @@ def _record(metrics, mview, codes, fcode, w, S, t, tmp, out, ergodic):
     return 0
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def area_events(client_update, client_round, grad, server_apply, metrics, view, mview, codes,
                 fcode, kind, client, alphas, Z, zrow, M, x_s, u_s, state, m, g, S, tmp, nf,
                 every, grid, last, ergodic, div2, k_client):
@@ -122,22 +123,22 @@ def area_events(client_update, client_round, grad, server_apply, metrics, view, 
     return K
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def area_replicates(client_update, client_round, grad, server_apply, metrics, view, mview,
                     codes, fcode, kind, client, alphas, Z, zlo, zhi, zrow, M, w0, n, every,
-                    grid, last, final, done, skip, ergodic, div2, k_client):
+                    grid, last, final, done, skip, ergodic, div2, k_client, work, state):
     """Every replicate ``r`` of the tables (rows of ``kind``, ``client``, ``zrow``) but the
     ``skip`` ones, each on its own: the state from ``w0``, the step-0 record into ``grid[r,
     0]``, then :func:`area_events` with the round normals ``Z[zlo[r]:zhi[r]]``; its
     records into ``grid[r]``, ``last[r]``, its model into ``final[r]``, its return value
-    into ``done[r]``."""
+    into ``done[r]``.  ``work`` (5, d) and ``state`` (2, n, d) are scratch (nothing is
+    allocated)."""
     d = w0.shape[0]
-    m = np.empty(d)
-    g = np.empty(d)
-    tmp = np.empty(d)
-    u_s = np.empty(d)
-    S = np.empty(d)
-    state = np.empty((2, n, d))
+    m = work[0]
+    g = work[1]
+    tmp = work[2]
+    S = work[3]
+    u_s = work[4]
     for r in range(kind.shape[0]):
         if skip[r]:
             continue
@@ -184,14 +185,29 @@ def supports_area(scenario: Scenario) -> bool:
     return _view(scenario, problem_for(scenario)) is not None
 
 
-def _loop(grad, metrics) -> Bound:
-    """:func:`area_replicates` with its compiled functions bound (one per oracle pair)."""
+def _loop(grad: Any, metrics: Any) -> Any:
+    """:func:`area_replicates` with the AREA rules and the oracle pair as closure constants
+    (so numba inlines them, as :func:`fedsim.engine.replay.kernel.replay_kernel` does; the
+    loop allocates nothing and runs without reference counting), built once per pair and
+    process and cached on disk (:func:`fedsim.jit.cache_closure`)."""
     key = (grad, metrics)
-    b = _LOOPS.get(key)
-    if b is None:
-        b = _LOOPS[key] = Bound(area_replicates, area_update, sgd_round, grad, area_apply,
-                                metrics)
-    return b
+    fn = _LOOPS.get(key)
+    if fn is None:
+        fn = _LOOPS[key] = _make(grad, metrics)
+    return fn
+
+
+def _make(grad: Any, metrics: Any) -> Any:
+    @jit(nrt=False)
+    def replicates(view, mview, codes, fcode, kind, client, alphas, Z, zlo, zhi, zrow, M, w0,
+                   n, every, grid, last, final, done, skip, ergodic, div2, k_client, work,
+                   state):
+        return area_replicates(area_update, sgd_round, grad, area_apply, metrics, view,
+                               mview, codes, fcode, kind, client, alphas, Z, zlo, zhi, zrow,
+                               M, w0, n, every, grid, last, final, done, skip, ergodic, div2,
+                               k_client, work, state)
+
+    return cache_closure(replicates)
 
 
 @jit
@@ -260,13 +276,14 @@ def replay_area(scenario: Scenario, replicates: Sequence[int], problem,
     final = np.empty((R, d))
     done = np.zeros(R, dtype=np.int64)
     group = max(1, int(_GROUP_NUMBERS // max(1, K * M * draws)))  # noise of a group
+    work, state = np.empty((5, d)), np.empty((2, n, d))
     for g0 in range(0, R, group):
         rows = range(g0, min(R, g0 + group))
         Z, zlo, zhi, zrow = _noise(tabs.kind, tabs.client, rows, nbg, n, M, draws)
         sl = slice(rows.start, rows.stop)
         loop(cv.data, cv.mdata, codes, fcode, tabs.kind[sl], tabs.client[sl], alphas, Z, zlo, zhi,
              zrow, M, w0, n, every, grid[sl], last[sl], final[sl], done[sl], tabs.tie[sl],
-             ergodic, _DIV2, K_CLIENT)
+             ergodic, _DIV2, K_CLIENT, work, state)
     rec = _Assembler(scenario, problem, names, codes.size, ergodic, staleness_bound)
     out: list[Trace] = []
     for k in range(R):
