@@ -52,7 +52,7 @@ from fedsim.engine.setup import problem_for
 from fedsim.errors import require
 from fedsim.local.registry import get_client_rule
 from fedsim.local.sgd import sgd_round
-from fedsim.problems.compiled import CompiledView, compiled_view, has_compiled_view
+from fedsim.problems.compiled import CompiledView, compiled_view
 from fedsim.servers.fedasync import fedasync_apply
 from fedsim.trace import DIVERGE_NORM
 
@@ -76,10 +76,7 @@ def supports(scenario: Scenario) -> bool:
         return False
     if scenario.trigger.kind != "every_upload":
         return False
-    problem = problem_for(scenario)
-    if not has_compiled_view(problem):
-        return False
-    cv = compiled_view(problem, int(a.get("batch")))
+    cv = compiled_view(problem_for(scenario), int(a.get("batch")))
     return cv is not None and cv.has_metrics(scenario.record.metrics)
 
 
