@@ -20,6 +20,7 @@ entry-point group (:func:`load_family_plugins`, read on the first lookup).
 from __future__ import annotations
 
 from fedsim.validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
+from fedsim.validation.families.area_logistic import THEOREM8_LOGISTIC
 from fedsim.validation.families.base import (
     Family,
     Instance,
@@ -46,7 +47,8 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
            "poisson_delays", "norm_centres", "engine_mc"]
 
 #: the built-in families, in listing order
-BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC)
+BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
+           THEOREM8_LOGISTIC)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"

@@ -36,6 +36,7 @@ from fedsim.validation.cases import (
     CLAIM_STATUSES,
     SEED,
     Case,
+    ExactSpec,
     Row,
     RunSpec,
     constants_records,
@@ -130,14 +131,18 @@ class Measurement:
 
 @dataclass
 class Instance:
-    """One point of a family: scenario, resolved bound, measured quantity, oracle."""
+    """One point of a family: scenario, resolved bound, measured quantity, oracle.
+
+    ``scenario`` is None for a point no simulation can reach (e.g. K = 1e11): its rows are
+    measured by the exact oracle only (:class:`fedsim.validation.cases.ExactSpec`).
+    """
 
     family: str
     theorem: str
     mode: str
     params: dict[str, Any]
     bound: BoundResult
-    scenario: dict
+    scenario: dict | None
     metric: str
     horizon: int
     quantity: str
@@ -147,6 +152,26 @@ class Instance:
     mc: Callable[[int, int], Measurement] | None = None
     sim_checks: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the horizons one run of :attr:`scenario` is read at (a curve: the family's schedule does
+    #: not depend on the horizon, :attr:`Family.curve`); ``()``: :attr:`horizon` only.  The
+    #: bound's value then has one entry per horizon.
+    horizons: tuple[int, ...] = ()
+    #: the exact oracle at every horizon of :attr:`curve_horizons` (None: no exact curve)
+    exact_curve: Callable[[], Sequence[float]] | None = None
+    #: what computes the exact values (function and arguments), shown in an exact row's notes
+    exact_source: str = ""
+
+    @property
+    def curve_horizons(self) -> tuple[int, ...]:
+        """The horizons the instance's rows are read at (:attr:`horizons`, else the horizon)."""
+        return tuple(self.horizons) or (int(self.horizon),)
+
+    @property
+    def bound_values(self) -> list[float]:
+        """The bound at each of :attr:`curve_horizons`."""
+        v = np.asarray(self.bound.value, dtype=np.float64).reshape(-1)
+        n = len(self.curve_horizons)
+        return [float(x) for x in (v if v.size == n else np.full(n, v[-1]))]
 
     @property
     def bound_value(self) -> float:
@@ -211,6 +236,11 @@ class Family:
     params: tuple[Param, ...]
     builder: Callable[[dict[str, Any]], Instance]
     modes: tuple[str, ...] = ()
+    #: the parameter that holds the horizon (``"T"``, ``"K"``): a suite row sets it
+    horizon: str = ""
+    #: ``curve(params, horizons) -> Instance``: one run read at every horizon, for families
+    #: whose schedule does not depend on the horizon (None: one run per horizon)
+    curve: Callable[[dict[str, Any], tuple[int, ...]], Instance] | None = None
 
     def defaults(self) -> dict[str, Any]:
         """Every parameter's default value."""
@@ -235,6 +265,18 @@ class Family:
         """The instance at ``params`` (missing ones take their defaults)."""
         return self.builder(self.complete(params))
 
+    def build_curve(self, params: Mapping[str, Any] | None, horizons: Sequence[int]
+                    ) -> Instance:
+        """The instance at ``params`` read at every one of ``horizons`` from one run
+        (:attr:`curve`; the horizon parameter is set to the largest)."""
+        require(self.curve is not None, "family", self.name,
+                "has no curve builder (one run per horizon)")
+        hs = tuple(int(h) for h in horizons)
+        require(bool(hs) and list(hs) == sorted(set(hs)), "horizons", list(hs),
+                "must be increasing, at least one")
+        q = self.complete({**dict(params or {}), self.horizon: hs[-1]})
+        return self.curve(q, hs)
+
 
 def params_digest(params: Mapping[str, Any]) -> str:
     """A stable 12-hex digest of a parameter dict (names a point on disk)."""
@@ -250,8 +292,9 @@ def event_probabilities(n: int, *, p: Sequence[float] | None = None,
 
     Give either ``p`` (n client probabilities; ``p_s = 1 - sum p`` if omitted), or ``rates``
     and ``rate_s`` (Poisson rates: ``p_i = rate_i / total``), or only ``p_s`` (equal
-    ``p_i = (1 - p_s)/n``).  Returns ``(p, p_s, rates, rate_s)`` with the rates normalised
-    so that they sum to 1 (the engine's Poisson clocks then realise exactly ``p``).
+    ``p_i = (1 - p_s)/n``).  Returns ``(p, p_s, rates, rate_s)``, the last two the engine's
+    Poisson clock rates: the given rates themselves, else ``p`` and ``p_s`` (either way the
+    clocks realise exactly ``p``).
     """
     if rates is not None:
         r = np.asarray(rates, dtype=np.float64).reshape(-1)
@@ -261,7 +304,7 @@ def event_probabilities(n: int, *, p: Sequence[float] | None = None,
             check_positive(f"rates[{i}]", float(v))
         rs = check_positive("rate_s", rate_s)
         tot = float(r.sum()) + rs
-        pv, ps = r / tot, rs / tot
+        return r / tot, rs / tot, r.copy(), float(rs)
     elif p is not None:
         pv = np.asarray(p, dtype=np.float64).reshape(-1)
         require(pv.size == n, "p", list(pv), f"must have n = {n} entries")
@@ -282,12 +325,15 @@ def event_probabilities(n: int, *, p: Sequence[float] | None = None,
 def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[str, Any],
                     steps: int, metrics: Sequence[str], *, every: int = 1,
                     delays: Mapping[str, Any] | None = None,
-                    trigger: Mapping[str, Any] | None = None, seed: int = SEED) -> dict:
+                    trigger: Mapping[str, Any] | None = None, seed: int = SEED,
+                    record_extra: Mapping[str, Any] | None = None) -> dict:
     """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set
     (:func:`fedsim.validation.cases.scenario_dict`, keyword arguments)."""
     return scenario_dict(name, dict(problem), dict(algorithm), steps, list(metrics), every,
                          delays=None if delays is None else dict(delays),
-                         trigger=None if trigger is None else dict(trigger), seed=seed)
+                         trigger=None if trigger is None else dict(trigger),
+                         record_extra=None if record_extra is None else dict(record_extra),
+                         seed=seed)
 
 
 #: the problem of a ``[problem]`` table (``{"kind": ..., **kwargs}``); the suites' helper
@@ -308,14 +354,17 @@ def poisson_delays(rates: Sequence[float]) -> dict:
 
 
 def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,
-                   exacts: Sequence[float] | None = None, control: str = "",
-                   expected_verdict: str = "", title: str = "", x_label: str = "horizon",
-                   expected_slope: float = math.nan, family: str = "") -> Case:
+                   exacts: Sequence[float | Sequence[float]] | None = None, control: str = "",
+                   expected_verdict: str | Mapping[str, str] = "", title: str = "",
+                   x_label: str = "horizon", expected_slope: float = math.nan,
+                   family: str = "") -> Case:
     """One :class:`Case` from built instances of one theorem: a run set per distinct engine
     scenario (key ``theorem/name/H<horizon>``, ``/<mode>`` appended when modes at one horizon
-    simulate different scenarios), a row per instance (``exacts[j]``: its exact oracle value,
-    NaN for none); the constants are the first instance's, the simulation checks and notes
-    the union of the instances'."""
+    simulate different scenarios) read at the instance's :attr:`Instance.curve_horizons`, or
+    an :class:`ExactSpec` for an instance without a scenario; a row per instance and horizon.
+    ``exacts[j]``: instance j's exact oracle value (a float, or one per curve horizon; NaN
+    for none); ``expected_verdict``: one verdict, or one per mode.  The constants are the
+    first instance's, the simulation checks and notes the union of the instances'."""
     require(bool(instances), "instances", list(instances), "must hold at least one instance")
     theorem = instances[0].theorem
     for inst in instances:
@@ -328,21 +377,31 @@ def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,
     for inst in instances:
         per_h.setdefault(inst.horizon, set()).add(json.dumps(inst.scenario, sort_keys=True,
                                                              default=str))
-    runs: dict[str, RunSpec] = {}
+    runs: dict[str, RunSpec | ExactSpec] = {}
     rows, checks, notes = [], [], []
     for inst, ex in zip(instances, exacts, strict=True):
+        hs = inst.curve_horizons
+        exv = [float(v) for v in np.broadcast_to(np.asarray(ex, dtype=np.float64), len(hs))]
         key = f"{theorem}/{name}/H{inst.horizon}"
         if len(per_h[inst.horizon]) > 1:
             key += f"/{inst.mode}"
-        if key not in runs:
-            runs[key] = RunSpec(key, inst.scenario, inst.metric, (inst.horizon,),
-                                int(replicates))
-        rows.append(Row(inst.mode, inst.horizon, key, inst.bound, inst.bound_value,
-                        float(ex), control, expected_verdict))
+        if key not in runs and inst.scenario is None:
+            require(all(math.isfinite(v) for v in exv), "exacts", exv,
+                    f"must be finite for {inst.family} (no scenario: measured exactly)")
+            runs[key] = ExactSpec(key, hs, tuple(exv), inst.exact_source or inst.family)
+        elif key not in runs:
+            runs[key] = RunSpec(key, inst.scenario, inst.metric, hs, int(replicates))
+        exp = (expected_verdict if isinstance(expected_verdict, str)
+               else expected_verdict.get(inst.mode, ""))
+        rows += [Row(inst.mode, h, key, inst.bound, b, e, control, exp)
+                 for h, b, e in zip(hs, inst.bound_values, exv, strict=True)]
         checks += [c for c in inst.sim_checks if c not in checks]
         notes += [n for n in inst.notes if n not in notes]
     first = instances[0]
     return Case(theorem, name, title or f"search: {family or first.family}", first.description,
-                x_label, first.quantity, expected_slope, list(runs.values()), rows,
-                first.constants, checks, notes, control=control,
-                expected_verdict=expected_verdict, family=family or first.family)
+                x_label, first.quantity, expected_slope,
+                [r for r in runs.values() if isinstance(r, RunSpec)], rows, first.constants,
+                checks, notes, control=control,
+                expected_verdict=expected_verdict if isinstance(expected_verdict, str) else "",
+                exacts=[r for r in runs.values() if isinstance(r, ExactSpec)],
+                family=family or first.family)

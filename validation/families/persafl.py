@@ -223,7 +223,7 @@ _D3, _D2 = _rest.split("``theorem2-logistic``")
 THEOREM1_WINDOW = Family(
     "theorem1-window", "theorem1", "[P] Theorem 1 (FedAsync, Option A) on the window model",
     _DOC[0].split("\n\n", 1)[1].strip() + "\n\n" + _D1.strip(),
-    (*_WINDOW_PARAMS, *_QUAD_PARAMS), _build1, ("paper",))
+    (*_WINDOW_PARAMS, *_QUAD_PARAMS), _build1, ("paper",), horizon="T")
 
 THEOREM3_WINDOW = Family(
     "theorem3-window", "theorem3", "[P] Theorem 3 (PersA-FL-ME, Option C) on the window model",
@@ -237,7 +237,7 @@ THEOREM3_WINDOW = Family(
            choices=("corrected", "paper_literal")),
      Param("T_rule", "choice", "cubic", "threshold: cubic (tau+1)^3 or square (paper)",
            choices=("cubic", "square"))),
-    _build3, ("corrected", "paper_literal"))
+    _build3, ("corrected", "paper_literal"), horizon="T")
 
 THEOREM2_LOGISTIC = Family(
     "theorem2-logistic", "theorem2", "[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
@@ -252,4 +252,4 @@ THEOREM2_LOGISTIC = Family(
      Param("alpha", "float", 0.5, "MAML inner step", low=0.0),
      Param("b", "int", 2, "batch size of D, D', D''", low=1),
      Param("seed", "int", 0, "problem-generation seed", low=0)),
-    _build2, ("paper",))
+    _build2, ("paper",), horizon="T")

@@ -67,8 +67,8 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         mult = 10.0 if variant else 1.0
         return family_case(
             THEOREM1_WINDOW, name=name, replicates=replicates,
-            points=[dict(n=n, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=3.0, noise_sd=0.3,
-                         seed=3, eta_mult=mult, T=T) for T in (horizons or [T0, 2 * T0])],
+            point=dict(n=n, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=3.0, noise_sd=0.3,
+                       seed=3, eta_mult=mult), horizons=horizons or [T0, 2 * T0],
             control="out_of_regime:step10x" if variant else "",
             expected_verdict="not_applicable" if variant else "",
             title=f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}", x_label="T",
@@ -146,11 +146,11 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     require(variant in ("", "step10x"), "variant", variant, "must be '' or 'step10x'")
     s = 1.0 if scale == "L1" else 0.1
     mult = 10.0 if variant == "step10x" else 1.0
-    points = [dict(n=4, Q=2, tau=2, heterogeneity=1.0, feature_scale=s, alpha=0.5, b=2, seed=0,
-                   eta_mult=mult, T=T) for T in (horizons or [200, 800])]
     return family_case(
         THEOREM2_LOGISTIC, name=f"logistic-{scale}" + (f"-{variant}" if variant else ""),
-        points=points, replicates=replicates, exact=False,
+        point=dict(n=4, Q=2, tau=2, heterogeneity=1.0, feature_scale=s, alpha=0.5, b=2, seed=0,
+                   eta_mult=mult), horizons=horizons or [200, 800],
+        replicates=replicates, exact=False,
         control="out_of_regime:step10x" if variant else "",
         expected_verdict="not_applicable" if variant else "",
         title=f"[P] Thm 2, PersA-FL-MAML (Option B), logistic, feature scale {s:g}",
@@ -189,14 +189,14 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         T0 = max(T0, 240)
     het = (0.1 if scale == "L1" else 3.0) if heterogeneity is None else float(heterogeneity)
     mult = 10.0 if variant == "step10x" else 1.0
-    points = [dict(n=4, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=het, noise_sd=0.3,
-                   seed=5, lam_over_L=lam_over_L, nu=1e-8, mode=mode, eta_mult=mult, T=T)
-              for T in (horizons or [T0, 2 * T0]) for mode in ("corrected", "paper_literal")]
     ctrl = {"": "", "step10x": "out_of_regime:step10x",
             "lam_lt_7L": "out_of_regime:lam_lt_7L"}[variant]
     return family_case(
         THEOREM3_WINDOW, name=f"quad-{scale}" + (f"-{variant}" if variant else ""),
-        points=points, replicates=replicates, control=ctrl,
+        point=dict(n=4, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=het, noise_sd=0.3,
+                   seed=5, lam_over_L=lam_over_L, nu=1e-8, eta_mult=mult),
+        horizons=horizons or [T0, 2 * T0], modes=("corrected", "paper_literal"),
+        replicates=replicates, control=ctrl,
         expected_verdict="not_applicable" if variant else "",
         title=f"[P] Thm 3, PersA-FL-ME (Option C), quadratic L={L:g}", x_label="T",
         expected_slope=-0.5,
