@@ -35,6 +35,7 @@ from fedsim.validation.families.base import (
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
+from fedsim.validation.families.perfedavg import PERFEDAVG_CX, PERFEDAVG_QUAD
 from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
 
 from fedsim.errors import ConfigError, require
@@ -48,7 +49,7 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
 
 #: the built-in families, in listing order
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
-           THEOREM8_LOGISTIC)
+           THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"
