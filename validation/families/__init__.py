@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from fedsim.validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
 from fedsim.validation.families.area_logistic import THEOREM8_LOGISTIC
+from fedsim.validation.families.asypfl import ASYPFL1_PERIODS, ASYPFL1_QUAD, ASYPFL2_QUAD
 from fedsim.validation.families.base import (
     Family,
     Instance,
@@ -49,7 +50,8 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
 
 #: the built-in families, in listing order
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
-           THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX)
+           THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX, ASYPFL1_QUAD, ASYPFL2_QUAD,
+           ASYPFL1_PERIODS)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"
