@@ -38,6 +38,7 @@ from fedsim.validation.families.base import (
 from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.perfedavg import PERFEDAVG_CX, PERFEDAVG_QUAD
 from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
+from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 
 from fedsim.errors import ConfigError, require
 from fedsim.plugins import load_group
@@ -50,6 +51,7 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
 
 #: the built-in families, in listing order
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
+           THEOREM1_PHYSICAL,
            THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX, ASYPFL1_QUAD, ASYPFL2_QUAD,
            ASYPFL1_PERIODS)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
