@@ -177,7 +177,8 @@ def test_register_family_and_search_it(monkeypatch, tmp_path):
                   ("corrected",))
     assert register_family(mine) is mine
     assert vf.get_family("my-norm") is mine
-    assert [f.name for f in vf.families("theorem8")] == ["theorem8-norm", "my-norm"]
+    assert [f.name for f in vf.families("theorem8")] == ["theorem8-norm", "theorem8-logistic",
+                                                         "my-norm"]
     with pytest.raises(ConfigError, match="already registered"):
         register_family(mine)
     assert register_family(mine, replace=True) is mine
