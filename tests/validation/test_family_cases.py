@@ -171,3 +171,32 @@ def test_suite_cases_are_the_family_instances():
     _same(asypfl_counterexample("asypfl_theorem1"), get_family("asypfl1-quad"),
           dict(L=2.0, dim=1, heterogeneity=0.0, seed=0, mu_over_L=1.0, noise_sd=1.0))
     _same(asypfl_periods_counterexample(), get_family("asypfl1-periods"), {})
+
+
+def test_a_suite_row_is_a_family_a_point_horizons_and_modes():
+    """``SuiteRow`` (a plug-in's rows) goes through ``family_case`` as the grids do."""
+    from fedsim.validation.families.base import Family
+    from fedsim.validation.rows import SuiteRow
+
+    curve = SuiteRow(name="t7", family="theorem7-quad", point={"n": 2}, horizons=(20, 40))
+    case = curve.case(3)
+    assert len(case.runs) == 1 and [r.horizon for r in case.rows] == [20, 40]
+    assert case.runs[0].replicates == 3 and all(math.isfinite(r.exact) for r in case.rows)
+    ce = SuiteRow(name="ce", family="theorem8-norm", point={"M": 10}, horizons=(8,),
+                  modes=("paper", "corrected"), expected_verdict="violated").case(2)
+    assert [r.mode for r in ce.rows] == ["paper", "corrected"] and len(ce.runs) == 2
+    assert {r.control for r in ce.rows} == {"counterexample"}
+    one = SuiteRow(name="one", family="theorem1-window", point={"T": 50}).case(2)
+    assert [r.horizon for r in one.rows] == [50]
+    # a family naming no horizon parameter: the point's own horizon, no horizons list
+    base = get_family("theorem8-norm")
+    plain = Family("plain-norm", "theorem8", "t", "d", base.params, base.builder)
+    from fedsim.validation import families as vf
+
+    vf.register_family(plain)
+    try:
+        assert [r.horizon for r in SuiteRow(name="p", family="plain-norm").case(2).rows] == [9]
+        with pytest.raises(ConfigError, match="horizon parameter"):
+            SuiteRow(name="p", family="plain-norm", horizons=(5,)).case(2)
+    finally:
+        vf.unregister_family("plain-norm")

@@ -63,14 +63,17 @@ def family_case(family: Family, *, name: str, point: Mapping[str, Any],
                 horizons: Sequence[int], modes: Sequence[str] = (), replicates: int,
                 control: str = "", expected_verdict: str | Mapping[str, str] = "",
                 title: str = "", x_label: str = "horizon", expected_slope: float = math.nan,
-                exact: bool = True, notes: Sequence[str] = ()) -> Case:
+                exact: bool = True, notes: Sequence[str] = (), max_states: int = 200_000
+                ) -> Case:
     """The suite scenario ``name``: ``family`` at ``point`` for ``horizons`` and ``modes``
     (:func:`family_instances`) as one :class:`Case`.  ``exact``: give each row the family's
-    exact oracle value (cached, :func:`cached_exact`); ``control``/``expected_verdict``: a
-    control scenario's kind (e.g. ``"out_of_regime:step10x"``) and required verdict (one, or
-    one per mode); ``notes`` are added to the instances' own."""
+    exact oracle value (cached, :func:`cached_exact`, within ``max_states``);
+    ``control``/``expected_verdict``: a control scenario's kind (e.g.
+    ``"out_of_regime:step10x"``) and required verdict (one, or one per mode); ``notes`` are
+    added to the instances' own."""
     insts = family_instances(family, point, horizons, modes)
-    exacts = [cached_exact(family, i.params, i) if exact else math.nan for i in insts]
+    exacts = [cached_exact(family, i.params, i, max_states=max_states) if exact else math.nan
+              for i in insts]
     case = instances_case(insts, name=name, replicates=replicates, exacts=exacts,
                           control=control, expected_verdict=expected_verdict, title=title,
                           x_label=x_label, expected_slope=expected_slope, family=family.name)

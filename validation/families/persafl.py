@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory import oracle, persafl
-from fedsim.validation.cases import SimCheck
+from fedsim.validation.cases import FRESH_BATCHES, LOGI_SMOOTH, QUAD_SMOOTH, SimCheck
 from fedsim.validation.families.base import (
     MAX_CLIENTS,
     MAX_ITERATIONS,
@@ -54,9 +54,6 @@ from fedsim.errors import check_positive, require
 __all__ = ["THEOREM1_WINDOW", "THEOREM3_WINDOW", "THEOREM2_LOGISTIC", "QUAD_PARAMS",
            "quad_problem"]
 
-_FRESH = (True, "the engine draws a fresh batch of size b per local step from the client's "
-                "own noise stream, independent of the events")
-_QUAD = (True, "quadratic: L = max_i lam_max(A_i) EXACT, f_i* = c_i > -inf")
 
 
 def _window(tau: int) -> tuple[tuple[bool, str], list[float]]:
@@ -140,7 +137,7 @@ def _build1(q: dict[str, Any]) -> Instance:
     asm1, pmf = _window(tau_sim)
     # a window wider than the declared tau: Assumption 1 is left to the measured staleness
     facts = {"Asm 1": asm1} if tau_sim <= tau else {}
-    res = resolve_hypotheses(res, {**facts, "Asm 2": _QUAD, "Asm 3": _FRESH,
+    res = resolve_hypotheses(res, {**facts, "Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
                                    "Option A": (True, "client_rule = 'sgd'")})
 
     def exact(_ms: int) -> Measurement:
@@ -175,7 +172,7 @@ def _build3(q: dict[str, Any]) -> Instance:
                            F_gap=F_gap, T=T, affine_additive=True, eta=eta, mode=q["mode"])
     asm1, pmf = _window(tau)
     res = resolve_hypotheses(res, {
-        "Asm 1": asm1, "Asm 2": _QUAD, "Asm 3": _FRESH,
+        "Asm 1": asm1, "Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
         "Option C": (True, "client_rule = 'moreau' (inexact Moreau prox, inner GD)"),
         "H3.x": (True, "every batch loss f_i + e^T theta has Hessian A_i >= 0"),
         "H3.y": (True, "quadratic f_i (affine gradients) with additive Gaussian noise")})
@@ -213,8 +210,8 @@ def _build2(q: dict[str, Any]) -> Instance:
     res = persafl.theorem2(**kw, Q=Q, tau=tau, F_gap=F_gap, T=T, eta=eta, mode="paper")
     asm1, pmf = _window(tau)
     res = resolve_hypotheses(res, {
-        "Asm 1": asm1, "Asm 3": _FRESH,
-        "Asm 2": (True, "logistic: L = max_i lam_max(X_i^T X_i)/(4 m_i) EXACT, f_i >= 0"),
+        "Asm 1": asm1, "Asm 3": FRESH_BATCHES,
+        "Asm 2": LOGI_SMOOTH,
         "Asm 5": (True, "the logistic loss is infinitely differentiable"),
         "Option B": (True, "client_rule = 'maml' with the exact Hessian-vector product"),
         "batches D, D', D''": (True, "three fresh, independent batches of size b")})

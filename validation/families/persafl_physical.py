@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory import persafl
-from fedsim.validation.cases import SimCheck
+from fedsim.validation.cases import FRESH_BATCHES, QUAD_SMOOTH, SimCheck
 from fedsim.validation.families.base import (
     MAX_CLIENTS,
     MAX_ITERATIONS,
@@ -72,9 +72,7 @@ def _build(q: dict[str, Any]) -> Instance:
         "Asm 1": (None, "physical clients: staleness <= tau is provable (checked below), but "
                         "uploads are nearly round-robin, not i.i.d. uniform as [P] Assumption "
                         "1(ii) asks: the bound is tested beyond its proven regime"),
-        "Asm 2": (True, "quadratic: L = max_i lam_max(A_i) EXACT, f_i* = c_i > -inf"),
-        "Asm 3": (True, "the engine draws a fresh batch of size b per local step from the "
-                        "client's own noise stream, independent of the events"),
+        "Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
         "Option A": (True, "client_rule = 'sgd': Q unbiased minibatch SGD steps")})
     alg = dict(name="fedasync", model="physical", Q=Q, eta=eta, beta=1.0, client_rule="sgd",
                batch=b)
