@@ -200,3 +200,14 @@ def test_a_suite_row_is_a_family_a_point_horizons_and_modes():
             SuiteRow(name="p", family="plain-norm", horizons=(5,)).case(2)
     finally:
         vf.unregister_family("plain-norm")
+
+
+def test_an_exact_only_point_is_checked_exactly_and_refuses_monte_carlo():
+    from fedsim.testing import check_bound
+
+    inst = get_family("perfedavg-cx").build({"tau": 10000})
+    rec = check_bound(inst)
+    assert rec.method == "exact" and rec.verdict == "violated"
+    assert rec.bound / rec.measured == pytest.approx(0.688, abs=5e-4)   # E-F1, section 4
+    with pytest.raises(ConfigError, match="cannot be Monte Carlo"):
+        check_bound(inst, method="mc")
