@@ -33,6 +33,7 @@ from fedsim.validation.families.base import (
     event_probabilities,
     params_digest,
     poisson_delays,
+    required,
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
@@ -47,7 +48,7 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
            "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",
            "engine_scenario", "build_problem_from", "constants_of", "params_digest",
-           "poisson_delays", "norm_centres", "engine_mc"]
+           "poisson_delays", "norm_centres", "engine_mc", "required"]
 
 #: the built-in families, in listing order
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,

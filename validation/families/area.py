@@ -46,6 +46,7 @@ from fedsim.validation.families.base import (
     engine_scenario,
     event_probabilities,
     poisson_delays,
+    required,
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
@@ -238,7 +239,7 @@ def _curve7(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
 
 
 def _build7(q: dict[str, Any]) -> Instance:
-    return _curve7(q, (int(q["K"]),))
+    return _curve7(q, (int(required(q, "K")),))
 
 
 THEOREM7_QUAD = Family(

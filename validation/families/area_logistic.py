@@ -31,6 +31,7 @@ from fedsim.validation.families.base import (
     constants_of,
     engine_scenario,
     poisson_delays,
+    required,
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
@@ -41,7 +42,7 @@ __all__ = ["THEOREM8_LOGISTIC"]
 
 
 def _build(q: dict[str, Any]) -> Instance:
-    n, M, b, K = int(q["n"]), int(q["M"]), int(q["b"]), int(q["K"])
+    n, M, b, K = int(q["n"]), int(q["M"]), int(q["b"]), int(required(q, "K"))
     s, mode, mult = float(q["feature_scale"]), str(q["mode"]), float(q["alpha_mult"])
     pcfg = {"kind": "logistic", "n_clients": n, "dim": 3, "samples_per_client": 20,
             "heterogeneity": float(q["heterogeneity"]), "seed": int(q["seed"]),

@@ -35,6 +35,7 @@ from fedsim.validation.families.base import (
     build_problem_from,
     constants_of,
     engine_scenario,
+    required,
 )
 from fedsim.validation.families.mc import engine_mc
 
@@ -125,13 +126,13 @@ def _doc(tag: str) -> str:
 ASYPFL1_QUAD = Family(
     "asypfl1-quad", "asypfl_theorem1", "[Y] AsyPFL Theorem 1, one client (tick model)",
     _doc("``asypfl1-quad`` / ``asypfl2-quad``"), _params(True),
-    lambda q: _curve(q, (int(q["T"]),), t1=True), _MODES, horizon="T",
+    lambda q: _curve(q, (int(required(q, "T")),), t1=True), _MODES, horizon="T",
     curve=lambda q, hs: _curve(q, hs, t1=True))
 
 ASYPFL2_QUAD = Family(
     "asypfl2-quad", "asypfl_theorem2", "[Y] AsyPFL Theorem 2, one client (tick model)",
     _doc("``asypfl1-quad`` / ``asypfl2-quad``"), _params(False),
-    lambda q: _curve(q, (int(q["T"]),), t1=False), _MODES, horizon="T",
+    lambda q: _curve(q, (int(required(q, "T")),), t1=False), _MODES, horizon="T",
     curve=lambda q, hs: _curve(q, hs, t1=False))
 
 
@@ -176,4 +177,4 @@ ASYPFL1_PERIODS = Family(
         Param("w0", "float", 1.0, "start"),
         Param("mode", "choice", "paper_literal", "theorem1 mode", choices=_MODES),
     ),
-    lambda q: _periods(q, (int(q["T"]),)), _MODES, horizon="T", curve=_periods)
+    lambda q: _periods(q, (int(required(q, "T")),)), _MODES, horizon="T", curve=_periods)

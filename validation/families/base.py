@@ -49,7 +49,8 @@ from fedsim.errors import ConfigError, check_positive, require
 
 __all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
            "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
-           "params_digest", "poisson_delays", "MAX_CLIENTS", "MAX_ITERATIONS", "MAX_WINDOW",
+           "params_digest", "poisson_delays", "required", "MAX_CLIENTS", "MAX_ITERATIONS",
+           "MAX_WINDOW",
            "instances_case"]
 
 
@@ -276,6 +277,13 @@ class Family:
                 "must be increasing, at least one")
         q = self.complete({**dict(params or {}), self.horizon: hs[-1]})
         return self.curve(q, hs)
+
+
+def required(q: Mapping[str, Any], name: str) -> Any:
+    """``q[name]``, which must not be None (a parameter without a derived default, such as a
+    horizon given as None: one-line ConfigError)."""
+    require(q.get(name) is not None, name, None, "must be given (it has no derived default)")
+    return q[name]
 
 
 def params_digest(params: Mapping[str, Any]) -> str:

@@ -36,6 +36,7 @@ from fedsim.validation.families.base import (
     build_problem_from,
     constants_of,
     engine_scenario,
+    required,
     resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
@@ -100,7 +101,7 @@ def _curve(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
 
 
 def _build(q: dict[str, Any]) -> Instance:
-    return _curve(q, (int(q["K"]),))
+    return _curve(q, (int(required(q, "K")),))
 
 
 #: E-F1's counterexample CX (docs/theory/per-fedavg.md section 4)
@@ -122,7 +123,7 @@ _CX_CONSTS = [
 
 
 def _build_cx(q: dict[str, Any]) -> Instance:
-    tau, K, mode = int(q["tau"]), int(q["K"]), str(q["mode"])
+    tau, K, mode = int(q["tau"]), int(required(q, "K")), str(q["mode"])
     res = theorem4_5(**CX, tau=tau, K=K, mode=mode)
     src = (f"fedsim.theory.perfedavg.perfedavg_quadratic_exact(A=[[1]], centers=[[-1],[1]], "
            f"alpha=1e-3, beta=1e-12, tau={tau}, K={K:g}, w0=[0], s=1)")

@@ -23,6 +23,7 @@ from fedsim.validation.cases import FRESH_BATCHES, QUAD_SMOOTH, SimCheck
 from fedsim.validation.families.base import (
     MAX_CLIENTS,
     MAX_ITERATIONS,
+    MAX_WINDOW,
     Family,
     Instance,
     Measurement,
@@ -59,11 +60,16 @@ def _build(q: dict[str, Any]) -> Instance:
               "think": {"kind": "uniform", "low": 0.0, "high": float(q["think_high"])},
               "compute_per": "round"}
     tau = physical_tau(delays, n, Q)
+    require(tau <= MAX_WINDOW, "compute_low", lo, f"gives a provable staleness bound "
+            f"{float(tau):.3g} > {MAX_WINDOW} (compute_high / compute_low and think_high too "
+            "large)")
     pcfg, prob = quad_problem(q)
     cv = prob.constants.values()
     f_gap = prob.f(np.zeros(prob.dim)) - float(cv["f_star_P"])
     T = (int(q["T"]) if q["T"] is not None else
          max(1, math.ceil(float(q["T_factor"]) * 160.0 * L * (Q + 7) * (tau + 1) ** 3 - 1e-9)))
+    require(T <= MAX_ITERATIONS, "T", T, f"must be <= {MAX_ITERATIONS} (T_min for tau = {tau}"
+            f" is {160.0 * L * (Q + 7) * (tau + 1) ** 3:.3g}; lower T_factor)")
     eta = float(q["eta_mult"]) / (Q * math.sqrt(L * T))
     res = persafl.theorem1(L=L, Q=Q, tau=tau, b=b, sigma_g2=float(cv["sigma_g2"]),
                            gamma_g2=float(cv["gamma_g2"]), f_gap=f_gap, T=T, eta=eta,
