@@ -27,6 +27,9 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,
@@ -34,7 +37,6 @@ from fedsim.validation.families.base import (
     params_digest,
     poisson_delays,
     required,
-    resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.perfedavg import PERFEDAVG_CX, PERFEDAVG_QUAD

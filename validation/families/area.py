@@ -41,13 +41,15 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,
     event_probabilities,
     poisson_delays,
     required,
-    resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.norm_mc import norm_ergodic_mc

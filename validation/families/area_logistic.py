@@ -27,12 +27,14 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,
     poisson_delays,
     required,
-    resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
 

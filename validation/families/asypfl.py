@@ -32,6 +32,8 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,

@@ -18,12 +18,11 @@ was obtained (``"exact"`` or ``"mc"``); :meth:`Instance.case` turns the instance
 
 Public helpers replace the private ones a user used to need: :func:`event_probabilities`
 (p_i, p_s from probabilities or Poisson rates), :func:`resolve_hypotheses`,
-:func:`engine_scenario`, :func:`build_problem_from`.
+:func:`engine_scenario`, :func:`build_problem_from` (:mod:`fedsim.validation.families.helpers`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -34,24 +33,18 @@ import numpy as np
 from fedsim.theory.result import BoundResult
 from fedsim.validation.cases import (
     CLAIM_STATUSES,
-    SEED,
     Case,
     ExactSpec,
     Row,
     RunSpec,
-    constants_records,
-    problem_from_dict,
     resolve_hypotheses,
-    scenario_dict,
 )
+from fedsim.validation.families.helpers import params_digest
 
-from fedsim.errors import ConfigError, check_positive, require
+from fedsim.errors import ConfigError, require
 
-__all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
-           "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
-           "params_digest", "poisson_delays", "required", "MAX_CLIENTS", "MAX_ITERATIONS",
-           "MAX_WINDOW",
-           "instances_case"]
+__all__ = ["Param", "Measurement", "Instance", "Family", "resolve_hypotheses", "MAX_CLIENTS",
+           "MAX_ITERATIONS", "MAX_WINDOW", "instances_case"]
 
 
 #: size limits of the families' parameters, checked before a point is built (issue 21: a
@@ -277,88 +270,6 @@ class Family:
                 "must be increasing, at least one")
         q = self.complete({**dict(params or {}), self.horizon: hs[-1]})
         return self.curve(q, hs)
-
-
-def required(q: Mapping[str, Any], name: str) -> Any:
-    """``q[name]``, which must not be None (a parameter without a derived default, such as a
-    horizon given as None: one-line ConfigError)."""
-    require(q.get(name) is not None, name, None, "must be given (it has no derived default)")
-    return q[name]
-
-
-def params_digest(params: Mapping[str, Any]) -> str:
-    """A stable 12-hex digest of a parameter dict (names a point on disk)."""
-    blob = json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
-def event_probabilities(n: int, *, p: Sequence[float] | None = None,
-                        rates: Sequence[float] | None = None, p_s: float | None = None,
-                        rate_s: float | None = None) -> tuple[np.ndarray, float, np.ndarray,
-                                                              float]:
-    """Event law of AREA's iterate model ([A] eqs (5)-(7)) from probabilities or rates.
-
-    Give either ``p`` (n client probabilities; ``p_s = 1 - sum p`` if omitted), or ``rates``
-    and ``rate_s`` (Poisson rates: ``p_i = rate_i / total``), or only ``p_s`` (equal
-    ``p_i = (1 - p_s)/n``).  Returns ``(p, p_s, rates, rate_s)``, the last two the engine's
-    Poisson clock rates: the given rates themselves, else ``p`` and ``p_s`` (either way the
-    clocks realise exactly ``p``).
-    """
-    if rates is not None:
-        r = np.asarray(rates, dtype=np.float64).reshape(-1)
-        require(r.size == n, "rates", list(r), f"must have n = {n} entries")
-        require(rate_s is not None, "rate_s", rate_s, "is required with rates")
-        for i, v in enumerate(r):
-            check_positive(f"rates[{i}]", float(v))
-        rs = check_positive("rate_s", rate_s)
-        tot = float(r.sum()) + rs
-        return r / tot, rs / tot, r.copy(), float(rs)
-    elif p is not None:
-        pv = np.asarray(p, dtype=np.float64).reshape(-1)
-        require(pv.size == n, "p", list(pv), f"must have n = {n} entries")
-        for i, v in enumerate(pv):
-            check_positive(f"p[{i}]", float(v))
-        ps = 1.0 - float(pv.sum()) if p_s is None else float(p_s)
-        check_positive("p_s", ps)
-        require(abs(float(pv.sum()) + ps - 1.0) <= 1e-9, "p", list(pv),
-                f"must sum with p_s={ps:g} to 1")
-    else:
-        require(p_s is not None, "p_s", p_s, "is required without p or rates")
-        ps = check_positive("p_s", p_s)
-        require(ps < 1.0, "p_s", ps, "must be < 1")
-        pv = np.full(n, (1.0 - ps) / n)
-    return pv, float(ps), pv.copy(), float(ps)
-
-
-def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[str, Any],
-                    steps: int, metrics: Sequence[str], *, every: int = 1,
-                    delays: Mapping[str, Any] | None = None,
-                    trigger: Mapping[str, Any] | None = None, seed: int = SEED,
-                    record_extra: Mapping[str, Any] | None = None) -> dict:
-    """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set
-    (:func:`fedsim.validation.cases.scenario_dict`, keyword arguments)."""
-    return scenario_dict(name, dict(problem), dict(algorithm), steps, list(metrics), every,
-                         delays=None if delays is None else dict(delays),
-                         trigger=None if trigger is None else dict(trigger),
-                         record_extra=None if record_extra is None else dict(record_extra),
-                         seed=seed)
-
-
-#: the problem of a ``[problem]`` table (``{"kind": ..., **kwargs}``); the suites' helper
-build_problem_from = problem_from_dict
-#: the problem's tagged constants as records (for reports); the suites' helper
-constants_of = constants_records
-
-
-def poisson_delays(rates: Sequence[float]) -> dict:
-    """A ``[delays]`` table giving client i an exponential compute time of rate ``rates[i]``."""
-    r = [float(v) for v in rates]
-    d: dict[str, Any] = {"compute": {"kind": "exponential", "rate": r[0]}}
-    over = [{"clients": [i], "compute": {"kind": "exponential", "rate": v}}
-            for i, v in enumerate(r) if i > 0 and v != r[0]]
-    if over:
-        d["override"] = over
-    return d
 
 
 def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,

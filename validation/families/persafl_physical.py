@@ -28,9 +28,11 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     constants_of,
     engine_scenario,
-    resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.persafl import QUAD_PARAMS, quad_problem
