@@ -190,7 +190,14 @@ def test_a_suite_row_is_a_family_a_point_horizons_and_modes():
     assert [r.horizon for r in one.rows] == [50]
     # a family naming no horizon parameter: the point's own horizon, no horizons list
     base = get_family("theorem8-norm")
-    plain = Family("plain-norm", "theorem8", "t", "d", base.params, base.builder)
+    plain = Family(
+        name="plain-norm",
+        theorem="theorem8",
+        title="t",
+        doc="d",
+        params=base.params,
+        builder=base.builder,
+    )
     from fedsim.validation import families as vf
 
     vf.register_family(plain)

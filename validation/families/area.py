@@ -127,18 +127,32 @@ def _build8(q: dict[str, Any]) -> Instance:
         return Measurement(mean, "mc", _Z99 * se, se, int(replicates),
                            "norm_ergodic_mc (closed-form G^M), 99% normal CI")
 
-    return Instance("theorem8-norm", "theorem8", mode, dict(q), res, sc, "ergodic_f_gap", K,
-                    "E f(xbar_{s,K}) - f*",
-                    f"f_i(x) = {B:g}|x - c_i|, n={n}, centres spread {spread:g}, p_s={ps:.4g}, "
+    return Instance(
+        family="theorem8-norm",
+        theorem="theorem8",
+        mode=mode,
+        params=dict(q),
+        bound=res,
+        scenario=sc,
+        metric="ergodic_f_gap",
+        horizon=K,
+        quantity="E f(xbar_{s,K}) - f*",
+        description=f"f_i(x) = {B:g}|x - c_i|, n={n}, centres spread {spread:g}, p_s={ps:.4g}, "
                     f"M={M}, K={K}, x_s0 = 0, R = {R:g}, deterministic subgradients; "
-                    f"{mode} step alpha = {alpha:.4g}", constants_of(prob), exact, mc,
-                    exact_source="fedsim.theory.lumped.lumped_events")
+                    f"{mode} step alpha = {alpha:.4g}",
+        constants=constants_of(prob),
+        exact=exact,
+        mc=mc,
+        exact_source="fedsim.theory.lumped.lumped_events",
+    )
 
 
 THEOREM8_NORM = Family(
-    "theorem8-norm", "theorem8", "[A] Theorem 8 on the norm family (THEORY_SPEC 7.d)",
-    __doc__.split("``theorem7-quad``")[0].split("``theorem8-norm``")[1].strip(),
-    (
+    name="theorem8-norm",
+    theorem="theorem8",
+    title="[A] Theorem 8 on the norm family (THEORY_SPEC 7.d)",
+    doc=__doc__.split("``theorem7-quad``")[0].split("``theorem8-norm``")[1].strip(),
+    params=(
         Param("n", "int", 2, "clients", low=1, high=MAX_CLIENTS),
         Param("p_s", "float", 0.4, "server event probability", low=0.0, open_low=True, high=1.0),
         *_P_LAW,
@@ -150,7 +164,10 @@ THEOREM8_NORM = Family(
         Param("sigma2", "float", 0.0, "declared gradient-noise variance (true: 0)", low=0.0),
         Param("mode", "choice", "paper", "theorem8 mode", choices=("paper", "corrected")),
     ),
-    _build8, ("paper", "corrected"), horizon="K")
+    builder=_build8,
+    modes=("paper", "corrected"),
+    horizon="K",
+)
 
 
 _H73 = "H7.3 i.i.d. events, model (5)-(7) (scenario)"
@@ -227,17 +244,29 @@ def _curve7(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
     def mc(replicates: int, seed: int) -> Measurement:
         return engine_mc(sc, "dist_sq", K, replicates, seed)
 
-    return Instance("theorem7-quad", "theorem7", "certified", dict(q), res, sc, "dist_sq", K,
-                    "E||x_{s,K} - x*||^2",
-                    f"n={n}, d=2 quadratic clients, Hessian spectra in [L/kappa, L] (L={L:g}, "
+    return Instance(
+        family="theorem7-quad",
+        theorem="theorem7",
+        mode="certified",
+        params=dict(q),
+        bound=res,
+        scenario=sc,
+        metric="dist_sq",
+        horizon=K,
+        quantity="E||x_{s,K} - x*||^2",
+        description=f"n={n}, d=2 quadratic clients, Hessian spectra in [L/kappa, L] (L={L:g}, "
                     f"kappa={kappa:g}), optima spread {q['heterogeneity']:g}, noise sd "
                     f"{q['noise_sd']:g} (sigma = {sigma:.3g}), M={M}, p_s={ps:.4g}; "
                     f"alpha_k = {c_used:.4g}/(k+{d0:.4g})"
                     + (f", aggregation after every {every_k} uploads" if every_k else ""),
-                    constants_of(prob), None if every_k else exact, mc,
-                    notes=[f"Step-size offset d = {d0:.1f}: the O(1/K) regime needs K >> d."],
-                    horizons=hs, exact_curve=None if every_k else curve,
-                    exact_source="fedsim.theory.oracle.area_moments")
+        constants=constants_of(prob),
+        exact=None if every_k else exact,
+        mc=mc,
+        notes=[f"Step-size offset d = {d0:.1f}: the O(1/K) regime needs K >> d."],
+        horizons=hs,
+        exact_curve=None if every_k else curve,
+        exact_source="fedsim.theory.oracle.area_moments",
+    )
 
 
 def _build7(q: dict[str, Any]) -> Instance:
@@ -245,9 +274,11 @@ def _build7(q: dict[str, Any]) -> Instance:
 
 
 THEOREM7_QUAD = Family(
-    "theorem7-quad", "theorem7", "[A] Theorem 7 (certified) on quadratics",
-    __doc__.split("``theorem7-quad``")[1].strip(),
-    (
+    name="theorem7-quad",
+    theorem="theorem7",
+    title="[A] Theorem 7 (certified) on quadratics",
+    doc=__doc__.split("``theorem7-quad``")[1].strip(),
+    params=(
         Param("n", "int", 3, "clients", low=1, high=MAX_CLIENTS),
         Param("p_s", "float", 0.25, "server event probability", low=0.0, open_low=True, high=1.0),
         *_P_LAW,
@@ -264,4 +295,8 @@ THEOREM7_QUAD = Family(
         Param("trigger_every", "int", 0, "0: the iterate model (i.i.d. events); k >= 1: "
               "Algorithm 1 aggregating after every k uploads (not i.i.d.)", low=0),
     ),
-    _build7, ("certified",), horizon="K", curve=_curve7)
+    builder=_build7,
+    modes=("certified",),
+    horizon="K",
+    curve=_curve7,
+)

@@ -78,19 +78,33 @@ def _build(q: dict[str, Any]) -> Instance:
     def mc(replicates: int, seed: int) -> Measurement:
         return engine_mc(sc, "ergodic_f_gap", K, replicates, seed)
 
-    return Instance("theorem8-logistic", "theorem8", mode, dict(q), res, sc, "ergodic_f_gap",
-                    K, "E f(xbar_{s,K}) - f*",
-                    f"n={n} logistic clients (d=3, feature scale {s:g}, nu_reg=0, anchors in "
+    return Instance(
+        family="theorem8-logistic",
+        theorem="theorem8",
+        mode=mode,
+        params=dict(q),
+        bound=res,
+        scenario=sc,
+        metric="ergodic_f_gap",
+        horizon=K,
+        quantity="E f(xbar_{s,K}) - f*",
+        description=f"n={n} logistic clients (d=3, feature scale {s:g}, nu_reg=0, anchors in "
                     f"client 0); B = G = {B:.4g} (UPPER), sigma^2 = {sigma2:.4g}, R = {R:.4g};"
                     f" M={M}, batch {b}; client rates 1, server rate {rate_s:.4g}; constant "
-                    f"step {mult:g} x alpha(K).", constants_of(prob), None, mc,
-                    notes=["No exact oracle for stochastic logistic gradients."])
+                    f"step {mult:g} x alpha(K).",
+        constants=constants_of(prob),
+        exact=None,
+        mc=mc,
+        notes=["No exact oracle for stochastic logistic gradients."],
+    )
 
 
 THEOREM8_LOGISTIC = Family(
-    "theorem8-logistic", "theorem8", "[A] Theorem 8 on logistic data (anchored minimiser)",
-    __doc__.split("``theorem8-logistic``")[1].strip(),
-    (
+    name="theorem8-logistic",
+    theorem="theorem8",
+    title="[A] Theorem 8 on logistic data (anchored minimiser)",
+    doc=__doc__.split("``theorem8-logistic``")[1].strip(),
+    params=(
         Param("n", "int", 4, "clients", low=1, high=MAX_CLIENTS),
         Param("M", "int", 2, "local steps", low=1),
         Param("b", "int", 2, "batch size", low=1),
@@ -104,4 +118,7 @@ THEOREM8_LOGISTIC = Family(
         Param("alpha_mult", "float", 1.0, "step / prescribed step", low=0.0, open_low=True),
         Param("mode", "choice", "corrected", "theorem8 mode", choices=("paper", "corrected")),
     ),
-    _build, ("corrected", "paper"), horizon="K")
+    builder=_build,
+    modes=("corrected", "paper"),
+    horizon="K",
+)

@@ -94,15 +94,27 @@ def _curve(q: dict[str, Any], hs: tuple[int, ...], *, t1: bool) -> Instance:
         return engine_mc(sc, "f_gap", K, replicates, seed)
 
     what = "eta = 1/(4L)" if t1 else "eta_tau = 2/(mu(gamma+tau)), gamma = max(8L/mu, 1)"
-    return Instance(name, "asypfl_theorem1" if t1 else "asypfl_theorem2", mode, dict(q), res,
-                    sc, "f_gap", K, "E F(w^T) - F*",
-                    f"one client, d={dim} quadratic (mu={mu:g}, L={L:g}), additive noise, E=1, "
+    return Instance(
+        family=name,
+        theorem="asypfl_theorem1" if t1 else "asypfl_theorem2",
+        mode=mode,
+        params=dict(q),
+        bound=res,
+        scenario=sc,
+        metric="f_gap",
+        horizon=K,
+        quantity="E F(w^T) - F*",
+        description=f"one client, d={dim} quadratic (mu={mu:g}, L={L:g}), additive noise, E=1, "
                     f"{what} (x{mult:g}); T = ticks = server steps.",
-                    constants_of(prob) + tab.to_frame().to_dict("records"), exact, mc,
-                    notes=["Simulation: fedsim's AsyPFL engine with n = 1 is the tick model "
+        constants=constants_of(prob) + tab.to_frame().to_dict("records"),
+        exact=exact,
+        mc=mc,
+        notes=["Simulation: fedsim's AsyPFL engine with n = 1 is the tick model "
                            "of eqs. (3)-(4); exact oracle theory.asypfl.tick_oracle."],
-                    horizons=hs, exact_curve=curve,
-                    exact_source="fedsim.theory.asypfl.tick_oracle")
+        horizons=hs,
+        exact_curve=curve,
+        exact_source="fedsim.theory.asypfl.tick_oracle",
+    )
 
 
 def _params(t1: bool) -> tuple[Param, ...]:
@@ -126,16 +138,28 @@ def _doc(tag: str) -> str:
 
 
 ASYPFL1_QUAD = Family(
-    "asypfl1-quad", "asypfl_theorem1", "[Y] AsyPFL Theorem 1, one client (tick model)",
-    _doc("``asypfl1-quad`` / ``asypfl2-quad``"), _params(True),
-    lambda q: _curve(q, (int(required(q, "T")),), t1=True), _MODES, horizon="T",
-    curve=lambda q, hs: _curve(q, hs, t1=True))
+    name="asypfl1-quad",
+    theorem="asypfl_theorem1",
+    title="[Y] AsyPFL Theorem 1, one client (tick model)",
+    doc=_doc("``asypfl1-quad`` / ``asypfl2-quad``"),
+    params=_params(True),
+    builder=lambda q: _curve(q, (int(required(q, "T")),), t1=True),
+    modes=_MODES,
+    horizon="T",
+    curve=lambda q, hs: _curve(q, hs, t1=True),
+)
 
 ASYPFL2_QUAD = Family(
-    "asypfl2-quad", "asypfl_theorem2", "[Y] AsyPFL Theorem 2, one client (tick model)",
-    _doc("``asypfl1-quad`` / ``asypfl2-quad``"), _params(False),
-    lambda q: _curve(q, (int(required(q, "T")),), t1=False), _MODES, horizon="T",
-    curve=lambda q, hs: _curve(q, hs, t1=False))
+    name="asypfl2-quad",
+    theorem="asypfl_theorem2",
+    title="[Y] AsyPFL Theorem 2, one client (tick model)",
+    doc=_doc("``asypfl1-quad`` / ``asypfl2-quad``"),
+    params=_params(False),
+    builder=lambda q: _curve(q, (int(required(q, "T")),), t1=False),
+    modes=_MODES,
+    horizon="T",
+    curve=lambda q, hs: _curve(q, hs, t1=False),
+)
 
 
 def _periods(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
@@ -159,24 +183,44 @@ def _periods(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
     def exact(_ms: int) -> Measurement:
         return Measurement(gaps[-1], "exact", 0.0, 0.0, 0, "tick_oracle")
 
-    return Instance("asypfl1-periods", "asypfl_theorem1", str(mode), dict(q), res, None,
-                    "f_gap", hs[-1], "E F(w^T) - F*",
-                    f"two clients F_k = w^2/2, p = (1/2, 1/2), E = 1, periods pi = {pi}, "
+    return Instance(
+        family="asypfl1-periods",
+        theorem="asypfl_theorem1",
+        mode=str(mode),
+        params=dict(q),
+        bound=res,
+        scenario=None,
+        metric="f_gap",
+        horizon=hs[-1],
+        quantity="E F(w^T) - F*",
+        description=f"two clients F_k = w^2/2, p = (1/2, 1/2), E = 1, periods pi = {pi}, "
                     f"eta = {eta:g}, w0 = {w0:g}, at the common sync ticks: exact tick-model "
-                    "gap, nothing simulated.", consts, exact, None,
-                    notes=["Exact rows (no simulation, no CI): the measured value is "
-                           + src + "."], horizons=hs, exact_curve=lambda: gaps,
-                    exact_source=src)
+                    "gap, nothing simulated.",
+        constants=consts,
+        exact=exact,
+        mc=None,
+        notes=["Exact rows (no simulation, no CI): the measured value is "
+                           + src + "."],
+        horizons=hs,
+        exact_curve=lambda: gaps,
+        exact_source=src,
+    )
 
 
 ASYPFL1_PERIODS = Family(
-    "asypfl1-periods", "asypfl_theorem1", "[Y] AsyPFL Theorem 1, R2-4 periods (exact rows)",
-    __doc__.split("``asypfl1-periods``")[1].strip(),
-    (
+    name="asypfl1-periods",
+    theorem="asypfl_theorem1",
+    title="[Y] AsyPFL Theorem 1, R2-4 periods (exact rows)",
+    doc=__doc__.split("``asypfl1-periods``")[1].strip(),
+    params=(
         Param("T", "int", 80, "tick (horizon; a common sync tick)", low=1, high=10**6),
         Param("pi", "list", [5, 8], "the two clients' periods"),
         Param("eta", "float", 0.25, "step", low=0.0, open_low=True),
         Param("w0", "float", 1.0, "start"),
         Param("mode", "choice", "paper_literal", "theorem1 mode", choices=_MODES),
     ),
-    lambda q: _periods(q, (int(required(q, "T")),)), _MODES, horizon="T", curve=_periods)
+    builder=lambda q: _periods(q, (int(required(q, "T")),)),
+    modes=_MODES,
+    horizon="T",
+    curve=_periods,
+)

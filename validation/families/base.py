@@ -123,7 +123,7 @@ class Measurement:
     detail: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Instance:
     """One point of a family: scenario, resolved bound, measured quantity, oracle.
 
@@ -219,9 +219,10 @@ class Instance:
                               expected_verdict=expected_verdict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Family:
-    """A named scenario family: its theorem, its parameters and its builder."""
+    """A named scenario family: its theorem, its parameters and its builder (keyword
+    arguments only)."""
 
     name: str
     theorem: str

@@ -89,17 +89,28 @@ def _curve(q: dict[str, Any], hs: tuple[int, ...]) -> Instance:
         return engine_mc(sc, "avg_grad_maml_sq", K, replicates, seed)
 
     full = r == 1.0
-    return Instance("perfedavg-quad", "perfedavg_theorem4_5", "corrected", dict(q), res, sc,
-                    "avg_grad_maml_sq", K, "(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2",
-                    f"n={n} one-dimensional quadratics (shared Hessian a = {L:g}, additive "
+    return Instance(
+        family="perfedavg-quad",
+        theorem="perfedavg_theorem4_5",
+        mode="corrected",
+        params=dict(q),
+        bound=res,
+        scenario=sc,
+        metric="avg_grad_maml_sq",
+        horizon=K,
+        quantity="(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2",
+        description=f"n={n} one-dimensional quadratics (shared Hessian a = {L:g}, additive "
                     f"noise, sigma_G2 = {cv['sigma_G2']:.4g}, gamma_G2 = {cv['gamma_G2']:.4g}),"
                     f" MAML alpha = {alpha:g}, tau = 1, beta = {beta:.4g}, batches 1, r = {r:g}.",
-                    constants_of(prob) + tab.to_frame().to_dict("records"),
-                    exact if full else None, mc,
-                    notes=["Simulation (fedsim sync FedAvg + maml rule); tau = 1 makes the "
+        constants=constants_of(prob) + tab.to_frame().to_dict("records"),
+        exact=exact if full else None,
+        mc=mc,
+        notes=["Simulation (fedsim sync FedAvg + maml rule); tau = 1 makes the "
                            "server model the theorem's wbar_{k+1,0}."],
-                    horizons=hs, exact_curve=curve if full else None,
-                    exact_source="fedsim.theory.perfedavg.perfedavg_quadratic_exact")
+        horizons=hs,
+        exact_curve=curve if full else None,
+        exact_source="fedsim.theory.perfedavg.perfedavg_quadratic_exact",
+    )
 
 
 def _build(q: dict[str, Any]) -> Instance:
@@ -138,19 +149,35 @@ def _build_cx(q: dict[str, Any]) -> Instance:
     def exact(_ms: int) -> Measurement:
         return Measurement(curve()[0], "exact", 0.0, 0.0, 0, "perfedavg_quadratic_exact")
 
-    return Instance("perfedavg-cx", "perfedavg_theorem4_5", mode, dict(q), res, None,
-                    "avg_grad_maml_sq", K, "(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2",
-                    f"n = 2, r = 1/2 (one client per round), f_i = phi(w - c_i), c = (-1, 1), "
+    return Instance(
+        family="perfedavg-cx",
+        theorem="perfedavg_theorem4_5",
+        mode=mode,
+        params=dict(q),
+        bound=res,
+        scenario=None,
+        metric="avg_grad_maml_sq",
+        horizon=K,
+        quantity="(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2",
+        description=f"n = 2, r = 1/2 (one client per round), f_i = phi(w - c_i), c = (-1, 1), "
                     f"alpha = 1e-3, beta = 1e-12, tau = {tau}, K = {K:g}, w0 = cbar: exact "
-                    "oracle value, nothing simulated.", [dict(c) for c in _CX_CONSTS], exact,
-                    None, notes=["Exact row (no simulation, no CI): the measured value is "
-                                 + src + "."], exact_curve=curve, exact_source=src)
+                    "oracle value, nothing simulated.",
+        constants=[dict(c) for c in _CX_CONSTS],
+        exact=exact,
+        mc=None,
+        notes=["Exact row (no simulation, no CI): the measured value is "
+                                 + src + "."],
+        exact_curve=curve,
+        exact_source=src,
+    )
 
 
 PERFEDAVG_QUAD = Family(
-    "perfedavg-quad", "perfedavg_theorem4_5", "[F] Per-FedAvg Theorem 4.5 on quadratics",
-    __doc__.split("``perfedavg-quad``")[1].split("``perfedavg-cx``")[0].strip(),
-    (
+    name="perfedavg-quad",
+    theorem="perfedavg_theorem4_5",
+    title="[F] Per-FedAvg Theorem 4.5 on quadratics",
+    doc=__doc__.split("``perfedavg-quad``")[1].split("``perfedavg-cx``")[0].strip(),
+    params=(
         Param("n", "int", 4, "clients", low=1, high=MAX_CLIENTS),
         Param("K", "int", 160, "rounds (horizon)", low=1, high=MAX_ITERATIONS),
         Param("L", "float", 1.0, "smoothness = the shared Hessian a", low=0.0, open_low=True),
@@ -163,16 +190,25 @@ PERFEDAVG_QUAD = Family(
               high=1.0),
         Param("beta_mult", "float", 1.0, "beta / (1/(10 tau L_F))", low=0.0, open_low=True),
     ),
-    _build, ("corrected",), horizon="K", curve=_curve)
+    builder=_build,
+    modes=("corrected",),
+    horizon="K",
+    curve=_curve,
+)
 
 PERFEDAVG_CX = Family(
-    "perfedavg-cx", "perfedavg_theorem4_5", "[F] Per-FedAvg Theorem 4.5, E-F1 (exact rows)",
-    __doc__.split("``perfedavg-cx``")[1].strip(),
-    (
+    name="perfedavg-cx",
+    theorem="perfedavg_theorem4_5",
+    title="[F] Per-FedAvg Theorem 4.5, E-F1 (exact rows)",
+    doc=__doc__.split("``perfedavg-cx``")[1].strip(),
+    params=(
         Param("tau", "int", 10000, "local steps", low=1, high=10**6),
         Param("K", "int", CX_K, "rounds (horizon; exact, nothing simulated)", low=1,
               high=10**15),
         Param("mode", "choice", "paper_literal", "theorem4_5 mode",
               choices=("paper_literal", "corrected")),
     ),
-    _build_cx, ("paper_literal", "corrected"), horizon="K")
+    builder=_build_cx,
+    modes=("paper_literal", "corrected"),
+    horizon="K",
+)

@@ -120,8 +120,22 @@ def _instance(name: str, theorem: str, mode: str, q: dict, res, pcfg: dict, prob
     def mc(replicates: int, seed: int) -> Measurement:
         return engine_mc(sc, metric, T, replicates, seed)
 
-    return Instance(name, theorem, mode, dict(q, T=T), res, sc, metric, T, quantity, text,
-                    constants_of(prob), exact, mc, checks)
+    return Instance(
+        family=name,
+        theorem=theorem,
+        mode=mode,
+        params=dict(q, T=T),
+        bound=res,
+        scenario=sc,
+        metric=metric,
+        horizon=T,
+        quantity=quantity,
+        description=text,
+        constants=constants_of(prob),
+        exact=exact,
+        mc=mc,
+        sim_checks=checks,
+    )
 
 
 def _build1(q: dict[str, Any]) -> Instance:
@@ -230,18 +244,25 @@ _D1, _rest = _DOC[1].split("``theorem3-window``")
 _D3, _D2 = _rest.split("``theorem2-logistic``")
 
 THEOREM1_WINDOW = Family(
-    "theorem1-window", "theorem1", "[P] Theorem 1 (FedAsync, Option A) on the window model",
-    _DOC[0].split("\n\n", 1)[1].strip() + "\n\n" + _D1.strip(),
-    (*_WINDOW_PARAMS, *QUAD_PARAMS,
+    name="theorem1-window",
+    theorem="theorem1",
+    title="[P] Theorem 1 (FedAsync, Option A) on the window model",
+    doc=_DOC[0].split("\n\n", 1)[1].strip() + "\n\n" + _D1.strip(),
+    params=(*_WINDOW_PARAMS, *QUAD_PARAMS,
      Param("tau_sim", "int", None, "simulated window {0..tau_sim} (default tau; > tau: the "
            "staleness exceeds the declared tau, Assumption 1 fails, as measured)", low=0,
            high=MAX_WINDOW)),
-    _build1, ("paper",), horizon="T")
+    builder=_build1,
+    modes=("paper",),
+    horizon="T",
+)
 
 THEOREM3_WINDOW = Family(
-    "theorem3-window", "theorem3", "[P] Theorem 3 (PersA-FL-ME, Option C) on the window model",
-    _D3.strip(),
-    (*_WINDOW_PARAMS, *(p if p.name != "heterogeneity" else
+    name="theorem3-window",
+    theorem="theorem3",
+    title="[P] Theorem 3 (PersA-FL-ME, Option C) on the window model",
+    doc=_D3.strip(),
+    params=(*_WINDOW_PARAMS, *(p if p.name != "heterogeneity" else
                         Param("heterogeneity", "float", 0.1, p.doc, low=0.0)
                         for p in QUAD_PARAMS),
      Param("lam_over_L", "float", 8.0, "lam / L (Lemma 7 needs >= 7)", low=1.0),
@@ -250,12 +271,17 @@ THEOREM3_WINDOW = Family(
            choices=("corrected", "paper_literal")),
      Param("T_rule", "choice", "cubic", "threshold: cubic (tau+1)^3 or square (paper)",
            choices=("cubic", "square"))),
-    _build3, ("corrected", "paper_literal"), horizon="T")
+    builder=_build3,
+    modes=("corrected", "paper_literal"),
+    horizon="T",
+)
 
 THEOREM2_LOGISTIC = Family(
-    "theorem2-logistic", "theorem2", "[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
-    _D2.strip(),
-    (*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
+    name="theorem2-logistic",
+    theorem="theorem2",
+    title="[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
+    doc=_D2.strip(),
+    params=(*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
         "Q": Param("Q", "int", 2, "local steps", low=1),
         "T": Param("T", "int", 200, "horizon (T >= 64 L_b needed)", low=1,
                    high=MAX_ITERATIONS)}.get(p.name, p)
@@ -265,4 +291,7 @@ THEOREM2_LOGISTIC = Family(
      Param("alpha", "float", 0.5, "MAML inner step", low=0.0),
      Param("b", "int", 2, "batch size of D, D', D''", low=1),
      Param("seed", "int", 0, "problem-generation seed", low=0)),
-    _build2, ("paper",), horizon="T")
+    builder=_build2,
+    modes=("paper",),
+    horizon="T",
+)

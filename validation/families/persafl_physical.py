@@ -93,22 +93,36 @@ def _build(q: dict[str, Any]) -> Instance:
     def mc(replicates: int, seed: int) -> Measurement:
         return engine_mc(sc, "avg_grad_sq", T, replicates, seed)
 
-    return Instance("theorem1-physical", "theorem1", "paper", dict(q, T=T), res, sc,
-                    "avg_grad_sq", T, "(1/T) sum_{t<T} ||grad f(w^t)||^2",
-                    f"n={n}, d=2 quadratic clients with one shared Hessian (L={L:g}, kappa="
+    return Instance(
+        family="theorem1-physical",
+        theorem="theorem1",
+        mode="paper",
+        params=dict(q, T=T),
+        bound=res,
+        scenario=sc,
+        metric="avg_grad_sq",
+        horizon=T,
+        quantity="(1/T) sum_{t<T} ||grad f(w^t)||^2",
+        description=f"n={n}, d=2 quadratic clients with one shared Hessian (L={L:g}, kappa="
                     f"{q['kappa']:g}), additive noise sd {q['noise_sd']:g}, Q={Q}, batch {b}, "
                     f"physical clients, compute Uniform({lo:g}, {hi:g}) per round, think "
                     f"Uniform(0, {q['think_high']:g}), no communication delay, provable "
                     f"staleness tau = {tau}, eta = {q['eta_mult']:g}/(Q sqrt(L T)), beta = 1.",
-                    constants_of(prob), None, mc, [check],
-                    ["No exact oracle: non-exponential physical delays need Monte Carlo "
-                     "(THEORY_SPEC 10.2(d))."])
+        constants=constants_of(prob),
+        exact=None,
+        mc=mc,
+        sim_checks=[check],
+        notes=["No exact oracle: non-exponential physical delays need Monte Carlo "
+                     "(THEORY_SPEC 10.2(d))."],
+    )
 
 
 THEOREM1_PHYSICAL = Family(
-    "theorem1-physical", "theorem1", "[P] Theorem 1 (FedAsync, Option A) on physical clients",
-    __doc__.split("``theorem1-physical``")[1].strip(),
-    (
+    name="theorem1-physical",
+    theorem="theorem1",
+    title="[P] Theorem 1 (FedAsync, Option A) on physical clients",
+    doc=__doc__.split("``theorem1-physical``")[1].strip(),
+    params=(
         Param("n", "int", 3, "clients", low=1, high=MAX_CLIENTS),
         Param("Q", "int", 1, "local steps", low=1),
         Param("eta_mult", "float", 1.0, "eta / prescribed eta (1 = the theorem's step)",
@@ -124,4 +138,7 @@ THEOREM1_PHYSICAL = Family(
               open_low=True),
         Param("think_high", "float", 0.3, "think time Uniform(0, think_high)", low=0.0),
     ),
-    _build, ("paper",), horizon="T")
+    builder=_build,
+    modes=("paper",),
+    horizon="T",
+)
