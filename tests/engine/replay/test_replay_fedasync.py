@@ -169,3 +169,18 @@ def test_a_norm_family_problem_replays_bitwise() -> None:
     assert_matches_engine(sc, [0, 3])
     f_gap = run(sc, 0).metrics["f_gap"]
     assert f_gap[0] > 1.0 and f_gap[-1] < 0.5  # the model moved
+
+
+def test_a_softmax_problem_replays_bitwise() -> None:
+    """The softmax view (row indices drawn by ``integers`` from the stream rows, BLAS on
+    the view's work arrays) runs in the replay kernel: the engine's trace bit for bit."""
+    sc = Scenario.from_dict({
+        "name": "rp_softmax", "seed": 11,
+        "problem": {"kind": "softmax", "n_clients": 6, "split": "dirichlet", "a": 0.3,
+                    "test_fraction": 0.2, "reg": 1e-3, "seed": 0, "min_rows": 5},
+        "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": 5, "eta": 0.3,
+                      "batch": 7, "beta": 0.5},
+        "delays": BASE, "horizon": {"steps": 40},
+        "record": {"every": 4, "metrics": ["grad_sq"]}})
+    assert supports(sc)
+    assert_matches_engine(sc, [1, 2])
