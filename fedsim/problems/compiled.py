@@ -95,6 +95,8 @@ def view_base(cls: type) -> type | None:
     """The class whose oracles ``cls``'s compiled view stands for (module docstring), or
     ``None`` when ``cls`` has no ``compiled_view``."""
     mro = cls.__mro__
+    if not callable(getattr(cls, "compiled_view", None)):
+        return None
     marked = [c for c in mro if vars(c).get("compiled_view_base")]
     if marked:
         return marked[0]
@@ -106,7 +108,7 @@ def has_compiled_view(problem: Any) -> bool:
     oracles that view stands for (:func:`compiled_view` may still return ``None`` for a
     batch size)."""
     base = view_base(type(problem))
-    if base is None or not callable(getattr(type(problem), "compiled_view", None)):
+    if base is None:
         return False
     cls, own = type(problem), vars(problem) if hasattr(problem, "__dict__") else {}
     return not any(getattr(cls, m, None) is not getattr(base, m, None) or m in own
