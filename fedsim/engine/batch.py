@@ -1,15 +1,13 @@
 """``run_batch(scenario, replicates) -> list[Trace]``: many replicates of one scenario.
 
-The front door for Monte Carlo (issue 10).  Where the batched replay of
-:mod:`fedsim.engine.replay` implements a scenario exactly (:func:`supports`: today FedAsync,
-physical model, Option A local SGD, every-upload trigger, on a
-:class:`~fedsim.problems.QuadraticProblem` with its closed-form metrics; and AREA's
-Appendix A iterate model on a problem with a compiled view -- [A] Theorem 8's norm family,
-Theorem 7's quadratics --, :mod:`fedsim.engine.replay.area`, whose traces are the engine's
-bit for bit),
-the replicates are
-replayed in lockstep as ``(R, d)`` arrays along their vectorised timelines; otherwise the
-replicates run one after the other through :func:`fedsim.engine.run`.
+The front door for Monte Carlo (issue 10).  Where the compiled replay of
+:mod:`fedsim.engine.replay` implements a scenario exactly (:func:`supports`: FedAsync,
+physical model, Option A local SGD, every-upload trigger, and AREA's Appendix A iterate
+model, each on a problem whose compiled view (:func:`fedsim.problems.compiled.compiled_view`)
+compiles the recorded metrics -- quadratics, the norm family, and for FedAsync logistic and
+softmax regression too), the replicates are replayed along their timelines by one compiled
+loop, the engine's traces bit for bit; otherwise the replicates run one after the other
+through :func:`fedsim.engine.run`.
 
 What a caller may rely on, whichever path runs:
 
