@@ -19,7 +19,8 @@ state[0]`` and memories ``y = state[1]``; the M local steps are
 :func:`fedsim.local.sgd.sgd_round` (``client_round``) with the ``grad`` of the problem's
 compiled view (:func:`fedsim.local.sgd.rule_view`, the view the SGD rule runs; the round's
 randomness drawn in one call, :func:`fedsim.local.sgd.round_block`).  The SimPy engine
-(:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`) and the replay
+(:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`: :func:`area_update_for`,
+the event with the round and the oracle bound and inlined) and the replay
 (:mod:`fedsim.engine.replay.area`) call the same function.  A problem without a compiled
 view runs it interpreted (``area_update.py_func``) with the SGD rule's own round
 (:meth:`fedsim.local.sgd.SGDRule.round`: the interpreted ``sgd_round``), the
@@ -38,11 +39,11 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_integer, require
-from fedsim.jit import Bound, jit
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.registry import ConfigRule
 from fedsim.local.sgd import SGDRule, round_block, sgd_round
 
-__all__ = ["AreaClients", "AreaState", "area_update"]
+__all__ = ["AreaClients", "AreaState", "area_update", "area_update_for"]
 
 
 @jit(cache=False, inline=True)
@@ -65,6 +66,28 @@ def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iter
     if iterate:
         client_round(grad, view, i, x_s, x, Z, alpha, M, g)
     return 0
+
+
+_UPDATES: dict[Any, Any] = {}
+
+
+def area_update_for(grad: Any) -> Any:
+    """:func:`area_update` with :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad``
+    bound: ``update(view, i, x_s, state, m, Z, alpha, M, g, iterate)``, compiled once per
+    oracle (both inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), as
+    :func:`fedsim.local.sgd.sgd_round_for`."""
+    fn = _UPDATES.get(grad)
+    if fn is None:
+        fn = _UPDATES[grad] = _bind(grad)
+    return fn
+
+
+def _bind(grad: Any) -> Any:
+    @jit
+    def bound_update(view, i, x_s, state, m, Z, alpha, M, g, iterate):
+        return area_update(sgd_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate)
+
+    return cache_closure(bound_update)
 
 
 class AreaState:
@@ -114,7 +137,7 @@ class AreaClients(ConfigRule):
             self._update = None
         else:
             self.view = cv.data
-            self._update = Bound(area_update, sgd_round, cv.grad)
+            self._update = Bound(area_update_for(cv.grad), cv.data)
             self._blk = np.empty(self.M * cv.draws)
 
     @property
@@ -146,8 +169,7 @@ class AreaClients(ConfigRule):
                                 float(alpha), self.M, self.g, iterate)
         else:
             Z = round_block(self.cv, rng, i, self.M, self.cv.draws, self._blk)
-            self._update(self.view, i, x_s, state.s, out, Z, float(alpha), self.M, self.g,
-                         iterate)
+            self._update(i, x_s, state.s, out, Z, float(alpha), self.M, self.g, iterate)
         return out, state
 
     def _rule_round(self, grad, view, i, w_read, out, rng, eta, Q, g) -> int:
