@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-from fedsim import config
 from fedsim.validation.montecarlo import Task, run_tasks
 
+from fedsim import config
 from fedsim.errors import NonFiniteTimeError, check_sim_time
 
 #: a scenario the engine runs event by event (FedBuff: not replayed by run_batch)
