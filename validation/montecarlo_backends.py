@@ -35,7 +35,7 @@ from fedsim.errors import FedsimError
 
 __all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
            "run_dask", "CHUNK", "DASK_STALL_SECONDS", "set_dask_timeout", "new_pool",
-           "kill_pool"]
+           "kill_pool", "process_gone"]
 
 #: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
 #: a batch of replicates is the same whatever the backend; a kill loses at most the
@@ -162,14 +162,27 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def process_gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended -- including as a zombie that its own parent has
+    not reaped yet (``kill(pid, 0)`` still succeeds on a zombie: a parent that waits for
+    the end of the run's output before reaping it would otherwise keep the workers, which
+    hold that output open, alive for ever)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or the pid now belongs to another user
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False  # no /proc (not Linux): kill(pid, 0) said it exists
+    return state in (b"Z", b"X")
+
+
 def _watch(run_pid: int) -> None:
     while True:
         time.sleep(1.0)
-        try:
-            os.kill(run_pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except PermissionError:  # pragma: no cover - the pid was reused by another user
+        if process_gone(run_pid):
             os._exit(1)
 
 

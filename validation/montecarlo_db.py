@@ -48,6 +48,7 @@ from typing import Any
 from fedsim.validation.montecarlo_schema import canonical_json, check_record
 
 from fedsim.errors import FedsimError
+from fedsim.faults import fault_point
 from fedsim.safefile import kind_of
 
 __all__ = ["STORE_FILE", "SCHEMA_VERSION", "RunStore", "open_store", "close_store",
@@ -162,6 +163,7 @@ class RunStore:
         with self._transaction():
             self.db.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?)",
                             (point, text, point_checksum(body)))
+        fault_point("point")  # the kill -9 tests (fedsim.faults)
 
     def get_point(self, point: str) -> tuple[dict | None, str | None]:
         """``(body, None)``, ``(None, None)`` if absent, ``(None, reason)`` if damaged."""
