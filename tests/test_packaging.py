@@ -1,14 +1,15 @@
 """The distribution: one import namespace (``fedsim``), a name of its own, one version source.
 
-The wheel is built from this checkout (``pip wheel``) and installed into a folder of its
-own; it is then used from a working directory that holds a ``theory.py`` and a
-``validation/`` package, which must not shadow anything.
+The wheel is built from a copy of this checkout's tracked files (``pip wheel``) and
+installed into a folder of its own; it is then used from a working directory that holds a
+``theory.py`` and a ``validation/`` package, which must not shadow anything.
 """
 
 from __future__ import annotations
 
 import configparser
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -47,11 +48,31 @@ def test_one_version_source_and_a_name_of_our_own():
     assert version("fedsim-bounds") == fedsim.__version__
 
 
+_NOT_SOURCE = (".git", ".venv", "build", "dist", "runs", "reports", "__pycache__",
+               "*.egg-info", ".pytest_cache", ".ruff_cache", ".hypothesis")
+
+
+def _source_copy(dest: Path) -> Path:
+    """The files git tracks (every file but the build and run outputs without git), copied
+    to ``dest``: ``pip wheel`` builds in the tree it is given, so building a copy leaves no
+    ``build/`` in the checkout, and a file the build needs but git does not track fails here."""
+    res = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True)
+    if res.returncode != 0:
+        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
+        return dest
+    for rel in res.stdout.decode().split("\0"):
+        if rel and (ROOT / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, dest / rel)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    src = _source_copy(tmp_path_factory.mktemp("src"))
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                          "-w", str(out), str(ROOT)], capture_output=True, text=True,
+                          "-w", str(out), str(src)], capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     (whl,) = out.glob("fedsim_bounds-*.whl")

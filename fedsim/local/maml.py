@@ -18,29 +18,103 @@ The three batch sizes may differ (Per-FedAvg, Fallah et al. 2020, Algorithm 1 an
 |D|, |D'|, |D''|): ``batch`` is |D|, ``batch_inner`` |D'| and ``batch_hess`` |D''|; both
 default to ``batch``, which draws exactly as before.
 
-On a problem with a fused kernel (``problem.fused_sgd``: softmax, binary logistic;
-:mod:`fedsim.problems.fused_sgd`) the step draws D, D' and D'' with ONE
-``rng.integers(0, m_i, size=|D| + |D'| + |D''|)`` (the indices, in that order, of the three
-``sample_batch`` calls, and the same generator state after) and evaluates every
-``batch_grad`` / ``batch_hvp`` with the kernel's bit-identical ``grad`` / ``hvp``; the
-arithmetic between them is the expressions above, unchanged.
-``fedsim.local.sgd._FUSED = False`` forces the per-call path (tests, benchmarks).
+The estimator is written once, :func:`maml_direction`, generic in the problem's batch
+oracles ``grad(data, i, w, D, g)`` / ``hvp(data, i, w, v, D, h)``; the step ``w - eta dir``
+is :func:`fedsim.local.sgd.sgd_round` with the estimator as its oracle:
+
+* on a problem whose compiled view has a compiled ``hvp`` and draws a round in one call
+  (binary logistic and softmax regression: :class:`~fedsim.problems.row_view.RowsView`),
+  everything runs compiled: a step's ``z`` is D, D' and D'' one after the other
+  (``|D| + |D'| + |D''|`` row indices; FO-MAML draws no D''), the numbers and the final
+  generator state of the three ``sample_batch`` calls, a round's ``Q`` steps in ONE
+  ``rng.integers`` call (``round_draws``);
+* any other problem runs the same functions interpreted (``py_func``), with the problem's
+  ``sample_batch``/``batch_grad``/``batch_hvp``.
+
+A compiled view's oracles are the problem's ``batch_grad``/``batch_hvp`` (the problem calls
+them), so both paths give the same numbers bit for bit;
+``fedsim.local.sgd._COMPILED = False`` forces the interpreted path (tests, benchmarks).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
 from fedsim.errors import check_integer, check_number, require
+from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import fused_kernel
+from fedsim.local.sgd import RngSteps, round_block, rule_view, sgd_round
 from fedsim.problems.base import Problem
 
-__all__ = ["MAMLRule"]
+__all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_grad", "VARIANTS"]
+
+#: the estimators, in code order (``variant`` of :func:`maml_direction`)
+VARIANTS = ("maml", "fomaml", "hfmaml")
+
+
+@jit(cache=False)
+def maml_direction(grad, hvp, data, i, w, D, D1, D2, alpha, variant, delta, g, t, u, x):
+    """``g`` = the MAML estimate at ``w`` ([P] eq. (9); module docstring) from the batches
+    ``D``, ``D'`` (``D1``), ``D''`` (``D2``; unused by FO-MAML); ``variant`` indexes
+    :data:`VARIANTS`; ``t``, ``u``, ``x`` are work vectors of ``w``'s length."""
+    grad(data, i, w, D1, t)
+    t[:] = w - alpha * t                         # w - alpha grad f_tilde_i(w, D')
+    grad(data, i, t, D, g)                       # g = grad f_tilde_i(., D) there
+    if variant == 1:
+        return 0
+    if variant == 0:
+        hvp(data, i, w, g, D2, t)
+        g[:] = g - alpha * t                     # g - alpha grad^2 f_tilde_i(w, D'') g
+        return 0
+    t[:] = w + delta * g
+    grad(data, i, t, D2, u)
+    t[:] = w - delta * g
+    grad(data, i, t, D2, x)
+    g[:] = g - alpha * ((u - x) / (2.0 * delta))
+    return 0
+
+
+@functools.cache
+def compiled_maml_grad(grad: Any, hvp: Any) -> Any:
+    """The compiled ``sgd_round`` oracle ``(view, i, w, z, g)`` of MAML on the problem
+    oracles ``grad``/``hvp``: ``view = (data, b, b1, alpha, variant, delta, t, u, x)`` and
+    ``z`` a step's row indices, D = ``z[:b]``, D' = ``z[b:b + b1]``, D'' the rest."""
+
+    def maml_grad(view, i, w, z, g):
+        data, b, b1, alpha, variant, delta, t, u, x = view
+        return maml_direction(grad, hvp, data, i, w, z[:b], z[b:b + b1], z[b + b1:], alpha,
+                              variant, delta, g, t, u, x)
+
+    return jit(cache=False)(maml_grad)
+
+
+def _batch_grad(problem: Problem, i: int, w: np.ndarray, D: Any, g: np.ndarray) -> int:
+    g[:] = problem.batch_grad(i, w, D)
+    return 0
+
+
+def _batch_hvp(problem: Problem, i: int, w: np.ndarray, v: np.ndarray, D: Any,
+               h: np.ndarray) -> int:
+    h[:] = problem.batch_hvp(i, w, v, D)
+    return 0
+
+
+def problem_maml_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
+                      g: np.ndarray) -> int:
+    """The interpreted oracle: ``view = (problem, b, b1, b2, alpha, variant, delta, t, u,
+    x)``; D, D', D'' from ``sample_batch`` in that order (no D'' for FO-MAML), then
+    :func:`maml_direction` interpreted on ``batch_grad``/``batch_hvp``."""
+    p, b, b1, b2, alpha, variant, delta, t, u, x = view
+    D = p.sample_batch(i, b, rng)
+    D1 = p.sample_batch(i, b1, rng)
+    D2 = None if variant == 1 else p.sample_batch(i, b2, rng)
+    return maml_direction.py_func(_batch_grad, _batch_hvp, p, i, w, D, D1, D2, alpha,
+                                  variant, delta, g, t, u, x)
 
 
 class MAMLRule(ConfigRule, StepRule):
@@ -86,45 +160,60 @@ class MAMLRule(ConfigRule, StepRule):
         self.batch_hess = self.batch if batch_hess is None else int(batch_hess)
         require(self.batch_inner >= 1 and self.batch_hess >= 1, "algorithm.batch_inner",
                 (self.batch_inner, self.batch_hess), "batch_inner and batch_hess must be >= 1")
-        self.fused = fused_kernel(problem, self.batch)
+        self.code = VARIANTS.index(variant)
+        cv = rule_view(problem, self.batch)
+        self.cv = cv if cv is not None and getattr(cv, "hvp", None) is not None else None
+        if self.cv is not None:
+            self.draws = self.batch + self.batch_inner + (
+                0 if variant == "fomaml" else self.batch_hess)
+            self._round = Bound(sgd_round, compiled_maml_grad(self.cv.grad, self.cv.hvp))
+        else:
+            self.draws = 0
+        self._d = -1
+
+    def _view(self, d: int) -> tuple:
+        """The oracle's view for models of length ``d`` (work vectors allocated once)."""
+        if d != self._d:
+            self._d = d
+            self._g = np.empty(d)
+            work = (np.empty(d), np.empty(d), np.empty(d))
+            if self.cv is not None:
+                self.view = (self.cv.data, self.batch, self.batch_inner, self.alpha, self.code,
+                             self.hf_delta, *work)
+            else:
+                self.view = (self.problem, self.batch, self.batch_inner, self.batch_hess,
+                             self.alpha, self.code, self.hf_delta, *work)
+        return self.view
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants)."""
-        if self.fused is not None:
-            return self._fused_direction(i, w, rng)
-        p, a, b = self.problem, self.alpha, self.batch
-        D = p.sample_batch(i, b, rng)
-        D1 = p.sample_batch(i, self.batch_inner, rng)
-        inner = w - a * p.batch_grad(i, w, D1)
-        g = p.batch_grad(i, inner, D)
-        if self.variant == "fomaml":
-            return g
-        D2 = p.sample_batch(i, self.batch_hess, rng)
-        if self.variant == "maml":
-            return g - a * p.batch_hvp(i, w, g, D2)
-        dl = self.hf_delta
-        hv = (p.batch_grad(i, w + dl * g, D2) - p.batch_grad(i, w - dl * g, D2)) / (2.0 * dl)
-        return g - a * hv
+        """The stochastic MAML gradient estimate at ``w`` ([P] eq. (9) or its variants), as
+        a new array (draws one step's batches from ``rng``)."""
+        w = np.asarray(w, dtype=np.float64)
+        view = self._view(w.shape[0])
+        g = np.empty(w.shape[0])
+        if self.cv is None:
+            problem_maml_grad(view, i, w, rng, g)
+        else:
+            z = round_block(self.cv, rng, i, 1, self.draws, g)[0]
+            compiled_maml_grad(self.cv.grad, self.cv.hvp)(view, i, w, z, g)
+        return g
 
-    def _fused_direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """:meth:`direction` with one index draw per step and the kernel's ``grad``."""
-        k, a, b, b1 = self.fused, self.alpha, self.batch, self.batch_inner
-        first = self.variant == "fomaml"
-        idx = rng.integers(0, k.m[i], size=b + b1 + (0 if first else self.batch_hess))
-        D, D1, D2 = idx[:b], idx[b:b + b1], idx[b + b1:]
-        inner = w - a * k.grad(i, w, D1)
-        g = k.grad(i, inner, D)
-        if first:
-            return g
-        if self.variant == "maml":
-            return g - a * k.hvp(i, w, g, D2)
-        dl = self.hf_delta
-        hv = (k.grad(i, w + dl * g, D2) - k.grad(i, w - dl * g, D2)) / (2.0 * dl)
-        return g - a * hv
+    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
+              eta: float | None = None, Q: int | None = None) -> np.ndarray:
+        """Q local steps ``w <- w - eta dir`` from ``w0`` into ``out`` (``w0`` is only read):
+        :func:`~fedsim.local.sgd.sgd_round` with the MAML oracle."""
+        eta = self.eta if eta is None else float(eta)
+        Q = self.Q if Q is None else int(Q)
+        view = self._view(out.shape[0])
+        if self.cv is None:
+            sgd_round.py_func(problem_maml_grad, view, i, w0, out, RngSteps(rng), eta, Q,
+                              self._g)
+        else:
+            Z = round_block(self.cv, rng, i, Q, self.draws, self._g)
+            self._round(view, i, w0, out, Z, eta, Q, self._g)
+        return out
 
     def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
              eta: float | None = None) -> np.ndarray:
         """One local step in place."""
-        eta = self.eta if eta is None else float(eta)
-        w -= eta * self.direction(i, w, rng)
-        return w
+        return self.round(i, w, w, rng, eta, 1)

@@ -20,9 +20,8 @@ Inner solvers (stated, THEORY_SPEC 2.1):
 * ``"exact"`` -- the closed-form minimiser of a quadratic's ``h_tilde``
   (``QuadraticProblem.batch_theta_hat``; ``nu = 0``), the model of THEORY_SPEC 10.2.
 
-On a problem with a fused kernel (``problem.fused_sgd``: softmax, binary logistic) the GD
-solver's ``batch_grad`` calls are the kernel's bit-identical ``grad``
-(:mod:`fedsim.problems.fused_sgd`; ``fedsim.local.sgd._FUSED = False`` turns it off).
+On softmax and binary logistic regression the GD solver's ``batch_grad`` is the problem's
+compiled oracle (:mod:`fedsim.problems.softmax_view`, :mod:`fedsim.problems.logistic_view`).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ import numpy as np
 from fedsim.errors import check_integer, check_number, require
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import fused_kernel
 from fedsim.problems.base import Problem
 
 __all__ = ["MoreauRule"]
@@ -109,7 +107,6 @@ class MoreauRule(ConfigRule, StepRule):
         self.inner_iters = 0
         self.inner_solves = 0
         self.inner_failures = 0
-        self.fused = fused_kernel(problem, self.batch)
 
     def theta_tilde(self, i: int, w: np.ndarray, batch) -> np.ndarray:
         """Approximate argmin of h_tilde(., w, D) (module docstring)."""
@@ -119,7 +116,7 @@ class MoreauRule(ConfigRule, StepRule):
             return p.batch_theta_hat(i, w, lam, batch)
         th = w.copy()
         nu2 = self.nu * self.nu
-        grad = p.batch_grad if self.fused is None else self.fused.grad  # the same numbers
+        grad = p.batch_grad
         # checks the iterates theta_0 = w, ..., theta_{max_iter}: at most max_iter GD steps
         for it in range(self.max_iter + 1):
             g = grad(i, th, batch)

@@ -10,18 +10,19 @@ The rule is written once, :func:`sgd_round`, in the subset of Python numba compi
 problem's stochastic-gradient oracle (``g = batch_grad(i, w, sample_batch(i, b, .))``)
 and ``Z[q]`` the randomness of step ``q``:
 
-* a problem with a compiled view (:class:`~fedsim.problems.QuadraticProblem`:
-  :mod:`fedsim.problems.quadratic_view`) runs compiled; ``Z`` holds the round's normals,
-  ``Q`` rows of :func:`~fedsim.problems.quadratic_view.draws_per_step` numbers drawn from
-  the client's ``noise`` stream in one block (the numbers Q per-step draws give);
+* a problem with a compiled view (:func:`rule_view`, :mod:`fedsim.problems.compiled`)
+  runs compiled with the view's ``grad``; ``Z`` holds the round's randomness, ``Q`` rows
+  of the view's ``draws`` numbers drawn from the client's ``noise`` stream in one block
+  (the numbers Q per-step draws give): standard normals for a ``normal_block`` view
+  (:class:`~fedsim.problems.QuadraticProblem`: :mod:`fedsim.problems.quadratic_view`),
+  row indices from ``round_draws`` for a row-sampled one (binary logistic and softmax
+  regression: :mod:`fedsim.problems.row_view`);
 * any other problem runs the same function interpreted (``sgd_round.py_func``) with the
   oracle :func:`problem_sample_grad` (``sample_batch`` then ``batch_grad``) and ``Z`` =
-  :class:`RngSteps` (every step's randomness is the client's generator itself);
-* a problem with a ``fused_sgd(batch)`` kernel (softmax, binary logistic regression;
-  :mod:`fedsim.problems.fused_sgd`) runs it: the same draws and the same floating-point
-  operations as the per-call path, bit for bit (tested); ``_FUSED = False`` (module
-  switch, read when a rule is built; for tests and benchmarks only) forces the per-call
-  path.
+  :class:`RngSteps` (every step's randomness is the client's generator itself).  A
+  problem's compiled ``grad`` IS its ``batch_grad`` (the problem calls it), so both paths
+  give the same numbers bit for bit; ``_COMPILED = False`` (module switch, read when a
+  rule is built; for tests and benchmarks only) forces the interpreted path.
 
 :meth:`SGDRule.round` (all Q steps, used by the engines) and :meth:`SGDRule.step` (one
 step, used by the per-step reference engine) give bit-identical results for the same
@@ -40,22 +41,42 @@ from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
-from fedsim.problems.quadratic_view import draws_per_step, quadratic_sample_grad, quadratic_view
+from fedsim.problems.compiled import CompiledView
 
-__all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "fused_kernel"]
+__all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "rule_view",
+           "round_block"]
 
-#: Use a problem's fused local-SGD kernel when it has one (``fused_sgd``); ``False``
-#: forces the generic per-step ``sample_batch``/``batch_grad`` path (same numbers).
-_FUSED: bool = True
+#: Run a problem's compiled view when it has one; ``False`` forces the interpreted
+#: per-step ``sample_batch``/``batch_grad`` path (the same numbers).
+_COMPILED: bool = True
 
 
-def fused_kernel(problem: Problem, batch: int) -> Any:
-    """``problem.fused_sgd(batch)`` (:mod:`fedsim.problems.fused_sgd`), or ``None`` when
-    ``_FUSED`` is off or the problem's CLASS has no such method -- looked up on the class,
-    so a wrapper that forwards attributes (and may count or change the batches) gets the
-    per-call path it wraps."""
-    make = getattr(type(problem), "fused_sgd", None) if _FUSED else None
-    return None if make is None else make(problem, batch)
+def rule_view(problem: Problem, batch: int) -> CompiledView | None:
+    """The compiled view the local rules run for batches of ``batch``: the problem's
+    ``compiled_view(batch)`` when its steps draw a normal block (``normal_block``) or it
+    draws a round in one call (``round_draws``); ``None`` when ``_COMPILED`` is off, the
+    problem has no compiled view, or its CLASS has no ``compiled_view`` -- looked up on the
+    class, so a wrapper that forwards attributes (and may count or change the batches) gets
+    the per-call path it wraps."""
+    make = getattr(type(problem), "compiled_view", None) if _COMPILED else None
+    cv = None if make is None else make(problem, int(batch))
+    if cv is None or not (cv.normal_block or hasattr(cv, "round_draws")):
+        return None
+    return cv
+
+
+def round_block(cv: CompiledView, rng: np.random.Generator, i: int, Q: int, k: int,
+                buf: np.ndarray) -> np.ndarray:
+    """The randomness of ``Q`` steps of client ``i``, ``k`` numbers a step, as ``(Q, k)``
+    (row ``q`` is step ``q``'s ``z``), drawn in one call: ``rng.standard_normal`` into
+    ``buf`` (at least ``Q k`` floats) for a ``normal_block`` view, else the view's
+    ``round_draws`` (the numbers ``Q`` calls of its ``draw`` give)."""
+    if not cv.normal_block:
+        return cv.round_draws(rng, i, Q, k)
+    Z = buf[:Q * k].reshape(Q, k)
+    if Q * k:
+        rng.standard_normal(out=Z)
+    return Z
 
 
 @jit(cache=False)
@@ -126,23 +147,20 @@ class SGDRule(ConfigRule, StepRule):
         self.batch = int(batch)
         self.d = problem.dim
         self.n = problem.n
-        self.fast = hasattr(problem, "A_stack") and hasattr(problem, "C_stack")
-        self.view = quadratic_view(problem, self.batch) if self.fast else (problem, self.batch)
-        self.draws = draws_per_step(self.view) if self.fast else 0
-        self.fused = None if self.fast else fused_kernel(problem, self.batch)
-        self._round = Bound(sgd_round, quadratic_sample_grad) if self.fast else None
+        cv = rule_view(problem, self.batch)
+        self.cv = cv
+        self.fast = cv is not None
+        self.view = cv.data if self.fast else (problem, self.batch)
+        self.draws = cv.draws if self.fast else 0
+        self._round = Bound(sgd_round, cv.grad) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
-    def _block(self, rng: np.random.Generator, Q: int) -> np.ndarray:
-        """The round's normals, ``(Q, draws)``, in one ``standard_normal`` call."""
-        k = Q * self.draws
-        if k > self._blk.size:
-            self._blk = np.empty(k)
-        Z = self._blk[:k].reshape(Q, self.draws)
-        if k:
-            rng.standard_normal(out=Z)
-        return Z
+    def _block(self, rng: np.random.Generator, i: int, Q: int) -> np.ndarray:
+        """The round's randomness, ``(Q, draws)``, in one call (:func:`round_block`)."""
+        if Q * self.draws > self._blk.size:
+            self._blk = np.empty(Q * self.draws)
+        return round_block(self.cv, rng, i, Q, self.draws, self._blk)
 
     def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
               eta: float | None = None, Q: int | None = None) -> np.ndarray:
@@ -151,11 +169,7 @@ class SGDRule(ConfigRule, StepRule):
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
         if self.fast:
-            self._round(self.view, i, w0, out, self._block(rng, Q), eta, Q, self._g)
-        elif self.fused is not None:
-            if out is not w0:
-                np.copyto(out, w0)
-            self.fused.run(i, out, rng, eta, Q)
+            self._round(self.view, i, w0, out, self._block(rng, i, Q), eta, Q, self._g)
         else:
             sgd_round.py_func(problem_sample_grad, self.view, i, w0, out, RngSteps(rng), eta,
                               Q, self._g)

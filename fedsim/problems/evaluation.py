@@ -40,10 +40,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 from fedsim.errors import check_choice, check_number, check_positive, require
 from fedsim.problems.base import Problem
+from fedsim.problems.softmax_kernel import row_logsumexp
 
 __all__ = [
     "PERSONAL_KINDS",
@@ -99,7 +99,7 @@ def predict(problem: Problem, w: Any, X: Any) -> np.ndarray:
 def _row_losses(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     s = _scores(problem, w, X)
     if _kind(problem) == "softmax":
-        return logsumexp(s, axis=1) - s[np.arange(X.shape[0]), y]
+        return row_logsumexp(s) - s[np.arange(X.shape[0]), y]
     return np.logaddexp(0.0, -y * s)
 
 
@@ -160,8 +160,12 @@ def global_metrics(problem: Problem, w: Any, *, X_test: Sequence[np.ndarray] | N
     """``{"test_acc", "test_loss"}`` of the global model over all clients' test rows pooled."""
     w = _model(problem, w)
     Xs, ys = test_rows(problem, X_test, y_test)
-    X = np.vstack(Xs)
-    y = np.concatenate(ys)
+    return _pooled_metrics(problem, w, np.vstack(Xs), np.concatenate(ys))
+
+
+def _pooled_metrics(problem: Problem, w: np.ndarray, X: np.ndarray,
+                    y: np.ndarray) -> dict[str, float]:
+    """:func:`global_metrics` on checked, pooled test rows."""
     require(X.shape[0] >= 1, "X_test", "<0 rows>", "must hold at least one test row")
     return {"test_acc": float(np.mean(predict(problem, w, X) == y)),
             "test_loss": float(np.mean(_row_losses(problem, w, X, y)))}
@@ -248,13 +252,14 @@ def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
     test rows are checked once, here.
     """
     Xs, ys = test_rows(problem, X_test, y_test)
+    X_pool, y_pool = np.vstack(Xs), np.concatenate(ys)
     weighting = check_choice("weighting", weighting, ("rows", "clients"))
     memo_g: list = [None, None]
 
     def gm(w: np.ndarray) -> dict[str, float]:
-        # test_acc and test_loss of one w share one pass over the test rows
+        # test_acc and test_loss of one w share one pass over the test rows (checked above)
         if memo_g[0] is None or not np.array_equal(memo_g[0], w):
-            memo_g[1] = global_metrics(problem, w, X_test=Xs, y_test=ys)
+            memo_g[1] = _pooled_metrics(problem, _model(problem, w), X_pool, y_pool)
             memo_g[0] = np.array(w, copy=True)
         return memo_g[1]
 

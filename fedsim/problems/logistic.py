@@ -40,12 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from fedsim.errors import FedsimError, check_integer, check_number, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
-from fedsim.problems.fused_sgd import LogisticSGD, overrides_batch_oracles
 from fedsim.problems.logistic_certificate import (
     Certificate,
     Solution,
@@ -53,7 +51,13 @@ from fedsim.problems.logistic_certificate import (
     solve_weighted_logistic,
 )
 from fedsim.problems.logistic_constants import constants_table, data_constants
+from fedsim.problems.logistic_view import (
+    logistic_compiled_view,
+    logistic_metric_view,
+    logistic_view,
+)
 from fedsim.problems.newton import NewtonResult, newton_minimize
+from fedsim.problems.row_view import RowOracles, rows_per_client
 from fedsim.problems.separability import (
     Separability,
     SeparabilityReport,
@@ -84,7 +88,7 @@ _EPS = float(np.finfo(np.float64).eps)
 # ----------------------------------------------------------------------------------------
 # the problem
 # ----------------------------------------------------------------------------------------
-class LogisticProblem(Problem):
+class LogisticProblem(RowOracles, Problem):
     """Binary logistic regression over ``n`` clients (THEORY_SPEC 9.2).
 
     ``X`` and ``y`` are lists with one ``(m_i, d)`` array and one ``(m_i,)`` label
@@ -103,6 +107,8 @@ class LogisticProblem(Problem):
     :func:`fedsim.problems.asypfl_constants.asypfl_weights`).  Every client must keep
     at least one real row.
     """
+
+    _ROW_BASE = True  # the oracles its compiled view stands for (RowOracles)
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray],
                  nu_reg: float = 0.0, *, anchor_rows: int | Sequence[int] = 0) -> None:
@@ -129,6 +135,9 @@ class LogisticProblem(Problem):
         #: real data rows per client (``m`` without the 9.4 anchor rows): AsyPFL's ``m_k``
         self.m_data = self.m - np.array(anchors, dtype=np.int64)
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
+        data = logistic_view(self._rows, nu)
+        self._ranges = rows_per_client(data[0])
+        self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1)
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -226,29 +235,6 @@ class LogisticProblem(Problem):
         if type(size) is not int or size < 1:  # fast path; the validator decides
             check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=int(size))
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``nu_reg w``."""
-        w = np.asarray(w, dtype=np.float64)
-        rows = self._rows[i][batch]
-        return -(rows.T @ expit(-(rows @ w))) / rows.shape[0] + self.nu_reg * w
-
-    def fused_sgd(self, batch: int) -> LogisticSGD | None:
-        """The fused local-SGD kernel for batches of ``batch`` rows
-        (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, LogisticProblem):
-            return None
-        batch = check_integer("batch", batch, low=1)
-        return LogisticSGD(self._rows, self.m, self.nu_reg, batch)
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``nu_reg v``."""
-        w = np.asarray(w, dtype=np.float64)
-        v = np.asarray(v, dtype=np.float64)
-        rows = self._rows[i][batch]
-        z = rows @ w
-        return rows.T @ (expit(z) * expit(-z) * (rows @ v)) / rows.shape[0] + self.nu_reg * v
 
     # ---- Moreau envelope (THEORY_SPEC 9.4, last item) -----------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

@@ -46,6 +46,7 @@ import numpy as np
 
 from fedsim.errors import ConfigError, check_finite, check_number, require
 from fedsim.problems.base import Problem
+from fedsim.problems.compiled import CompiledView
 from fedsim.problems.constants import ConstantsTable
 from fedsim.problems.quadratic_constants import constants_table, local_G, local_gamma_g2
 from fedsim.problems.quadratic_linalg import (
@@ -66,7 +67,11 @@ from fedsim.problems.quadratic_personalized import (
     check_batch_size,
 )
 from fedsim.problems.quadratic_random import NOISE_KINDS, random_client_data
-from fedsim.problems.quadratic_view import quadratic_metric_view, quadratic_metrics
+from fedsim.problems.quadratic_view import (
+    quadratic_compiled_view,
+    quadratic_metric_view,
+    quadratic_metrics,
+)
 
 __all__ = ["QuadraticProblem", "MamlExact", "MoreauExact", "max_quadratic_on_ball"]
 
@@ -254,6 +259,11 @@ class QuadraticProblem(Problem):
         return self._metric(1, w)
 
     # --- stochastic oracles -----------------------------------------------------------------
+    def compiled_view(self, batch: int) -> CompiledView:
+        """The compiled oracles for batches of ``batch`` samples
+        (:func:`fedsim.problems.quadratic_view.quadratic_compiled_view`)."""
+        return quadratic_compiled_view(self, batch)
+
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
         """A batch of ``size`` samples as one d-vector (draws exactly d standard normals).
 

@@ -18,7 +18,8 @@ additive model, written for numba ([P] Assumption 2: ``grad f_i(w) + e``; for th
 model ``A_i (w - xibar_D)`` has the same law, ``e = A_i (b_i - xibar_D)`` with covariance
 ``A_i S_i A_i / m = C_i / m``).  :func:`quadratic_metrics` evaluates the recorded metrics
 of the global objective (closed forms of ``QuadraticProblem.grad_f_sq``, ``dist_sq``,
-``f_gap``) on one model.
+``f_gap``) on one model.  :func:`quadratic_compiled_view` bundles them as the problem's
+:class:`~fedsim.problems.compiled.CompiledView` (``QuadraticProblem.compiled_view``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ import math
 import numpy as np
 
 from fedsim.jit import jit
+from fedsim.problems.compiled import CompiledView
 
-__all__ = ["quadratic_view", "draws_per_step", "quadratic_sample_grad", "quadratic_metric_view",
-           "quadratic_metrics", "METRIC_CODES"]
+__all__ = ["quadratic_view", "draws_per_step", "quadratic_draw", "quadratic_sample_grad",
+           "quadratic_metric_view", "quadratic_metrics", "quadratic_compiled_view",
+           "METRIC_CODES"]
 
 #: the quadratic's compiled metrics, in code order
 METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
@@ -63,6 +66,15 @@ def quadratic_view(problem, batch: int) -> tuple:
 def draws_per_step(view: tuple) -> int:
     """Standard normals one local step takes from the client's ``noise`` stream."""
     return 0 if view[2] == 0 else view[0].shape[1]
+
+
+@jit
+def quadratic_draw(view, i, gen, z):
+    """One step's randomness: ``z[k] = gen.standard_normal()`` for ``k < len(z)`` (the
+    numbers ``sample_batch`` draws with ``rng.standard_normal(d)``; none without noise)."""
+    for k in range(z.shape[0]):
+        z[k] = gen.standard_normal()
+    return 0
 
 
 @jit
@@ -129,3 +141,14 @@ def quadratic_metrics(mview, codes, w, out):
             acc = 0.5 * acc
         out[k] = acc
     return 0
+
+
+def quadratic_compiled_view(problem, batch: int) -> CompiledView:
+    """The :class:`~fedsim.problems.compiled.CompiledView` of ``problem`` for batches of
+    ``batch`` samples: :func:`quadratic_draw`, :func:`quadratic_sample_grad` and
+    :func:`quadratic_metrics` (``METRIC_CODES``)."""
+    view = quadratic_view(problem, batch)
+    return CompiledView(data=view, draw=quadratic_draw, grad=quadratic_sample_grad,
+                        draws=draws_per_step(view), dtype=np.float64,
+                        metrics=quadratic_metrics, mdata=quadratic_metric_view(problem),
+                        metric_names=METRIC_CODES, normal_block=True)

@@ -79,7 +79,7 @@ from scipy.special import softmax
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
-from fedsim.problems.fused_sgd import SoftmaxSGD, overrides_batch_oracles
+from fedsim.problems.row_view import RowOracles, as_model, rows_per_client
 from fedsim.problems.softmax_kernel import (
     EPS,
     SoftmaxData,
@@ -88,6 +88,7 @@ from fedsim.problems.softmax_kernel import (
     softmax_client_arrays,
     solve_softmax,
 )
+from fedsim.problems.softmax_view import softmax_compiled_view, softmax_metric_view, softmax_view
 
 __all__ = ["KAPPA", "SoftmaxProblem", "SoftmaxSolution"]
 
@@ -98,7 +99,7 @@ KAPPA: float = 1.0 / math.sqrt(2.0)
 # ----------------------------------------------------------------------------------------
 # the problem
 # ----------------------------------------------------------------------------------------
-class SoftmaxProblem(Problem):
+class SoftmaxProblem(RowOracles, Problem):
     """Multinomial logistic regression over ``n`` clients (see the module docstring).
 
     Parameters are ``w = W.ravel()`` with ``W`` of shape ``(d, n_classes)``
@@ -108,6 +109,8 @@ class SoftmaxProblem(Problem):
     ``X_val``/``y_val`` (optional, likewise) are validation rows carved from the
     training rows, for choosing hyper-parameters without the test rows.
     """
+
+    _ROW_BASE = True  # the oracles its compiled view stands for (RowOracles)
 
     def __init__(self, X: Sequence[np.ndarray], y: Sequence[np.ndarray], n_classes: int,
                  reg: float, *, X_test: Sequence[np.ndarray] | None = None,
@@ -129,6 +132,9 @@ class SoftmaxProblem(Problem):
         self._client = [SoftmaxData(Xi, yi, np.full(Xi.shape[0], 1.0 / Xi.shape[0]), self.reg,
                                     C) for Xi, yi in zip(Xs, ys, strict=True)]
         wts = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
+        data = softmax_view(Xs, ys, C, self.reg)
+        self._ranges = rows_per_client(data[0])
+        self._cv = softmax_compiled_view(data, softmax_metric_view(data, self.m), 1)
         self._whole = SoftmaxData(np.vstack(Xs), np.concatenate(ys), wts, self.reg, C)
         self._global_sol: SoftmaxSolution | None = None
         self._client_sol: dict[int, SoftmaxSolution] = {}
@@ -203,9 +209,7 @@ class SoftmaxProblem(Problem):
 
     # ---- deterministic oracles ----------------------------------------------------------
     def _w(self, w: np.ndarray) -> np.ndarray:
-        w = np.asarray(w, dtype=np.float64)
-        require(w.shape == (self.dim,), "w.shape", w.shape, f"must be ({self.dim},)")
-        return w
+        return as_model(w, self.dim)
 
     def loss(self, i: int, w: np.ndarray) -> float:
         """f_i(w), via ``logsumexp``."""
@@ -256,33 +260,6 @@ class SoftmaxProblem(Problem):
         """``size`` row indices of client ``i``, uniform WITH replacement."""
         size = check_integer("size", size, low=1)
         return rng.integers(0, int(self.m[i]), size=size)
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample gradient over the batch rows, plus ``reg w`` (vectorised)."""
-        w = self._w(w)
-        Xb = self.X[i][batch]
-        R = softmax(Xb @ w.reshape(self.d, self.n_classes), axis=1)
-        R[np.arange(Xb.shape[0]), self.y[i][batch]] -= 1.0
-        return (Xb.T @ R).ravel() / Xb.shape[0] + self.reg * w
-
-    def fused_sgd(self, batch: int) -> SoftmaxSGD | None:
-        """The fused local-SGD kernel for batches of ``batch`` rows
-        (:mod:`fedsim.problems.fused_sgd`: bit-identical to ``sample_batch`` then
-        ``batch_grad`` per step), or ``None`` if a subclass or the instance overrides either."""
-        if overrides_batch_oracles(self, SoftmaxProblem):
-            return None
-        batch = check_integer("batch", batch, low=1)
-        return SoftmaxSGD(self.X, self.y, self.m, self.n_classes, self.reg, batch)
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """Mean per-sample Hessian over the batch rows times ``v``, plus ``reg v``."""
-        w = self._w(w)
-        v = self._w(v)
-        Xb = self.X[i][batch]
-        P = softmax(Xb @ w.reshape(self.d, self.n_classes), axis=1)
-        U = Xb @ v.reshape(self.d, self.n_classes)
-        AU = P * U - P * np.sum(P * U, axis=1, keepdims=True)
-        return (Xb.T @ AU).ravel() / Xb.shape[0] + self.reg * v
 
     # ---- Moreau envelope ----------------------------------------------------------------
     def theta_hat_with_bound(self, i: int, w: np.ndarray, lam: float) -> tuple[np.ndarray, float]:

@@ -17,12 +17,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import softmax
 
 from fedsim.errors import ConfigError, check_finite, require
 from fedsim.problems.newton import newton_minimize
 
-__all__ = ["SoftmaxSolution", "EPS", "SoftmaxData", "newton_cg", "solve_softmax",
+__all__ = ["SoftmaxSolution", "EPS", "SoftmaxData", "row_logsumexp", "newton_cg", "solve_softmax",
            "softmax_client_arrays"]
 
 EPS = float(np.finfo(np.float64).eps)
@@ -30,6 +30,17 @@ EPS = float(np.finfo(np.float64).eps)
 # ----------------------------------------------------------------------------------------
 # the weighted kernel shared by f_i, f and the inner Moreau problems
 # ----------------------------------------------------------------------------------------
+def row_logsumexp(Z: np.ndarray) -> np.ndarray:
+    """``log sum_c exp(Z[j, c])`` for every row ``j``, shifted by the row's largest entry
+    (0 where that is not finite), as ``scipy.special.logsumexp(Z, axis=1)`` computes it
+    but without its array-API dispatch (a third of its time on the digits' (1437, 10)
+    logits; the values agree to rounding)."""
+    m = Z.max(axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(Z - m[:, None]).sum(axis=1)) + m
+
+
 class SoftmaxData:
     """``sum_j c_j [lse(W^T x_j) - (W^T x_j)_{y_j}] + reg/2 ||W||^2`` on flat ``w``."""
 
@@ -50,7 +61,7 @@ class SoftmaxData:
 
     def value(self, w: np.ndarray) -> float:
         Z = self.X @ self._W(w)
-        per = logsumexp(Z, axis=1) - Z[self._rows, self.y]
+        per = row_logsumexp(Z) - Z[self._rows, self.y]
         return float(self.wts @ per + 0.5 * self.reg * (w @ w))
 
     def residual(self, w: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fedsim.local.sgd as sgd_mod
 from fedsim.errors import ConfigError
 from fedsim.local import AreaClients, MAMLRule, MoreauRule, SGDRule
 from fedsim.problems.logistic import LogisticProblem
@@ -71,8 +72,9 @@ def test_sgd_noise_covariance_is_C_over_b():
     assert np.all(np.abs(E.mean(axis=0)) < 5 * np.sqrt(np.diag(C) / N))
 
 
-def test_generic_path_logistic_round_equals_steps():
+def test_generic_path_logistic_round_equals_steps(monkeypatch):
     p = LogisticProblem.synthetic(3, 3, 10, seed=1)
+    monkeypatch.setattr(sgd_mod, "_COMPILED", False)
     rule = SGDRule(p, 0.3, 4, batch=2)
     assert not rule.fast
     w0 = np.array([0.1, -0.2, 0.3])

@@ -36,63 +36,48 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from time import perf_counter as _clock
-from typing import Any
 
 import numpy as np
 
 from fedsim.algorithms import get_algorithm
-from fedsim.config import Scenario, build_problem
+from fedsim.config import Scenario
 from fedsim.engine.replay.fedasync_result import BatchResult, merge_results
 from fedsim.engine.replay.kernel import replay_chunk
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
+from fedsim.engine.setup import problem_for
 from fedsim.errors import require
 from fedsim.local.registry import get_client_rule
 from fedsim.local.sgd import sgd_round
-from fedsim.problems.quadratic_view import (
-    METRIC_CODES,
-    draws_per_step,
-    quadratic_metric_view,
-    quadratic_metrics,
-    quadratic_sample_grad,
-    quadratic_view,
-)
+from fedsim.problems.compiled import CompiledView, compiled_view, has_compiled_view
 from fedsim.servers.fedasync import fedasync_apply
 from fedsim.trace import DIVERGE_NORM
 
-__all__ = ["BatchResult", "replay_fedasync", "supports", "QUAD_METRICS"]
+__all__ = ["BatchResult", "replay_fedasync", "supports"]
 
-QUAD_METRICS = ("grad_sq", "dist_sq", "f_gap")
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
-_PROBLEMS: dict[str, Any] = {}
-
-
-def _problem(scenario: Scenario):
-    key = repr(sorted(scenario.problem.to_dict().items()))
-    p = _PROBLEMS.get(key)
-    if p is None:
-        if len(_PROBLEMS) > 8:
-            _PROBLEMS.clear()
-        p = _PROBLEMS[key] = build_problem(scenario.problem)
-    return p
 
 
 def supports(scenario: Scenario) -> bool:
     """Whether :func:`replay_fedasync` implements ``scenario`` exactly, read from the
-    registries (no algorithm name is compared): the algorithm's model runs on the
-    one-upload-per-step runner (``"fedasync_fast"``, whose server step is
+    registries and the problem (no algorithm or problem name is compared): the algorithm's
+    model runs on the one-upload-per-step runner (``"fedasync_fast"``, whose server step is
     :func:`~fedsim.servers.fedasync.fedasync_apply`), its client rule's round is the
     compiled :func:`~fedsim.local.sgd.sgd_round` (``compiled_round``), the problem has a
-    compiled view (a quadratic), the trigger is every upload and every metric is one of the
-    view's (``QUAD_METRICS``)."""
+    compiled view (:mod:`fedsim.problems.compiled`) for the rule's batch size, the trigger
+    is every upload and every recorded metric is one of the view's."""
     a = scenario.algorithm
     if get_algorithm(a.name).runners.get(a.model) != "fedasync_fast":
         return False
     if getattr(get_client_rule(a.client_rule).cls, "compiled_round", None) is not sgd_round:
         return False
-    if scenario.problem.kind != "quadratic" or scenario.trigger.kind != "every_upload":
+    if scenario.trigger.kind != "every_upload":
         return False
-    return all(m in QUAD_METRICS for m in scenario.record.metrics)
+    problem = problem_for(scenario)
+    if not has_compiled_view(problem):
+        return False
+    cv = compiled_view(problem, int(a.get("batch")))
+    return cv is not None and cv.normal_block and cv.has_metrics(scenario.record.metrics)
 
 
 def _initial_model(scenario: Scenario, d: int) -> np.ndarray:
@@ -123,7 +108,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
             "is not a FedAsync physical Option A run on a quadratic (use fedsim.engine.run)")
     reps = [int(r) for r in replicates]
     require(len(reps) >= 1, "replicates", reps, "must hold at least one replicate")
-    problem = _problem(scenario)
+    problem = problem_for(scenario)
     d = problem.dim
     qd = max(int(scenario.algorithm.get("Q")) * d, 1)
     if group is None:
@@ -147,15 +132,14 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     a = scenario.algorithm
     n, d = problem.n, problem.dim
     Q, eta, beta = int(a.get("Q")), float(a.get("eta")), float(a.get("beta"))
-    view = quadratic_view(problem, int(a.get("batch")))
-    mview = quadratic_metric_view(problem)
-    k_draw = draws_per_step(view)
+    cv = compiled_view(problem, int(a.get("batch")))
+    k_draw = cv.draws
     R = len(reps)
     T = scenario.horizon.steps
     T = int(T) if T is not None else None
     every = int(scenario.record.every)
     names = list(scenario.record.metrics)
-    codes = np.array([METRIC_CODES.index(m) for m in names], dtype=np.int64)
+    codes = cv.codes(names)
     nm = len(names)
     dbg = client_bitgens(scenario.seed, reps, n, "delays")
     nbg = client_bitgens(scenario.seed, reps, n, "noise")
@@ -181,7 +165,7 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
                      else np.array(w0[k], dtype=np.float64))
             tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
             gens = [np.random.Generator(bg) for bg in nbg[k]]
-            grid, parts = _replay_one(scenario, problem, view, mview, codes, tl, gens, start,
+            grid, parts = _replay_one(scenario, problem, cv, codes, tl, gens, start,
                                       T, every, chunk, Q, eta, beta, k_draw, g, new, lastbuf,
                                       out, k, Hh, sec)
             grids.append(grid)
@@ -210,15 +194,16 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
 _KEEP = ("time", "client", "omega", "t_read", "b_time", "b_delta", "b_gate", "b_before")
 
 
-def _replay_one(scenario, problem, view, mview, codes, tl, gens, w0, T, every, chunk, Q, eta,
-                beta, k_draw, g, new, lastbuf, out, k, Hh, sec) -> tuple[np.ndarray, list]:
+def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, every, chunk, Q,
+                eta, beta, k_draw, g, new, lastbuf, out, k, Hh,
+                sec) -> tuple[np.ndarray, list]:
     """One replicate along its timeline, ``chunk`` steps at a time; fills row ``k`` of
     ``out`` and returns its metric grid (columns: steps 0, every, ...) and its chunks."""
     n, d = problem.n, problem.dim
     nm = codes.size
     ncol0 = 1 + (T // every if T is not None else 0)
     grid = np.full((max(ncol0, 1), nm), np.nan)
-    quadratic_metrics(mview, codes, w0, grid[0])
+    cv.metrics(cv.mdata, codes, w0, grid[0])
     H = 64
     hist = np.empty((H, d))
     hist[0] = w0
@@ -259,8 +244,8 @@ def _replay_one(scenario, problem, view, mview, codes, tl, gens, w0, T, every, c
         if grid.shape[0] <= (t + m) // every:
             grid = np.concatenate((grid, np.full((max(grid.shape[0], (t + m) // every + 1
                                                       - grid.shape[0]), nm), np.nan)))
-        done = replay_chunk(sgd_round, quadratic_sample_grad, view, fedasync_apply,
-                            quadratic_metrics, mview, codes, hist, t, cl, c.omega, zrow, Z,
+        done = replay_chunk(sgd_round, cv.grad, cv.data, fedasync_apply,
+                            cv.metrics, cv.mdata, codes, hist, t, cl, c.omega, zrow, Z,
                             eta, Q, beta, every, g, new, grid, lastbuf, _DIV2)
         sec["steps"] += _clock() - c2
         used = -done if done < 0 else done
@@ -290,7 +275,7 @@ def _replay_one(scenario, problem, view, mview, codes, tl, gens, w0, T, every, c
         out["sim_time"][k] = Hh if by_time else float(parts[-1].time[-1])
         if t % every != 0 and t > 0:
             out["last_step"][k] = t
-            quadratic_metrics(mview, codes, hist[t & H1], lastbuf)
+            cv.metrics(cv.mdata, codes, hist[t & H1], lastbuf)
             out["last"][:, k] = lastbuf
     ncol = t // every + 1
     return grid[:ncol], parts

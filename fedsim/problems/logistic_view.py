@@ -1,0 +1,128 @@
+"""The compiled view of a :class:`~fedsim.problems.logistic.LogisticProblem`'s batch oracles.
+
+``data = (start, rows, nu)``: the signed rows ``y_j x_j`` of every client stacked
+(:func:`~fedsim.problems.row_view.stack_rows`, client ``i`` at ``rows[start[i]:
+start[i + 1]]``) and the ridge ``nu`` (THEORY_SPEC 9.2,
+``f_i(w) = (1/m_i) sum_j log(1 + exp(-y_j x_j^T w)) + nu/2 ||w||^2``).  On a batch ``D`` of
+``b`` row indices (drawn with :func:`~fedsim.problems.row_view.draw_rows`)::
+
+    batch_grad = -(1/b) sum_{j in D} s(-z_j) r_j + nu w,               z_j = r_j^T w,
+    batch_hvp  =  (1/b) sum_{j in D} s(z_j) s(-z_j) (r_j^T v) r_j + nu v,
+
+``s(t) = 1/(1 + exp(-t))`` (``scipy.special.expit``'s formula; ``exp`` overflows to inf and
+``s`` to 0, as there).  These functions ARE the problem's ``batch_grad``/``batch_hvp``
+(the problem calls them), so the compiled rules, the interpreted ones and the problem give
+the same numbers bit for bit.  Sums over the batch run in batch order; ``r_j^T w`` is
+:func:`~fedsim.problems.row_view.dot4`.  :func:`logistic_metrics` evaluates ``grad_sq =
+||grad f(w)||^2`` of the global objective ``f = (1/n) sum_i f_i`` with the same sums over
+every row, weighted ``1/(n m_i)`` (``LogisticProblem.grad_f_sq`` calls it).
+:func:`logistic_compiled_view` is the problem's :class:`~fedsim.problems.row_view.RowsView`
+(``LogisticProblem.compiled_view``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedsim.jit import jit
+from fedsim.problems.row_view import RowsView, dot4, rows_view, squares_into, stack_rows
+
+__all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
+           "logistic_compiled_view", "logistic_metric_view", "logistic_grad_f",
+           "logistic_metrics", "METRIC_NAMES"]
+
+#: the compiled metrics of the global objective, in code order
+METRIC_NAMES = ("grad_sq",)
+
+
+def logistic_view(rows: list, nu: float) -> tuple:
+    """``(start, rows, nu)`` from the per-client signed rows ``y_j x_j``."""
+    stacked, start = stack_rows(rows)
+    return start, stacked, float(nu)
+
+
+def logistic_metric_view(data: tuple, m: np.ndarray) -> tuple:
+    """``(rows, weights, all_rows, nu, g)`` for :func:`logistic_metrics`: every row with its
+    weight ``1/(n m_i)`` in ``f = (1/n) sum_i f_i``, the indices of all rows, the ridge and
+    a work vector."""
+    start, rows, nu = data
+    n = m.shape[0]
+    wts = np.concatenate([np.full(int(mi), 1.0 / (n * int(mi))) for mi in m])
+    return rows, wts, np.arange(rows.shape[0], dtype=np.int64), nu, np.empty(rows.shape[1])
+
+
+def logistic_compiled_view(data: tuple, mdata: tuple, batch: int) -> RowsView:
+    """The compiled view on ``data`` (:func:`logistic_view`) and ``mdata``
+    (:func:`logistic_metric_view`) for batches of ``batch`` rows."""
+    return rows_view(data, logistic_sample_grad, logistic_sample_hvp, batch,
+                     metrics=logistic_metrics, mdata=mdata, metric_names=METRIC_NAMES)
+
+
+@jit
+def _margin_sum(rows, base, z, wts, weighted, w, g):
+    """``g = sum_{j in z} c_j s(-r_j^T w) r_j`` (rows ``base + z``, in order), ``c_j =
+    wts[base + z_j]`` when ``weighted``, else 1."""
+    d = w.shape[0]
+    for k in range(d):
+        g[k] = 0.0
+    for r in range(z.shape[0]):
+        j = base + z[r]
+        x = rows[j]
+        s = 1.0 / (1.0 + math.exp(dot4(x, w, d)))  # s(-t), t = r_j^T w
+        if weighted:
+            s = wts[j] * s
+        for k in range(d):
+            g[k] += x[k] * s
+    return 0
+
+
+@jit
+def logistic_sample_grad(view, i, w, z, g):
+    """``g = -(1/b) sum_{j in z} s(-r_j^T w) r_j + nu w`` on client ``i``'s rows ``z``."""
+    start, rows, nu = view
+    _margin_sum(rows, start[i], z, rows[0], False, w, g)  # (rows[0]: unused weights)
+    b = z.shape[0]
+    for k in range(w.shape[0]):
+        g[k] = -g[k] / b + nu * w[k]
+    return 0
+
+
+@jit
+def logistic_grad_f(mview, w, g):
+    """``g = grad f(w) = -sum_j c_j s(-r_j^T w) r_j + nu w`` over all rows
+    (``WeightedLogistic.grad`` of every row, ``c_j = 1/(n m_i)``)."""
+    rows, wts, every, nu, _ = mview
+    _margin_sum(rows, 0, every, wts, True, w, g)
+    for k in range(w.shape[0]):
+        g[k] = -g[k] + nu * w[k]
+    return 0
+
+
+@jit
+def logistic_metrics(mview, codes, w, out):
+    """``out[k]`` = metric ``METRIC_NAMES[codes[k]]`` of the global objective at ``w``:
+    ``grad_sq = ||grad f(w)||^2`` (:func:`logistic_grad_f`, squares summed in order)."""
+    logistic_grad_f(mview, w, mview[4])
+    return squares_into(mview[4], codes, out)
+
+
+@jit
+def logistic_sample_hvp(view, i, w, v, z, h):
+    """``h = (1/b) sum_{j in z} s(t_j) s(-t_j) (r_j^T v) r_j + nu v``, ``t_j = r_j^T w``."""
+    start, rows, nu = view
+    d = w.shape[0]
+    b = z.shape[0]
+    base = start[i]
+    for k in range(d):
+        h[k] = 0.0
+    for r in range(b):
+        x = rows[base + z[r]]
+        t = dot4(x, w, d)
+        c = (1.0 / (1.0 + math.exp(-t))) * (1.0 / (1.0 + math.exp(t))) * dot4(x, v, d)
+        for k in range(d):
+            h[k] += x[k] * c
+    for k in range(d):
+        h[k] = h[k] / b + nu * v[k]
+    return 0

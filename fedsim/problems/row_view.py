@@ -1,0 +1,221 @@
+"""Row-sampled problems' compiled layout and draw (binary logistic and softmax regression).
+
+A client of :class:`~fedsim.problems.logistic.LogisticProblem` or
+:class:`~fedsim.problems.softmax.SoftmaxProblem` holds ``m_i`` rows; a minibatch ``D`` of
+size ``b`` is ``b`` row indices drawn uniformly WITH replacement,
+``sample_batch(i, b, rng) = rng.integers(0, m_i, size=b)`` (THEORY_SPEC 9.2, the scheme
+``sigma_g2`` is stated for).  The compiled views of both problems
+(:mod:`~fedsim.problems.logistic_view`, :mod:`~fedsim.problems.softmax_view`) keep every
+client's rows in ONE array, client ``i`` at ``rows[start[i]:start[i + 1]]``, which numba
+passes as one argument whatever ``n`` and the ``m_i``.
+
+The draw.  ``Generator.integers(0, m_i, size=k)`` (int64, ``m_i <= 2**32``) fills its output
+with one bounded 32-bit draw after the other from the bit generator (numpy
+``random_bounded_uint64_fill``; PCG64 keeps the unused half of a 64-bit output in its own
+state, between calls), so ONE call of size ``Q b`` returns exactly the indices of ``Q``
+successive ``sample_batch(i, b, .)`` calls and leaves the generator in the same state
+(``tests/problems/test_row_views.py``).  :func:`draw_rows` is one step's draw compiled
+(``b`` scalar ``gen.integers(0, m_i)``: numba's ``Generator`` and the replay's streams give
+NumPy's numbers and state, bit for bit); :meth:`RowsView.round_draws` draws a round's
+``(Q, k)`` indices (step ``q`` in row ``q``) with the one NumPy call.
+
+:class:`RowsView` is the :class:`~fedsim.problems.compiled.CompiledView` of both problems,
+plus their compiled ``hvp(data, i, w, v, z, h)`` (``h = batch_hvp(i, w, v, z)``, for
+[P] Option B) and ``m`` (the clients' row counts).  Both problems' data tuples start
+with ``start``, which is all :func:`draw_rows` reads.
+
+The compiled oracles allocate nothing (the replay compiles them into loops without
+NumPy's reference counting, ``fedsim.jit.jit(nrt=False)``): their work arrays are part of
+the data tuple, sized for the problem, never for a batch (the batch runs row by row).  A
+data tuple is therefore not shared between threads.  :func:`dot4` is their inner product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from fedsim.errors import check_integer, require
+from fedsim.jit import jit
+from fedsim.problems.compiled import CompiledView
+
+__all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
+           "rows_view", "overrides_batch_oracles", "dot4", "squares_into", "as_model",
+           "RowOracles"]
+
+#: the per-call oracles a compiled view stands for
+_ORACLES = ("sample_batch", "batch_grad", "batch_hvp")
+
+
+def overrides_batch_oracles(problem: object, base: type) -> bool:
+    """True if ``problem``'s class or the instance itself replaces one of ``base``'s
+    ``sample_batch``, ``batch_grad`` or ``batch_hvp``: the compiled view would bypass the
+    replacement, so the problem must offer none."""
+    cls, own = type(problem), vars(problem)
+    return any(getattr(cls, name) is not getattr(base, name) or name in own
+               for name in _ORACLES)
+
+
+def stack_rows(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, start)``: the clients' arrays stacked along axis 0 (C-contiguous float64 or
+    int64 as given), client ``i`` at ``rows[start[i]:start[i + 1]]``."""
+    start = np.zeros(len(blocks) + 1, dtype=np.int64)
+    start[1:] = np.cumsum([b.shape[0] for b in blocks])
+    return np.ascontiguousarray(np.concatenate(blocks, axis=0)), start
+
+
+def rows_per_client(start: np.ndarray) -> list[np.ndarray]:
+    """``arange(m_i)`` per client: indexing one with a batch gives NumPy's own reading of
+    the batch (lists, negative indices, masks; ``IndexError`` when out of range) as the
+    int64 row indices the compiled oracles take."""
+    return [np.arange(start[i + 1] - start[i], dtype=np.int64) for i in range(start.size - 1)]
+
+
+def row_indices(ranges: list[np.ndarray], i: int, batch: object) -> tuple[int, np.ndarray]:
+    """``(i, idx)``: client ``i`` normalised to ``0..n-1`` (``IndexError`` outside, as a list
+    index) and ``batch`` as C-contiguous int64 row indices of that client
+    (:func:`rows_per_client`)."""
+    ar = ranges[i]
+    i = int(i) % len(ranges)
+    return i, np.ascontiguousarray(ar[batch], dtype=np.int64).reshape(-1)
+
+
+@jit
+def dot4(a, b, n):
+    """``sum_k a[k] b[k]`` over ``k < n`` in a fixed order: four partial sums over ``k``
+    modulo 4 (``(s0 + s1) + (s2 + s3)``), then the ``n mod 4`` last terms in order (the
+    compiler may run the four sums as one vector; no fast-math, so the order is this one
+    on every machine)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= n:
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
+        k += 4
+    t = (s0 + s1) + (s2 + s3)
+    while k < n:
+        t += a[k] * b[k]
+        k += 1
+    return t
+
+
+@jit
+def squares_into(g, codes, out):
+    """``out[k] = sum_j g[j]^2`` (summed in order) for every ``k < len(codes)``: the
+    ``grad_sq`` metric of a gradient ``g`` (the only metric code of the row views)."""
+    acc = 0.0
+    for j in range(g.shape[0]):
+        acc += g[j] * g[j]
+    for k in range(codes.shape[0]):
+        out[k] = acc
+    return 0
+
+
+def as_model(w: object, dim: int) -> np.ndarray:
+    """``w`` as a float64 array of shape ``(dim,)`` (a ``FedsimError`` naming ``w.shape``
+    otherwise: the compiled oracles read ``dim`` entries)."""
+    w = np.asarray(w, dtype=np.float64)
+    require(w.shape == (dim,), "w.shape", w.shape, f"must be ({dim},)")
+    return w
+
+
+@jit
+def draw_rows(data, i, gen, z):
+    """One step's batch: ``z[k] = gen.integers(0, m_i)`` for ``k < len(z)`` (int64), the
+    numbers ``sample_batch(i, len(z), rng)`` draws; ``m_i = start[i + 1] - start[i]``,
+    ``start = data[0]``."""
+    start = data[0]
+    m = start[i + 1] - start[i]
+    for k in range(z.shape[0]):
+        z[k] = gen.integers(0, m)
+    return 0
+
+
+@dataclass(frozen=True)
+class RowsView(CompiledView):
+    """The compiled view of a row-sampled problem (module docstring): ``draw`` is
+    :func:`draw_rows`, ``dtype`` int64, ``draws`` the batch size; ``hvp`` its compiled
+    ``batch_hvp`` and ``m`` its row counts."""
+
+    hvp: Any = None
+    m: np.ndarray | None = None
+
+    def round_draws(self, rng: np.random.Generator, i: int, Q: int, k: int) -> np.ndarray:
+        """``(Q, k)`` row indices of client ``i``: ``Q`` steps of ``k`` :func:`draw_rows`
+        draws each, in ONE ``rng.integers(0, m_i, size=(Q, k))`` call (the same numbers and
+        the same generator state after)."""
+        return rng.integers(0, int(self.m[i]), size=(Q, k))
+
+
+def rows_view(data: tuple, grad: Any, hvp: Any, batch: int, metrics: Any = None,
+              mdata: tuple = (), metric_names: tuple[str, ...] = ()) -> RowsView:
+    """A :class:`RowsView` on ``data`` (``data[0]`` is ``start``) for batches of ``batch``
+    rows."""
+    start = data[0]
+    return RowsView(data=data, draw=draw_rows, grad=grad, draws=int(batch), dtype=np.int64,
+                    metrics=metrics, mdata=mdata, metric_names=metric_names,
+                    normal_block=False, hvp=hvp, m=np.diff(start))
+
+
+#: the code array of ``grad_sq``
+_GRAD_SQ = np.zeros(1, dtype=np.int64)
+
+
+class RowOracles:
+    """The per-call oracles of a row-sampled problem, from its compiled view.
+
+    A problem class sets ``dim`` and, in its constructor, ``self._cv``: its
+    :class:`RowsView` (any batch size; :meth:`compiled_view` sets it) and
+    ``self._ranges = rows_per_client(start)``, and ``_ROW_BASE = True`` in its class body
+    (the class whose oracles the view stands for: a subclass that overrides one gets no
+    view, :func:`overrides_batch_oracles`).  ``batch_grad``/``batch_hvp`` read the batch
+    as NumPy reads an index (:func:`row_indices`) and call the compiled oracles, so the
+    per-call path and the compiled one are the same numbers; ``grad_f_sq`` is the compiled
+    ``grad_sq`` metric.
+    """
+
+    dim: int
+    _cv: RowsView
+    _ranges: list[np.ndarray]
+
+    def batch_grad(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
+        """Mean per-sample gradient over the batch rows, plus the ridge term (the view's
+        compiled ``grad``)."""
+        w = as_model(w, self.dim)
+        i, idx = row_indices(self._ranges, i, batch)
+        g = np.empty(self.dim)
+        self._cv.grad(self._cv.data, i, w, idx, g)
+        return g
+
+    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
+        """Mean per-sample Hessian over the batch rows times ``v``, plus the ridge term (the
+        view's compiled ``hvp``)."""
+        w, v = as_model(w, self.dim), as_model(v, self.dim)
+        i, idx = row_indices(self._ranges, i, batch)
+        h = np.empty(self.dim)
+        self._cv.hvp(self._cv.data, i, w, v, idx, h)
+        return h
+
+    def grad_f_sq(self, w: np.ndarray) -> float:
+        """``||grad f(w)||^2``, the recorded ``grad_sq`` (the view's compiled metric, which
+        the replay records too)."""
+        out = np.empty(1)
+        self._cv.metrics(self._cv.mdata, _GRAD_SQ, as_model(w, self.dim), out)
+        return float(out[0])
+
+    def compiled_view(self, batch: int) -> RowsView | None:
+        """The compiled oracles for batches of ``batch`` rows (``sample_batch`` then
+        ``batch_grad``: the same numbers), or ``None`` if a subclass or the instance
+        overrides ``sample_batch``, ``batch_grad`` or ``batch_hvp``."""
+        base = next(c for c in type(self).__mro__ if c.__dict__.get("_ROW_BASE"))
+        if overrides_batch_oracles(self, base):
+            return None
+        return replace(self._cv, draws=check_integer("batch", batch, low=1))
