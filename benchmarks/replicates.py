@@ -21,8 +21,11 @@ CPU second (``updates_per_cpu_s``: R * steps / the workers' summed CPU time;
 other load on a shared machine: on an idle machine with ``procs`` cores the wall figure
 approaches ``procs`` times the CPU one.  Quadratic cells also print ``draws_only_s``: the
 wall time of building the same per-replicate noise streams and drawing the same number
-of normals (``steps Q d`` per replicate) in the same processes, and ``vs_draws`` = the
-replay's time / that floor (issue 19).  Wall-clock times
+of normals (``steps Q d`` per replicate) with NumPy in the same processes, and
+``vs_draws`` = the replay's time / that floor (issue 19); ``draws_compiled_s`` and
+``vs_draws_compiled``: the same numbers drawn as the replay draws them (PCG64 state rows
+in compiled code, :mod:`fedsim.engine.replay.streams`; about 3.5x faster than NumPy's
+``standard_normal(out=)`` here).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
 steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
@@ -47,6 +50,8 @@ from fedsim.config import Scenario  # noqa: E402
 from fedsim.engine import run, run_batch, supports  # noqa: E402
 from fedsim.engine.replay import replay_fedasync  # noqa: E402
 from fedsim.engine.replay.seeding import client_bitgens  # noqa: E402
+from fedsim.engine.replay.streams import client_states, stream  # noqa: E402
+from fedsim.jit import jit  # noqa: E402
 
 
 def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
@@ -95,13 +100,37 @@ def _draws(args: tuple[Scenario, list[int], int, int]) -> tuple[float, int, floa
     return acc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
 
 
-def floor(sc: Scenario, R: int, procs: int, n: int, d: int) -> float:
-    """Wall seconds of :func:`_draws` for R replicates in ``procs`` processes."""
+@jit
+def _normals_rows(states, per, buf):
+    acc = 0.0
+    for i in range(states.shape[0]):
+        gen = stream(states, i)
+        for k in range(per):
+            buf[k] = gen.standard_normal()
+        acc += buf[0]
+    return acc
+
+
+def _draws_compiled(args: tuple[Scenario, list[int], int, int]) -> tuple[float, int, float]:
+    """The same numbers as :func:`_draws`, drawn as the replay draws them: from the streams'
+    PCG64 state rows in compiled code (:mod:`fedsim.engine.replay.streams`)."""
+    sc, reps, n, d = args
+    c0 = _cpu()
+    per = int(sc.horizon.steps) * int(sc.algorithm.get("Q")) * d // n
+    buf = np.empty(per)
+    acc = 0.0
+    for rows in client_states(sc.seed, reps, n, "noise"):
+        acc += _normals_rows(rows, per, buf)
+    return acc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
+
+
+def floor(sc: Scenario, R: int, procs: int, n: int, d: int, fn=_draws) -> float:
+    """Wall seconds of :func:`_draws` (or ``fn``) for R replicates in ``procs`` processes."""
     reps = list(range(R))
     t0 = time.perf_counter()
     parts = [reps[k * R // procs:(k + 1) * R // procs] for k in range(procs)]
     with mp.get_context("fork").Pool(procs) as pool:
-        pool.map(_draws, [(sc, p, n, d) for p in parts])
+        pool.map(fn, [(sc, p, n, d) for p in parts])
     return time.perf_counter() - t0
 
 
@@ -203,9 +232,11 @@ def main(argv: list[str] | None = None) -> int:
             batched(sc, min(R, 2), a.procs)  # compiled code loaded in the parent
             dt, mb, cpu = batched(sc, R, a.procs)
             fl = floor(sc, R, max(a.procs, 1), n, d)
+            _draws_compiled((sc, [0], n, d))  # compiled in the parent
+            fc = floor(sc, R, max(a.procs, 1), n, d, _draws_compiled)
             print(_line(f"model=quadratic n={n} d={d} Q={Q}", R, steps, dt, mb, cpu, eng,
-                        eng_cpu, "replay") + f" draws_only_s={fl:.3f} vs_draws={dt / fl:.2f}",
-                  flush=True)
+                        eng_cpu, "replay") + f" draws_only_s={fl:.3f} vs_draws={dt / fl:.2f}"
+                  f" draws_compiled_s={fc:.3f} vs_draws_compiled={dt / fc:.2f}", flush=True)
     others = {  # label, scenario, steps, R grid (quick: one cell)
         "logistic": ("model=logistic n=100 d=64 Q=10 batch=8", logistic_scenario,
                      min(steps, 300), [8] if a.quick else [1, 64]),

@@ -3,10 +3,10 @@
 A theorem is one :class:`Theorem` entry: its name (the ``fedsim bounds`` sub-command), its
 paper label, the bound function (keyword arguments only, returning a
 :class:`fedsim.theory.result.BoundResult`), its hypotheses and the statuses it can return.
-(``scenarios``/``controls`` and :func:`register_scenarios` remain for plug-ins written
-against them; the built-in theorems' validation grids live in validation,
-``fedsim.validation.scenarios.GRIDS``, and a plug-in's suite rows are ``fedsim.suite_rows``
-entry points.  Theory never imports validation.)
+Nothing about validation is registered here: the theorems' suite grids are validation's own
+tables (``fedsim.validation.scenarios.GRIDS``, ``fedsim.validation.suites.register_grid``)
+and a plug-in's suite rows are ``fedsim.suite_rows`` entry points, both read when a suite
+runs.  Theory never imports validation.
 
 Built-in theorems are the modules of :data:`BUILTIN_MODULES` (PEPit style: one module per
 theorem, each calling :func:`register_theorem` once).  A separately installed package adds a
@@ -36,7 +36,7 @@ from fedsim.errors import ConfigError, require
 from fedsim.plugins import load_group
 
 __all__ = ["Theorem", "ENTRY_POINT_GROUP", "BUILTIN_MODULES", "register_theorem",
-           "register_scenarios", "get_theorem", "theorems", "load_plugins", "unregister"]
+           "get_theorem", "theorems", "load_plugins", "unregister"]
 
 #: the entry-point group through which installed packages add theorems
 ENTRY_POINT_GROUP = "fedsim.theorems"
@@ -63,10 +63,7 @@ class Theorem:
     (keyword arguments, returns a BoundResult); ``hypotheses``: hypothesis name -> statement;
     ``statuses``: the statuses the function can return; ``horizon``: the argument that holds
     the horizon(s) of a curve (``"T"`` or ``"K"``); ``help``: option help texts by argument
-    name; ``scenarios``: suite name -> builder of its validation cases and ``controls``: suite
-    name -> scenarios whose bound/1000 must be violated, both only for plug-ins written
-    against :func:`register_scenarios` (the built-ins' grids are validation's
-    ``fedsim.validation.scenarios.GRIDS``, read when a suite runs).
+    name.
     """
 
     name: str
@@ -77,8 +74,6 @@ class Theorem:
     statuses: tuple[Status, ...] = ()
     horizon: str = "T"
     help: Mapping[str, str] = field(default_factory=dict)
-    scenarios: dict[str, Callable[..., list]] = field(default_factory=dict)
-    controls: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         require(isinstance(self.name, str) and self.name.isidentifier(), "name", self.name,
@@ -121,10 +116,6 @@ def register_theorem(theorem: Theorem | None = None, /, *, replace: bool = False
     if th.name in _REGISTRY and not replace and _REGISTRY[th.name].function is not th.function:
         raise ConfigError(f"theorem {th.name!r} is already registered "
                           f"(by {_REGISTRY[th.name].module}), got name={th.name!r}")
-    if th.name in _REGISTRY:  # keep builders registered against the old entry
-        old = _REGISTRY[th.name]
-        th.scenarios = {**old.scenarios, **th.scenarios}
-        th.controls = {**old.controls, **th.controls}
     _REGISTRY[th.name] = th
     return th
 
@@ -132,19 +123,6 @@ def register_theorem(theorem: Theorem | None = None, /, *, replace: bool = False
 def unregister(name: str) -> None:
     """Remove a theorem (tests and plug-in development)."""
     _REGISTRY.pop(name, None)
-
-
-def register_scenarios(name: str, suite: str, builder: Callable[..., list], *,
-                       controls: tuple[str, ...] = ()) -> None:
-    """Attach the validation cases of theorem ``name`` in ``suite``.
-
-    ``builder(R, c)`` returns the cases with ``R`` replicates per in-regime run set and ``c``
-    per control; ``controls`` names the scenarios whose bound divided by 1000 must come out
-    violated (negative control (b)).
-    """
-    th = get_theorem(name)
-    th.scenarios[suite] = builder
-    th.controls[suite] = tuple(controls)
 
 
 def _load_builtins() -> None:

@@ -2,16 +2,22 @@
 seed, the on-disk oracle cache, and small helpers that turn a problem config into an engine
 scenario dict (THEORY_SPEC 9.3, 10).
 
-A :class:`Case` holds the simulated run sets of one (theorem, scenario) pair and its verdict
-rows: the bound (a :class:`fedsim.theory.result.BoundResult` for exactly the simulated constants),
-the exact oracle value where one exists, and the checks only the simulation can make.
+A suite row is described by a *family* (:mod:`fedsim.validation.families`), a point, its
+horizons and a control kind; :class:`Case`, :class:`Row`, :class:`RunSpec` and
+:class:`ExactSpec` are the view of built family instances that the suites' runner reads
+(:func:`fedsim.validation.families.base.instances_case` is the one function that makes
+them): a :class:`Case` holds the simulated run sets of one (theorem, scenario) pair and its
+verdict rows -- the bound (a :class:`fedsim.theory.result.BoundResult` for exactly the
+simulated constants), the exact oracle value where one exists, and the checks only the
+simulation can make.
 
 A row can also be *exact*: its run key names an :class:`ExactSpec` instead of a
 :class:`RunSpec`, and its measured value is the exact oracle value, nothing is simulated
 (:func:`fedsim.validation.compare.verdict_table` with ``measured_exactly``; the convention in
 verdicts.csv is ``mean = ci_low = ci_high = exact``, ``n_ok = 0``, ``sem = 0``, no CI level).
 This is how counterexamples that no simulation can reach (Per-FedAvg E-F1 at K = 1e11, AsyPFL
-with two clients in the tick model) become rows of the suites.
+with two clients in the tick model) become rows of the suites: their families build
+instances without a scenario.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ __all__ = ["RunSpec", "ExactSpec", "Row", "SimCheck", "Case", "CaseGrid", "CLAIM
            "SEED",
            "set_oracle_cache", "oracle_cache_stats", "cached", "resolve_hypotheses",
            "FRESH_BATCHES", "QUAD_SMOOTH", "LOGI_SMOOTH", "problem_from_dict", "constants_records",
-           "constant_value", "scenario_dict"]
+           "scenario_dict"]
 
 #: statuses whose value the verdict tests as an upper bound: the certified ones, and the
 #: paper-literal ones (the paper claims them; testing that claim is the point of E-A6)
@@ -216,7 +222,8 @@ class Row:
 
 @dataclass
 class Case:
-    """Everything one (theorem, scenario) pair needs."""
+    """Everything one (theorem, scenario) pair needs: the runner's view of family instances
+    (:func:`fedsim.validation.families.base.instances_case`)."""
 
     theorem: str
     scenario: str
@@ -264,11 +271,6 @@ def problem_from_dict(cfg: dict):
 def constants_records(problem) -> list[dict]:
     """The problem's constants table as records (a case's ``constants``)."""
     return problem.constants_frame().to_dict("records")
-
-
-def constant_value(problem, name: str) -> float:
-    """The value of the constant ``name`` of the problem's table."""
-    return float(problem.constants.value(name))
 
 
 def scenario_dict(name: str, problem: dict, algorithm: dict, steps: int, metrics: list[str],

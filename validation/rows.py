@@ -1,12 +1,13 @@
-"""Suite rows from scenario families: a family, a point, the suites it joins, a control kind.
+"""Suite rows from scenario families: a family, a point, horizons, the suites it joins, a control.
 
 A :class:`SuiteRow` is what a plug-in (or a user session) adds to ``fedsim validate``'s
-suites without writing a :class:`fedsim.validation.scenarios.Case`: the family builds the
-point (scenario, bound with its hypotheses resolved, exact value if an oracle exists) and
-:meth:`fedsim.validation.families.Instance.case` turns it into one simulated run set and one
-verdict row.  The rows are kept in an explicit registry that :mod:`fedsim.validation.suites`
-reads when a suite runs (:func:`suite_rows`), filled by :func:`register_rows` and by the
-``fedsim.suite_rows`` entry-point group (:func:`load_row_plugins`)::
+suites, the same description the built-in theorems' grids use: the family builds the point
+at each horizon and mode (scenario, bound with its hypotheses resolved, exact value if an
+oracle exists) and :func:`fedsim.validation.families.cases.family_case` turns the instances
+into run sets and verdict rows. The rows are kept in an explicit registry that
+:mod:`fedsim.validation.suites` reads when a suite runs (:func:`suite_rows`), filled by
+:func:`register_rows` and by the ``fedsim.suite_rows`` entry-point group
+(:func:`load_row_plugins`)::
 
     # setup.cfg of a plug-in
     [options.entry_points]
@@ -39,8 +40,9 @@ class SuiteRow:
     """One row of one or more suites.
 
     ``name``: the scenario name in ``verdicts.csv``; ``family`` and ``point``: the family
-    and its parameters (the others take their defaults; the family's horizon parameter sets
-    the horizon); ``suites``: the suites it joins; ``replicates``: ``None`` for the suite's
+    and its parameters (the others take their defaults); ``horizons``: the horizons of its
+    rows (``()``: the point's own, one row); ``modes``: the bound's modes, a row each
+    (``()``: the point's); ``suites``: the suites it joins; ``replicates``: ``None`` for the suite's
     R (``fedsim validate --replicates``), else a fixed count; ``expected_verdict``: a
     control row's required verdict (``"violated"`` for a known counterexample; ``""``: an
     in-regime row); ``div1000``: also compare against the bound / 1000, which must come out
@@ -50,6 +52,8 @@ class SuiteRow:
     name: str
     family: str
     point: Mapping[str, Any] = field(default_factory=dict)
+    horizons: tuple[int, ...] = ()
+    modes: tuple[str, ...] = ()
     suites: tuple[str, ...] = SUITE_NAMES
     replicates: int | None = None
     expected_verdict: str = ""
@@ -66,18 +70,32 @@ class SuiteRow:
                 self.replicates, "must be >= 2 (a CI needs two values)")
 
     def case(self, replicates: int, *, max_states: int = 200_000) -> Any:
-        """The row as a one-run, one-row Case (the family built at :attr:`point`); the
-        family's exact oracle, where it finishes within ``max_states`` with no error bound,
-        gives the row's ``exact`` value (z-tested against the Monte-Carlo mean)."""
+        """The row as a Case: the family at :attr:`point` for every horizon and mode
+        (:func:`fedsim.validation.families.cases.family_case`); the family's exact oracle,
+        where it finishes within ``max_states`` with no error bound, gives each row's
+        ``exact`` value (z-tested against the Monte-Carlo mean)."""
         from fedsim.validation.families import get_family
+        from fedsim.validation.families.cases import family_case
 
-        inst = get_family(self.family).build(dict(self.point))
+        fam = get_family(self.family)
         control = {"": "", "not_applicable": "out_of_regime"}.get(self.expected_verdict,
                                                                   "counterexample")
-        m = inst.exact(max_states) if inst.exact is not None else None
-        exact = m.value if m is not None and m.error == 0.0 else math.nan
-        return inst.case(self.replicates or replicates, key=self.name, exact=exact,
-                         control=control, expected_verdict=self.expected_verdict)
+        R = self.replicates or replicates
+        if not fam.horizon:   # a family that names no horizon parameter: the point's own
+            require(not self.horizons, "horizons", self.horizons,
+                    f"need a family with a horizon parameter ({fam.name} names none)")
+            return fam.build(dict(self.point)).case(R, key=self.name, exact=_exact(
+                fam.build(dict(self.point)), max_states), control=control,
+                expected_verdict=self.expected_verdict)
+        hs = self.horizons or (fam.build(dict(self.point)).horizon,)
+        return family_case(fam, name=self.name, point=dict(self.point), horizons=hs,
+                           modes=self.modes, replicates=R, control=control,
+                           expected_verdict=self.expected_verdict, max_states=max_states)
+
+
+def _exact(inst: Any, max_states: int) -> float:
+    m = inst.exact(max_states) if inst.exact is not None else None
+    return m.value if m is not None and m.error == 0.0 else math.nan
 
 
 _ROWS: dict[str, SuiteRow] = {}

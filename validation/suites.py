@@ -1,16 +1,15 @@
 """Named validation suites and their orchestration (``fedsim validate``).
 
 A suite is a list of :class:`fedsim.validation.scenarios.Case` objects, built when the suite
-runs: every registered theorem (:mod:`fedsim.theory.registry`, in its order) contributes the
-cases of its grid for the suite (:func:`case_grids`: the scenario modules' ``GRIDS`` tables,
-:func:`register_grid`), which also names its bound/1000 control scenarios; the family rows
-(:mod:`fedsim.validation.rows`) follow.  :func:`run_suite`
+runs (:mod:`fedsim.validation.suite_grids`: every registered theorem's grid for the suite,
+each case a family at a point and horizons, then the family rows).  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
    oracle values are cached in ``<out>/store.sqlite`` so a resumed suite skips them),
 2. runs every replicate of every run set through :func:`fedsim.validation.montecarlo.run_tasks`
    (process pool by default, or Dask; resumable, one record per replicate),
-3. turns the records into verdict rows with :func:`fedsim.validation.compare.verdict_table`
+3. turns the records into verdict rows (:mod:`fedsim.validation.suite_verdicts`,
+   :func:`fedsim.validation.compare.verdict_table`
    (Student-t 99% CI of the mean over replicates; ``holds`` iff the CI's upper end is at
    or under the bound, in a scenario whose checkable hypotheses hold),
 4. adds the negative controls and checks that each got the verdict it must get:
@@ -38,195 +37,37 @@ cores); ``full`` uses larger grids and R, enough for tightness ratios to about 1
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from fedsim.theory.registry import theorems
-from fedsim.theory.result import Hypothesis, Status
 from fedsim.validation import scenarios as S
 from fedsim.validation.cases import oracle_cache_stats
-from fedsim.validation.compare import verdict_table, write_verdicts
+from fedsim.validation.compare import write_verdicts
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
 from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
-from fedsim.validation.rows import suite_rows
 from fedsim.validation.rundir import write_manifest
+from fedsim.validation.suite_grids import (
+    SUITES,
+    Suite,
+    build_cases,
+    case_grids,
+    check_selection,
+    div1000_pairs,
+    register_grid,
+    unregister_grid,
+)
+from fedsim.validation.suite_verdicts import collect, in_regime_rows, say_failures
 from fedsim.validation.worker import task_function
 
-from fedsim.errors import ConfigError, check_integer, require
+from fedsim.errors import ConfigError, require
 
 __all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
            "check_selection", "say_failures", "in_regime_rows", "div1000_pairs",
            "case_grids", "register_grid", "unregister_grid"]
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A named suite: default replicates, the case list, and the /1000 control scenarios
-    (both read from the grids when asked, not when this module is imported)."""
-
-    name: str
-    replicates: int
-    cases: Callable[..., list[S.Case]]
-    description: str
-
-    @property
-    def div1000(self) -> tuple[tuple[str, str], ...]:
-        """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
-        return _div1000(self.name)
-
-
-_EXTRA_GRIDS: dict[str, S.CaseGrid] = {}
-
-
-def register_grid(grid: S.CaseGrid, *, replace: bool = False) -> None:
-    """Add a theorem's grids beside the built-in ones
-    (:data:`fedsim.validation.scenarios.GRIDS`)."""
-    require(isinstance(grid, S.CaseGrid), "grid", grid, "must be a CaseGrid")
-    if grid.theorem in case_grids() and not replace:
-        raise ConfigError(f"theorem {grid.theorem!r} already has grids, got "
-                          f"theorem={grid.theorem!r}")
-    _EXTRA_GRIDS[grid.theorem] = grid
-
-
-def unregister_grid(theorem: str) -> None:
-    """Remove grids added with :func:`register_grid`."""
-    _EXTRA_GRIDS.pop(theorem, None)
-
-
-def case_grids() -> dict[str, S.CaseGrid]:
-    """Every theorem's grids by theorem name: the built-in tables, then :func:`register_grid`'s,
-    then (for plug-ins written against it) what
-    :func:`fedsim.theory.registry.register_scenarios` attached to a theorem."""
-    out = {g.theorem: g for g in S.GRIDS}
-    out.update(_EXTRA_GRIDS)
-    for th in theorems():
-        if th.scenarios and th.name not in out:
-            out[th.name] = S.CaseGrid(theorem=th.name, builders=dict(th.scenarios),
-                                      div1000=tuple(dict.fromkeys(
-                                          s for c in th.controls.values() for s in c)))
-    return out
-
-
-def _ctrl_r(R: int) -> int:
-    return max(2, min(R, 4))
-
-
-def _from_registry(suite: str) -> Callable[..., list[S.Case]]:
-    """The cases of ``suite``: every registered theorem's builder for it, in registry order
-    (only the theorems named in ``only``, when given: the others' builders never run)."""
-
-    def cases(R: int, only: frozenset[str] | None = None) -> list[S.Case]:
-        c = _ctrl_r(R)
-        out: list[S.Case] = []
-        grids = case_grids()
-        for th in theorems():
-            builder = grids[th.name].builders.get(suite) if th.name in grids else None
-            if builder is not None and (only is None or th.name in only):
-                out += builder(R, c)
-        return out
-
-    return cases
-
-
-def _names(field: str, given: str | list[str] | tuple[str, ...], known: list[str]
-           ) -> frozenset[str]:
-    """The comma-separated names of ``given``, each checked against ``known`` (one-line
-    ConfigError listing the known names)."""
-    names = [n.strip() for n in (given.split(",") if isinstance(given, str) else given)]
-    names = [n for n in names if n]
-    require(bool(names), field, given, "must name at least one")
-    for n in names:
-        require(n in known, field, n, f"must be one of {', '.join(known)}")
-    return frozenset(names)
-
-
-def check_selection(*, theorem: str | list[str] | None = None,
-                    family: str | list[str] | None = None
-                    ) -> tuple[frozenset[str] | None, frozenset[str]]:
-    """The theorem names (None: every theorem) and family names of a partial suite, each
-    checked against the registered ones (one-line ConfigError listing them)."""
-    only = None if theorem is None else _names("theorem", theorem,
-                                                [t.name for t in theorems()])
-    fams: frozenset[str] = frozenset()
-    if family is not None:
-        from fedsim.validation.families import families
-
-        fams = _names("family", family, [f.name for f in families()])
-    return only, fams
-
-
-def _row_cases(suite: str, R: int, only: frozenset[str] | None, fams: frozenset[str]
-               ) -> list[S.Case]:
-    """The family rows of ``suite`` (:func:`fedsim.validation.rows.suite_rows`, read now):
-    all of them for the whole suite; with a selection, those of the named families or of
-    the named theorems, plus each named family without a row at its default point."""
-    from fedsim.validation.families import get_family
-
-    whole = only is None and not fams
-    rows = [r for r in suite_rows(suite)
-            if whole or r.family in fams
-            or (only is not None and get_family(r.family).theorem in only)]
-    out = [r.case(R) for r in rows]
-    have = {r.family for r in rows}
-    out += [get_family(f).build().case(R, key=f"{f}-default") for f in sorted(fams - have)]
-    return out
-
-
-def div1000_pairs(suite: str) -> tuple[tuple[str, str], ...]:
-    """The (theorem, scenario) pairs whose bound / 1000 must be violated: the theorems'
-    (:attr:`Suite.div1000`) and the family rows' (``SuiteRow.div1000``)."""
-    from fedsim.validation.families import get_family
-
-    return SUITES[suite].div1000 + tuple((get_family(r.family).theorem, r.name)
-                                         for r in suite_rows(suite) if r.div1000)
-
-
-def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
-    """The (theorem, scenario) pairs whose bound / 1000 must be violated (control (b))."""
-    grids = case_grids()
-    return tuple((th.name, sc) for th in theorems() if th.name in grids
-                 and suite in grids[th.name].builders for sc in grids[th.name].div1000)
-
-
-#: the named suites; each one's cases and /1000 controls come from the theorem registry
-SUITES: dict[str, Suite] = {
-    name: Suite(name, R, _from_registry(name), text)
-    for name, R, text in (
-        ("quick", 16, "every theorem at L ~ 1 and L << 1, every negative control, small R"),
-        ("smoke", 6, "the quick scenarios at their smallest horizons (end-to-end test)"),
-        ("full", 200, "larger horizon grids; replicates per scenario sized (R = 200 default) "
-                      "for 99% CIs of about +-10% of the mean"),
-    )
-}
-
-
-def build_cases(suite: str, replicates: int | None = None, *,
-                theorem: str | list[str] | None = None,
-                family: str | list[str] | None = None) -> list[S.Case]:
-    """The cases of ``suite`` with ``replicates`` per in-regime run set (suite default).
-
-    The theorems' cases come first, then the family rows (:mod:`fedsim.validation.rows`,
-    e.g. a plug-in's).  ``theorem`` (names, or one comma-separated string) keeps the cases
-    and rows of those theorems only, and builds nothing else; ``family`` (names) adds those
-    families' rows (a family with no row in the suite: its default point, ``replicates``
-    replicates, one horizon).  With ``family`` alone, only the family rows run.  An unknown
-    name is a one-line ConfigError listing the known ones.
-    """
-    require(suite in SUITES, "suite", suite, f"must be one of {sorted(SUITES)}")
-    R = SUITES[suite].replicates if replicates is None else check_integer(
-        "replicates", replicates)
-    require(R >= 2, "replicates", replicates, "must be >= 2 (a CI needs two values)")
-    only, fams = check_selection(theorem=theorem, family=family)
-    cases = [] if family is not None and theorem is None else SUITES[suite].cases(R, only)
-    return cases + _row_cases(suite, R, only, fams)
 
 
 def _tasks(cases: list[S.Case]) -> list[Task]:
@@ -243,135 +84,6 @@ def _tasks(cases: list[S.Case]) -> list[Task]:
                                    "metric": run.metric, "horizons": list(run.horizons),
                                    "representative": r == 0 and run.key == rep_key}))
     return tasks
-
-
-def _hyp_dict(h: Hypothesis) -> dict[str, Any]:
-    return {"name": h.name, "holds": h.holds, "detail": h.detail}
-
-
-def _case_hypotheses(case: S.Case, recs: dict[str, dict]) -> list[tuple]:
-    """The simulation-side checks of a case, evaluated on its records:
-    ``(name, holds, detail, replaces)`` tuples."""
-    out = []
-    for chk in case.sim_checks:
-        field = "max_staleness" if chk.kind == "max_staleness" else "inner_failures"
-        vals = [rec["value"].get(field, 0) for run in case.runs
-                for r in range(run.replicates)
-                if (rec := recs.get(f"{run.key}/r{r}")) and rec.get("value")]
-        if not vals:
-            out.append((chk.name, None, chk.detail + "; no replicate finished", chk.replaces))
-            continue
-        m = max(vals) if chk.kind == "max_staleness" else sum(vals)
-        what = "max staleness" if chk.kind == "max_staleness" else "inner-solve failures"
-        out.append((chk.name, bool(m <= chk.limit),
-                    f"{chk.detail}; measured {what} {m:g} over {len(vals)} replicates",
-                    chk.replaces))
-    return out
-
-
-def _merged(row: S.Row, sim: list[tuple]) -> list[Hypothesis]:
-    """Theory hypotheses with the simulator-only ones (holds=None) replaced by measurements."""
-    hyps = list(row.result.hypotheses)
-    if sim:
-        drop = tuple(p for c in sim for p in c[3])
-        hyps = [h for h in hyps if not (h.holds is None and drop and h.name.startswith(drop))]
-        hyps += [Hypothesis(*c[:3]) for c in sim]
-    return hyps
-
-
-def collect(cases: list[S.Case], recs: dict[str, dict], div1000: tuple = ()
-            ) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
-    """Verdict table and per-(theorem, scenario) metadata from the records."""
-    samples, bounds, metas = [], [], {}
-    for case in cases:
-        sim = _case_hypotheses(case, recs)
-        exact_keys = case.exact_keys()
-        n_failed, first_failure = 0, ""
-        rep = None
-        for run in case.runs:
-            for r in range(run.replicates):
-                rec = recs.get(f"{run.key}/r{r}")
-                if rec is None or rec["status"] == "error":
-                    n_failed += 1
-                    first_failure = first_failure or (
-                        "no record" if rec is None else str(rec.get("reason") or "error"))
-                    continue
-                val = rec.get("value") or {}
-                if val.get("staleness_steps") is not None:
-                    rep = {k: val[k] for k in ("staleness_steps", "concurrency_time",
-                                               "concurrency_busy", "concurrency_mean")
-                           if k in val}
-                for h, v in zip(run.horizons, val.get("values", []), strict=True):
-                    if rec["status"] == "diverged":
-                        v = math.inf
-                    for row in case.rows:
-                        if row.run_key == run.key and row.horizon == h:
-                            samples.append((case.theorem, case.scenario, row.mode, h, v))
-        n_tasks = sum(run.replicates for run in case.runs)
-        failure = (f"{n_failed} of {n_tasks} replicates failed; first: {first_failure}"
-                   if n_failed else "")
-        for row in case.rows:
-            hyps = _merged(row, sim)
-            hold = not any(h.holds is False for h in hyps)
-            failing = "; ".join(h.name for h in hyps if h.holds is False)
-            status = row.result.status
-            if not hold and status is not Status.NOT_APPLICABLE:
-                status = Status.NOT_APPLICABLE
-            base = dict(theorem=case.theorem, scenario=case.scenario, horizon=row.horizon,
-                        status=status.value, hypotheses_hold=hold, exact=row.exact,
-                        expected_slope=case.expected_slope, n_failed=n_failed,
-                        failing_hypotheses=failing, failure=failure)
-            claim = status in S.CLAIM_STATUSES and hold
-            bounds.append(dict(base, mode=row.mode, bound=row.bound, bound_is_certified=claim,
-                               control=row.control, expected_verdict=row.expected_verdict,
-                               **({"measured_exactly": True} if row.run_key in exact_keys
-                                  else {})))
-            if (case.theorem, case.scenario) in div1000 and row.run_key not in exact_keys:
-                samples += [(t, s, f"{row.mode}/1000", h, v) for (t, s, m, h, v) in samples
-                            if (t, s, m, h) == (case.theorem, case.scenario, row.mode,
-                                                row.horizon)]
-                bounds.append(dict(base, mode=f"{row.mode}/1000", bound=row.bound / 1000,
-                                   bound_is_certified=claim, control="bound_div_1000",
-                                   expected_verdict="violated", exact=math.nan))
-        r0 = case.rows[0].result
-        metas[(case.theorem, case.scenario)] = {
-            "theorem": case.theorem, "scenario": case.scenario,
-            "mode": ", ".join(dict.fromkeys(r.mode for r in case.rows)),
-            "title": case.title, "description": case.description, "x_label": case.x_label,
-            "quantity": case.quantity, "expected_slope": case.expected_slope,
-            "hypotheses": [_hyp_dict(h) for h in _merged(case.rows[-1], sim)],
-            "constants": case.constants,
-            "bound_status": ", ".join(dict.fromkeys(r.result.status.value for r in case.rows)),
-            "step_sizes": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                           for k, v in r0.step_sizes.items()},
-            "errata_applied": list(r0.errata_applied),
-            "notes": case.notes + list(dict.fromkeys(r0.warnings)),
-            "control": case.control,
-            "failure": failure,
-        }
-        if rep is not None:
-            metas[(case.theorem, case.scenario)]["representative"] = rep
-    sdf = pd.DataFrame(samples, columns=["theorem", "scenario", "mode", "horizon", "value"])
-    table = verdict_table(sdf, pd.DataFrame(bounds))
-    exp = table["expected_verdict"].fillna("")
-    ok = (exp == "") | (table["verdict"] == exp)
-    # (a) must also name the failing hypothesis
-    oor = table["control"].fillna("").str.startswith("out_of_regime")
-    ok &= ~oor | (table["failing_hypotheses"].fillna("") != "")
-    table["control_ok"] = np.where(exp == "", None, ok)
-    return table, metas
-
-
-def say_failures(table: pd.DataFrame) -> None:
-    """One stderr line per (theorem, scenario) whose replicates failed: the count and the
-    first failure's message (printed whatever ``--no-progress`` says)."""
-    if "failure" not in table.columns:
-        return
-    bad = table[table["failure"].fillna("") != ""]
-    for (th, sc), sub in bad.groupby(["theorem", "scenario"], sort=False):
-        err = " (no replicate finished: error row)" if (sub["verdict"] == "error").any() \
-            else ""
-        sys.stderr.write(f"fedsim: {th} {sc}: {sub['failure'].iloc[0]}{err}\n")
 
 
 def _say_records(audit: dict[str, Any], progress: bool) -> None:
@@ -468,17 +180,6 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
         return _run_suite(suite, replicates=replicates, workers=workers, dask=dask,
                           out=Path(out), report=report, progress=progress,
                           dask_security=dask_security, theorem=theorem, family=family)
-
-
-def in_regime_rows(table: pd.DataFrame) -> pd.Series:
-    """The rows ``summary.json``'s ``in_regime_ok`` requires to hold: every non-control row
-    whose verdict could be wrong -- it claims a bound (status in ``CLAIM_STATUSES``), or a
-    hypothesis failed, or replicates failed, or its verdict is ``error``."""
-    claim = table["status"].isin([s.value for s in S.CLAIM_STATUSES])
-    failing = table["failing_hypotheses"].fillna("").astype(str) != ""
-    failed = pd.to_numeric(table["n_failed"], errors="coerce").fillna(0) > 0
-    return ((table["control"].fillna("") == "")
-            & (claim | failing | failed | (table["verdict"] == "error")))
 
 
 def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask: str | None,

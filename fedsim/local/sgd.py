@@ -37,14 +37,14 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import require
-from fedsim.jit import Bound, jit
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView
 
-__all__ = ["SGDRule", "sgd_round", "problem_sample_grad", "RngSteps", "rule_view",
-           "round_block"]
+__all__ = ["SGDRule", "sgd_round", "sgd_round_for", "problem_sample_grad", "RngSteps",
+           "rule_view", "round_block"]
 
 #: Run a problem's compiled view when it has one; ``False`` forces the interpreted
 #: per-step ``sample_batch``/``batch_grad`` path (the same numbers).
@@ -79,7 +79,7 @@ def round_block(cv: CompiledView, rng: np.random.Generator, i: int, Q: int, k: i
     return Z
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     """[P] Alg. 2 lines 5-7 (Option A): ``out = w_{i,Q}`` after Q steps from ``w_read``.
 
@@ -95,6 +95,28 @@ def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
         for k in range(d):
             out[k] = out[k] - eta * g[k]
     return 0
+
+
+_ROUNDS: dict[Any, Any] = {}
+
+
+def sgd_round_for(grad: Any) -> Any:
+    """:func:`sgd_round` with the oracle ``grad`` bound:
+    ``round(view, i, w_read, out, Z, eta, Q, g)``, compiled once per oracle (``grad``
+    inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), which a function
+    taking a compiled function as an argument cannot be."""
+    fn = _ROUNDS.get(grad)
+    if fn is None:
+        fn = _ROUNDS[grad] = _bind(grad)
+    return fn
+
+
+def _bind(grad: Any) -> Any:
+    @jit
+    def bound_round(view, i, w_read, out, Z, eta, Q, g):
+        return sgd_round(grad, view, i, w_read, out, Z, eta, Q, g)
+
+    return cache_closure(bound_round)
 
 
 def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
@@ -152,7 +174,7 @@ class SGDRule(ConfigRule, StepRule):
         self.fast = cv is not None
         self.view = cv.data if self.fast else (problem, self.batch)
         self.draws = cv.draws if self.fast else 0
-        self._round = Bound(sgd_round, cv.grad) if self.fast else None
+        self._round = Bound(sgd_round_for(cv.grad), cv.data) if self.fast else None
         self._g = np.empty(self.d)
         self._blk = np.empty(self.Q * self.draws)
 
@@ -169,7 +191,7 @@ class SGDRule(ConfigRule, StepRule):
         eta = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
         if self.fast:
-            self._round(self.view, i, w0, out, self._block(rng, i, Q), eta, Q, self._g)
+            self._round(i, w0, out, self._block(rng, i, Q), eta, Q, self._g)
         else:
             sgd_round.py_func(problem_sample_grad, self.view, i, w0, out, RngSteps(rng), eta,
                               Q, self._g)

@@ -35,7 +35,11 @@ The view (:class:`CompiledView`) holds
   fast path; the numbers are the same as ``Q`` calls of ``draw``).
 
 An oracle pair is written once, as plain functions of ``data`` decorated with
-:func:`fedsim.jit.jit`; ``fn.py_func`` runs it interpreted for step-by-step tests.
+``fedsim.jit.jit(inline=True)`` (the replay inlines them into its loop; a call would cost
+more than a small step); ``fn.py_func`` runs it interpreted for step-by-step tests.
+``draw``, ``grad`` and ``metrics`` must not allocate arrays: the replay loop is compiled
+without reference counting (``jit(nrt=False)``); scratch space belongs in ``data`` /
+``mdata`` (a view serves one thread: build one per thread or per replay group).
 Adding a compiled problem: write ``draw``/``grad``/``metrics`` in its ``*_view`` module,
 return a :class:`CompiledView` from its ``compiled_view(batch)``; nothing in the replay
 changes.  Example: :mod:`fedsim.problems.quadratic_view`.

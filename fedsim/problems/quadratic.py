@@ -39,12 +39,14 @@ trust-region maximum), ``quadratic_personalized`` (``MamlExact``, ``MoreauExact`
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from fedsim.errors import ConfigError, check_finite, check_number, require
+from fedsim.jit import Bound
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView
 from fedsim.problems.constants import ConstantsTable
@@ -170,7 +172,7 @@ class QuadraticProblem(Problem):
         self.x_star = readonly(psd_solve(self.Abar, self.m))
         self.grad_at_xstar = readonly(np.einsum("nij,nj->ni", a_stack, self.x_star - b_arr))
         self.f_star = self._direct_value(a_stack, self.x_star)
-        self._mview: tuple | None = None
+        self._metric_fns: dict[int, tuple] = {}
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
@@ -239,11 +241,15 @@ class QuadraticProblem(Problem):
     def _metric(self, code: int, w: np.ndarray) -> float:
         """Metric ``METRIC_CODES[code]`` by the compiled closed form the replay uses too
         (:func:`fedsim.problems.quadratic_view.quadratic_metrics`)."""
-        if self._mview is None:
-            self._mview = quadratic_metric_view(self)
-        out = np.empty(1)
-        quadratic_metrics(self._mview, _CODE_ARRAYS[code],
-                          np.ascontiguousarray(w, dtype=np.float64), out)
+        # per thread: one metric view (it holds a scratch vector), one output cell and one
+        # bound call per metric
+        fns = self._metric_fns.get(threading.get_ident())
+        if fns is None:
+            mv, out = quadratic_metric_view(self), np.empty(1)
+            fns = self._metric_fns[threading.get_ident()] = tuple(
+                (Bound(quadratic_metrics, mv, codes), out) for codes in _CODE_ARRAYS)
+        fn, out = fns[code]
+        fn(np.ascontiguousarray(w, dtype=np.float64), out)
         return float(out[0])
 
     def grad_f_sq(self, w: np.ndarray) -> float:
@@ -257,6 +263,12 @@ class QuadraticProblem(Problem):
     def dist_sq(self, w: np.ndarray) -> float:
         """||w - x*||^2."""
         return self._metric(1, w)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the per-thread compiled metric calls (rebuilt on use)."""
+        state = self.__dict__.copy()
+        state["_metric_fns"] = {}
+        return state
 
     # --- stochastic oracles -----------------------------------------------------------------
     def compiled_view(self, batch: int) -> CompiledView:

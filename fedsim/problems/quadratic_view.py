@@ -4,8 +4,9 @@ A view is a plain tuple of arrays (what numba passes to compiled code); the orac
 compiled function of the view, so the rules in :mod:`fedsim.local` and the replay in
 :mod:`fedsim.engine.replay` call it without knowing the problem.
 
-``view = (A, b, mode, scale, F)`` for batch size ``m``: ``A`` (n, d, d) and ``b``
-(n, d) the clients' Hessians and optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
+``view = (At, b, mode, scale, F)`` for batch size ``m``: ``At`` (n, d, d) the clients'
+Hessians transposed (``At[i, j] `` is column ``j`` of ``A_i``, contiguous) and ``b`` (n, d)
+their optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
 (w - b_i)/2 + c_i``); the gradient noise ``e ~ N(0, C_i / m)`` with ``C_i =
 grad_noise_cov(i)`` is ``mode`` 0 (no noise, no draw), 1 (isotropic, ``C_i = s_i^2 I``:
 ``e = scale_i z``, ``scale_i = sqrt(s_i^2 / m)``) or 2 (``e = F_i z``, ``F_i = V sqrt(max(ev,
@@ -40,7 +41,9 @@ METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
 
 
 def quadratic_view(problem, batch: int) -> tuple:
-    """``(A, b, mode, scale, F)`` of ``problem`` for batches of ``batch`` samples."""
+    """``(At, b, mode, scale, F, zero)`` of ``problem`` for batches of ``batch`` samples
+    (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous; ``zero`` the zero
+    vector)."""
     n, d = problem.n, problem.dim
     C = np.asarray(problem.C_stack)
     diag = np.einsum("nii->ni", C)
@@ -48,7 +51,7 @@ def quadratic_view(problem, batch: int) -> tuple:
     iso = bool(np.all(off == 0.0)) and bool(np.all(diag == diag[:, :1]))
     zero = bool(np.all(C == 0.0))
     scale = np.zeros(n)
-    F = np.zeros((n, d, d))
+    F = np.zeros((0, d, d))  # read in mode 2 only
     if zero:
         mode = 0
     elif iso:
@@ -56,11 +59,16 @@ def quadratic_view(problem, batch: int) -> tuple:
         scale[:] = [math.sqrt(float(diag[i, 0]) / batch) for i in range(n)]
     else:
         mode = 2
+        F = np.zeros((n, d, d))
         for i in range(n):
             ev, vec = np.linalg.eigh(0.5 * (C[i] + C[i].T))
             F[i] = (vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T / math.sqrt(batch)
-    return (np.ascontiguousarray(problem.A_stack, dtype=np.float64),
-            np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F)
+    A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
+    # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
+    At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
+        A.transpose(0, 2, 1))
+    return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
+            np.zeros(d))
 
 
 def draws_per_step(view: tuple) -> int:
@@ -68,7 +76,50 @@ def draws_per_step(view: tuple) -> int:
     return 0 if view[2] == 0 else view[0].shape[1]
 
 
-@jit
+@jit(inline=True)
+def affine_rows(Mt, w, sh, init, out):
+    """``out[a] = init[a] + sum_j M[a, j] (w[j] - sh[j])`` with ``Mt = M^T`` (columns
+    contiguous), every sum over ``j`` in index order.  Rows are taken eight, then four at
+    a time into separate accumulators, which the compiler packs into vectors; the sums
+    are not reordered, so the result is that of the plain double loop, bit for bit."""
+    d = w.shape[0]
+    a = 0
+    while a + 8 <= d:
+        s0, s1, s2, s3 = init[a], init[a + 1], init[a + 2], init[a + 3]
+        s4, s5, s6, s7 = init[a + 4], init[a + 5], init[a + 6], init[a + 7]
+        for j in range(d):
+            r = w[j] - sh[j]
+            s0 += Mt[j, a] * r
+            s1 += Mt[j, a + 1] * r
+            s2 += Mt[j, a + 2] * r
+            s3 += Mt[j, a + 3] * r
+            s4 += Mt[j, a + 4] * r
+            s5 += Mt[j, a + 5] * r
+            s6 += Mt[j, a + 6] * r
+            s7 += Mt[j, a + 7] * r
+        out[a], out[a + 1], out[a + 2], out[a + 3] = s0, s1, s2, s3
+        out[a + 4], out[a + 5], out[a + 6], out[a + 7] = s4, s5, s6, s7
+        a += 8
+    while a + 4 <= d:
+        s0, s1, s2, s3 = init[a], init[a + 1], init[a + 2], init[a + 3]
+        for j in range(d):
+            r = w[j] - sh[j]
+            s0 += Mt[j, a] * r
+            s1 += Mt[j, a + 1] * r
+            s2 += Mt[j, a + 2] * r
+            s3 += Mt[j, a + 3] * r
+        out[a], out[a + 1], out[a + 2], out[a + 3] = s0, s1, s2, s3
+        a += 4
+    while a < d:
+        s0 = init[a]
+        for j in range(d):
+            s0 += Mt[j, a] * (w[j] - sh[j])
+        out[a] = s0
+        a += 1
+    return 0
+
+
+@jit(inline=True)
 def quadratic_draw(view, i, gen, z):
     """One step's randomness: ``z[k] = gen.standard_normal()`` for ``k < len(z)`` (the
     numbers ``sample_batch`` draws with ``rng.standard_normal(d)``; none without noise)."""
@@ -77,22 +128,16 @@ def quadratic_draw(view, i, gen, z):
     return 0
 
 
-@jit
+@jit(inline=True)
 def quadratic_sample_grad(view, i, w, z, g):
     """``g = A_i (w - b_i) + e``, ``e`` from the step's normals ``z`` (module docstring).
 
-    ``(A_i r)_k = sum_j A_ikj r_j`` is summed over ``j`` in order for every ``k`` (the
-    columns are added one after the other, which lets the ``k`` loop vectorise), then
-    ``e_k`` is added.
+    ``(A_i r)_k = sum_j A_ikj r_j`` (``r = w - b_i``) is summed over ``j`` in order, from
+    0.0, for every ``k`` (:func:`affine_rows`), then ``e_k`` is added.
     """
-    A, b, mode, scale, F = view
+    At, b, mode, scale, F, zero = view
     d = w.shape[0]
-    for k in range(d):
-        g[k] = 0.0
-    for j in range(d):
-        r = w[j] - b[i, j]
-        for k in range(d):
-            g[k] += A[i, k, j] * r
+    affine_rows(At[i], w, b[i], zero, g)
     if mode == 1:
         s = scale[i]
         for k in range(d):
@@ -107,37 +152,50 @@ def quadratic_sample_grad(view, i, w, z, g):
 
 
 def quadratic_metric_view(problem) -> tuple:
-    """``(Abar, m, x_star)``: ``grad f(w) = Abar w - m``, ``f(w) - f* = (w - x*)^T Abar
-    (w - x*)/2``."""
-    return (np.ascontiguousarray(problem.Abar, dtype=np.float64),
-            np.ascontiguousarray(problem.m, dtype=np.float64),
-            np.ascontiguousarray(problem.x_star, dtype=np.float64))
+    """``(M,)``, one ``(d + 4, d)`` array (one argument to unbox per call from Python):
+    rows ``0..d-1`` hold ``Abar^T`` (row ``j`` is column ``j`` of ``Abar``), then ``-m``,
+    ``x*``, the zero vector and a scratch row (a metric view serves one thread); ``grad
+    f(w) = Abar w - m``, ``f(w) - f* = (w - x*)^T Abar (w - x*)/2``."""
+    Abar = np.asarray(problem.Abar, dtype=np.float64)
+    d = Abar.shape[0]
+    M = np.zeros((d + 4, d))
+    M[:d] = Abar.T
+    M[d] = -np.asarray(problem.m, dtype=np.float64)
+    M[d + 1] = np.asarray(problem.x_star, dtype=np.float64)
+    return (M,)
 
 
-@jit
+@jit(inline=True)
 def quadratic_metrics(mview, codes, w, out):
-    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``."""
-    Abar, m, xs = mview
+    """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``.
+
+    ``grad_sq = sum_a s_a^2``, ``s_a = -m_a + sum_j Abar_aj w_j``; ``f_gap = (sum_a (w_a -
+    x*_a) t_a) / 2``, ``t_a = 0 + sum_j Abar_aj (w_j - x*_j)``: every sum in index order
+    (``w_j - 0.0`` is ``w_j`` exactly; :func:`affine_rows`, into ``mview``'s scratch
+    vector ``s``).
+    """
+    M = mview[0]
     d = w.shape[0]
+    AbarT = M[:d]
+    negm = M[d]
+    xs = M[d + 1]
+    zero = M[d + 2]
+    s = M[d + 3]
     for k in range(codes.shape[0]):
         c = codes[k]
         acc = 0.0
         if c == 0:
+            affine_rows(AbarT, w, zero, negm, s)
             for a in range(d):
-                s = -m[a]
-                for j in range(d):
-                    s += Abar[a, j] * w[j]
-                acc += s * s
+                acc += s[a] * s[a]
         elif c == 1:
             for a in range(d):
                 r = w[a] - xs[a]
                 acc += r * r
         else:
+            affine_rows(AbarT, w, xs, zero, s)
             for a in range(d):
-                s = 0.0
-                for j in range(d):
-                    s += Abar[a, j] * (w[j] - xs[j])
-                acc += (w[a] - xs[a]) * s
+                acc += (w[a] - xs[a]) * s[a]
             acc = 0.5 * acc
         out[k] = acc
     return 0

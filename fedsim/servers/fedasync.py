@@ -26,7 +26,7 @@ from fedsim.servers.base import Upload
 __all__ = ["fedasync_apply", "FedAsyncRule"]
 
 
-@jit
+@jit(inline=True)
 def fedasync_apply(w, read, new, beta):
     """[P] Alg. 1 line 4 in place: ``w -= beta * (read - new)``, coordinate by coordinate.
 

@@ -119,6 +119,9 @@ def check_bound(point: Any, method: str | None = None, level: float = CI_LEVEL, 
         v = measured_verdict(**common, exact=exact.value, exact_error=exact.error)
         how, n, detail = "exact", 0, exact.detail
     else:
+        require(inst.scenario is not None, "method", method or "mc",
+                f"cannot be Monte Carlo: family {inst.family!r} simulates nothing at this "
+                "point (exact rows only)")
         vals = engine_values(inst.scenario, inst.metric, inst.horizon, replicates, seed)
         v = measured_verdict(**common, values=vals, level=level)
         how, n = "mc", int(v["n_ok"])

@@ -39,7 +39,7 @@ def test_every_builtin_is_documented(name):
     assert hyps and all(isinstance(h, Hypothesis) and h.holds is None and h.detail
                         for h in hyps)
     assert th.module.startswith("fedsim.theory.") and callable(th.function)
-    assert th.scenarios == {} or set(th.scenarios) >= {"quick"}
+    assert not hasattr(th, "scenarios")        # validation keeps its grids to itself
 
 
 def test_get_unknown_and_duplicates():

@@ -34,12 +34,18 @@ def test_theorem8_point_by_hand():
          "centre_spread": 1.0, "sigma2": 0.5, "mode": "corrected"}
     inst = F8.build(q)
     sc = inst.scenario
-    assert sc["delays"] == {"compute": {"kind": "exponential", "rate": 0.1},
+    # the engine's clocks run at the given rates (the same event law p as normalised ones)
+    assert sc["delays"] == {"compute": {"kind": "exponential", "rate": 1.0},
                             "override": [{"clients": [2], "compute": {"kind": "exponential",
-                                                                      "rate": 0.2}},
+                                                                      "rate": 2.0}},
                                          {"clients": [3], "compute": {"kind": "exponential",
-                                                                      "rate": 0.2}}]}
-    assert sc["trigger"] == {"kind": "poisson", "rate": 0.4}
+                                                                      "rate": 2.0}}]}
+    assert sc["trigger"] == {"kind": "poisson", "rate": 4.0}
+    # given probabilities instead: the clocks run at p_i, p_s
+    sp = F8.build({**{k: v for k, v in q.items() if k not in ("rates", "rate_s")},
+                   "p": [0.1, 0.1, 0.2, 0.2], "p_s": 0.4}).scenario
+    assert sp["trigger"] == {"kind": "poisson", "rate": 0.4}
+    assert sp["delays"]["compute"] == {"kind": "exponential", "rate": 0.1}
     assert sc["problem"] == {"kind": "norm", "B": 2.0, "n": 4, "dim": 1,
                              "centers": [[-1.5], [-7 / 6], [-5 / 6], [-0.5]]}
     assert np.allclose(norm_centres(4, 1.0)[:, 0], [-1.5, -7 / 6, -5 / 6, -0.5], rtol=1e-15)
@@ -117,10 +123,9 @@ def test_theorem7_point_by_hand():
                              "seed": 5}
     assert sc["algorithm"] == {"name": "area", "model": "iterate_model", "client_rule": "area",
                                "M": 3, "batch": 1, "alpha": {"kind": "theorem7"}}
-    p = [1 / 8, 2 / 8, 3 / 8]
-    assert sc["trigger"] == {"kind": "poisson", "rate": 0.25}
+    assert sc["trigger"] == {"kind": "poisson", "rate": 2.0}
     over = {o["clients"][0]: o["compute"]["rate"] for o in sc["delays"]["override"]}
-    assert sc["delays"]["compute"]["rate"] == p[0] and over == {1: p[1], 2: p[2]}
+    assert sc["delays"]["compute"]["rate"] == 1.0 and over == {1: 2.0, 2: 3.0}
     assert sc["horizon"] == {"steps": 50} and sc["record"] == {"every": 50,
                                                                 "metrics": ["dist_sq"]}
     c = _consts(inst)

@@ -172,12 +172,19 @@ def test_register_family_and_search_it(monkeypatch, tmp_path):
     """A family registered from outside: listed, looked up, refused twice, searched."""
     monkeypatch.setattr(vf, "_FAMILIES", dict(vf._FAMILIES))
     base = get_family("theorem8-norm")
-    mine = Family("my-norm", "theorem8", "norm, corrected only", "test family",
-                  base.params, lambda q: base.builder({**q, "mode": "corrected"}),
-                  ("corrected",))
+    mine = Family(
+        name="my-norm",
+        theorem="theorem8",
+        title="norm, corrected only",
+        doc="test family",
+        params=base.params,
+        builder=lambda q: base.builder({**q, "mode": "corrected"}),
+        modes=("corrected",),
+    )
     assert register_family(mine) is mine
     assert vf.get_family("my-norm") is mine
-    assert [f.name for f in vf.families("theorem8")] == ["theorem8-norm", "my-norm"]
+    assert [f.name for f in vf.families("theorem8")] == ["theorem8-norm", "theorem8-logistic",
+                                                         "my-norm"]
     with pytest.raises(ConfigError, match="already registered"):
         register_family(mine)
     assert register_family(mine, replace=True) is mine

@@ -49,7 +49,15 @@ def slow_family(monkeypatch):
         time.sleep(0.25)
         return base.builder(q)
 
-    fam = Family("slow-norm", "theorem8", "slow", "slow", base.params, build, base.modes)
+    fam = Family(
+        name="slow-norm",
+        theorem="theorem8",
+        title="slow",
+        doc="slow",
+        params=base.params,
+        builder=build,
+        modes=base.modes,
+    )
     vf.register_family(fam)
     return fam
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from fedsim.validation import scenarios as S
-from fedsim.validation import suites
+from fedsim.validation import suite_grids, suites
 
 from fedsim.errors import ConfigError
 
@@ -31,7 +31,7 @@ def calls(monkeypatch):
     monkeypatch.setattr(S, "GRIDS", tuple(
         S.CaseGrid(theorem=g.theorem, div1000=g.div1000,
                    builders={s: stub(g.theorem, s) for s in g.builders}) for g in S.GRIDS))
-    monkeypatch.setattr(suites, "suite_rows", lambda suite: [])  # no installed plug-in's rows
+    monkeypatch.setattr(suite_grids, "suite_rows", lambda suite: [])  # no installed plug-in's rows
     return seen
 
 

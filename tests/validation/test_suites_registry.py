@@ -1,18 +1,22 @@
-"""The suites are built from the theorem registry (validation/suites.py, theory/registry.py).
+"""The suites are built from validation's grid tables, in the theorem registry's order
+(validation/suite_grids.py, theory/registry.py).
 
-Each scenario module (validation/scenarios/{persafl,area}.py) registers its grids against
-the theorem names; a suite is the concatenation, in registry order, of what each theorem
-registered for it.  Builders are replaced by stubs here, so nothing is simulated.
+Each scenario module (validation/scenarios/*.py) lists its grids (``GRIDS``) by theorem
+name; a suite is the concatenation, in registry order, of each theorem's grid for it, read
+when the suite is built.  Nothing is written into theory's registry.  Builders are replaced
+by stubs here, so nothing is simulated.
 """
 
 from __future__ import annotations
 
 import pytest
 from fedsim.theory import registry
-from fedsim.theory.registry import register_scenarios, theorems
+from fedsim.theory.registry import theorems
 from fedsim.theory.result import BoundResult, Status
 from fedsim.validation import scenarios as S
-from fedsim.validation import suites
+from fedsim.validation import suite_grids, suites
+
+from fedsim.errors import ConfigError
 
 BUILTIN = ["theorem1", "theorem2", "theorem3", "theorem7", "theorem8",
            "perfedavg_theorem4_5", "asypfl_theorem1", "asypfl_theorem2"]   # issue 13 added 3
@@ -26,7 +30,8 @@ def test_every_builtin_has_its_grids():
     for th in theorems()[:len(BUILTIN)]:
         assert set(grids[th.name].builders) == {"quick", "full", "smoke"}
         assert len(grids[th.name].div1000) == 1
-        assert not th.scenarios and not th.controls     # nothing written into theory
+        assert not hasattr(th, "scenarios")             # nothing validation-side in theory
+    assert not hasattr(registry, "register_scenarios")
 
 
 def test_div1000_controls_are_the_old_table():
@@ -45,7 +50,7 @@ def stub_builders(monkeypatch):
                             builders={s: (lambda R, c, n=g.theorem, s=s: [(n, s, R, c)])
                                       for s in g.builders}) for g in S.GRIDS)
     monkeypatch.setattr(S, "GRIDS", stub)
-    monkeypatch.setattr(suites, "suite_rows", lambda suite: [])  # no installed plug-in's rows
+    monkeypatch.setattr(suite_grids, "suite_rows", lambda suite: [])  # no installed plug-in's rows
     yield
 
 
@@ -62,16 +67,20 @@ def test_a_new_theorem_joins_the_suites(stub_builders):
 
     registry.register_theorem(name="toy_suite", function=toy, label="[T] Toy Theorem 3")
     try:
-        register_scenarios("toy_suite", "quick", lambda R, c: [("toy", R)])
+        suites.register_grid(S.CaseGrid(theorem="toy_suite", div1000=("toy",),
+                                        builders={"quick": lambda R, c: [("toy", R)]}))
         assert suites.build_cases("quick", 2)[-1] == ("toy", 2)
         assert suites.build_cases("smoke")[-1][0] == "asypfl_theorem2"
+        assert suites.SUITES["quick"].div1000[-1] == ("toy_suite", "toy")
+        with pytest.raises(ConfigError, match="already has grids"):
+            suites.register_grid(S.CaseGrid(theorem="toy_suite", builders={}))
     finally:
+        suites.unregister_grid("toy_suite")
         registry.unregister("toy_suite")
+    assert "toy_suite" not in suites.case_grids()
 
 
 def test_replicates_must_be_an_integer():
-    from fedsim.errors import ConfigError
-
     with pytest.raises(ConfigError, match="replicates must be an integer"):
         suites.build_cases("quick", 2.0)
     with pytest.raises(ConfigError, match="replicates must be >= 2"):

@@ -20,21 +20,28 @@ entry-point group (:func:`load_family_plugins`, read on the first lookup).
 from __future__ import annotations
 
 from fedsim.validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
+from fedsim.validation.families.area_logistic import THEOREM8_LOGISTIC
+from fedsim.validation.families.asypfl import ASYPFL1_PERIODS, ASYPFL1_QUAD, ASYPFL2_QUAD
 from fedsim.validation.families.base import (
     Family,
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,
     event_probabilities,
     params_digest,
     poisson_delays,
-    resolve_hypotheses,
+    required,
 )
 from fedsim.validation.families.mc import engine_mc
+from fedsim.validation.families.perfedavg import PERFEDAVG_CX, PERFEDAVG_QUAD
 from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
+from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 
 from fedsim.errors import ConfigError, require
 from fedsim.plugins import load_group
@@ -43,10 +50,13 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_fa
            "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",
            "engine_scenario", "build_problem_from", "constants_of", "params_digest",
-           "poisson_delays", "norm_centres", "engine_mc"]
+           "poisson_delays", "norm_centres", "engine_mc", "required"]
 
 #: the built-in families, in listing order
-BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC)
+BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
+           THEOREM1_PHYSICAL,
+           THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX, ASYPFL1_QUAD, ASYPFL2_QUAD,
+           ASYPFL1_PERIODS)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"

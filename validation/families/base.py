@@ -18,12 +18,11 @@ was obtained (``"exact"`` or ``"mc"``); :meth:`Instance.case` turns the instance
 
 Public helpers replace the private ones a user used to need: :func:`event_probabilities`
 (p_i, p_s from probabilities or Poisson rates), :func:`resolve_hypotheses`,
-:func:`engine_scenario`, :func:`build_problem_from`.
+:func:`engine_scenario`, :func:`build_problem_from` (:mod:`fedsim.validation.families.helpers`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -34,22 +33,18 @@ import numpy as np
 from fedsim.theory.result import BoundResult
 from fedsim.validation.cases import (
     CLAIM_STATUSES,
-    SEED,
     Case,
+    ExactSpec,
     Row,
     RunSpec,
-    constants_records,
-    problem_from_dict,
     resolve_hypotheses,
-    scenario_dict,
 )
+from fedsim.validation.families.helpers import params_digest
 
-from fedsim.errors import ConfigError, check_positive, require
+from fedsim.errors import ConfigError, require
 
-__all__ = ["Param", "Measurement", "Instance", "Family", "event_probabilities",
-           "resolve_hypotheses", "engine_scenario", "build_problem_from", "constants_of",
-           "params_digest", "poisson_delays", "MAX_CLIENTS", "MAX_ITERATIONS", "MAX_WINDOW",
-           "instances_case"]
+__all__ = ["Param", "Measurement", "Instance", "Family", "resolve_hypotheses", "MAX_CLIENTS",
+           "MAX_ITERATIONS", "MAX_WINDOW", "instances_case"]
 
 
 #: size limits of the families' parameters, checked before a point is built (issue 21: a
@@ -128,16 +123,20 @@ class Measurement:
     detail: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Instance:
-    """One point of a family: scenario, resolved bound, measured quantity, oracle."""
+    """One point of a family: scenario, resolved bound, measured quantity, oracle.
+
+    ``scenario`` is None for a point no simulation can reach (e.g. K = 1e11): its rows are
+    measured by the exact oracle only (:class:`fedsim.validation.cases.ExactSpec`).
+    """
 
     family: str
     theorem: str
     mode: str
     params: dict[str, Any]
     bound: BoundResult
-    scenario: dict
+    scenario: dict | None
     metric: str
     horizon: int
     quantity: str
@@ -147,6 +146,26 @@ class Instance:
     mc: Callable[[int, int], Measurement] | None = None
     sim_checks: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the horizons one run of :attr:`scenario` is read at (a curve: the family's schedule does
+    #: not depend on the horizon, :attr:`Family.curve`); ``()``: :attr:`horizon` only.  The
+    #: bound's value then has one entry per horizon.
+    horizons: tuple[int, ...] = ()
+    #: the exact oracle at every horizon of :attr:`curve_horizons` (None: no exact curve)
+    exact_curve: Callable[[], Sequence[float]] | None = None
+    #: what computes the exact values (function and arguments), shown in an exact row's notes
+    exact_source: str = ""
+
+    @property
+    def curve_horizons(self) -> tuple[int, ...]:
+        """The horizons the instance's rows are read at (:attr:`horizons`, else the horizon)."""
+        return tuple(self.horizons) or (int(self.horizon),)
+
+    @property
+    def bound_values(self) -> list[float]:
+        """The bound at each of :attr:`curve_horizons`."""
+        v = np.asarray(self.bound.value, dtype=np.float64).reshape(-1)
+        n = len(self.curve_horizons)
+        return [float(x) for x in (v if v.size == n else np.full(n, v[-1]))]
 
     @property
     def bound_value(self) -> float:
@@ -200,9 +219,10 @@ class Instance:
                               expected_verdict=expected_verdict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Family:
-    """A named scenario family: its theorem, its parameters and its builder."""
+    """A named scenario family: its theorem, its parameters and its builder (keyword
+    arguments only)."""
 
     name: str
     theorem: str
@@ -211,6 +231,11 @@ class Family:
     params: tuple[Param, ...]
     builder: Callable[[dict[str, Any]], Instance]
     modes: tuple[str, ...] = ()
+    #: the parameter that holds the horizon (``"T"``, ``"K"``): a suite row sets it
+    horizon: str = ""
+    #: ``curve(params, horizons) -> Instance``: one run read at every horizon, for families
+    #: whose schedule does not depend on the horizon (None: one run per horizon)
+    curve: Callable[[dict[str, Any], tuple[int, ...]], Instance] | None = None
 
     def defaults(self) -> dict[str, Any]:
         """Every parameter's default value."""
@@ -235,87 +260,31 @@ class Family:
         """The instance at ``params`` (missing ones take their defaults)."""
         return self.builder(self.complete(params))
 
-
-def params_digest(params: Mapping[str, Any]) -> str:
-    """A stable 12-hex digest of a parameter dict (names a point on disk)."""
-    blob = json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
-def event_probabilities(n: int, *, p: Sequence[float] | None = None,
-                        rates: Sequence[float] | None = None, p_s: float | None = None,
-                        rate_s: float | None = None) -> tuple[np.ndarray, float, np.ndarray,
-                                                              float]:
-    """Event law of AREA's iterate model ([A] eqs (5)-(7)) from probabilities or rates.
-
-    Give either ``p`` (n client probabilities; ``p_s = 1 - sum p`` if omitted), or ``rates``
-    and ``rate_s`` (Poisson rates: ``p_i = rate_i / total``), or only ``p_s`` (equal
-    ``p_i = (1 - p_s)/n``).  Returns ``(p, p_s, rates, rate_s)`` with the rates normalised
-    so that they sum to 1 (the engine's Poisson clocks then realise exactly ``p``).
-    """
-    if rates is not None:
-        r = np.asarray(rates, dtype=np.float64).reshape(-1)
-        require(r.size == n, "rates", list(r), f"must have n = {n} entries")
-        require(rate_s is not None, "rate_s", rate_s, "is required with rates")
-        for i, v in enumerate(r):
-            check_positive(f"rates[{i}]", float(v))
-        rs = check_positive("rate_s", rate_s)
-        tot = float(r.sum()) + rs
-        pv, ps = r / tot, rs / tot
-    elif p is not None:
-        pv = np.asarray(p, dtype=np.float64).reshape(-1)
-        require(pv.size == n, "p", list(pv), f"must have n = {n} entries")
-        for i, v in enumerate(pv):
-            check_positive(f"p[{i}]", float(v))
-        ps = 1.0 - float(pv.sum()) if p_s is None else float(p_s)
-        check_positive("p_s", ps)
-        require(abs(float(pv.sum()) + ps - 1.0) <= 1e-9, "p", list(pv),
-                f"must sum with p_s={ps:g} to 1")
-    else:
-        require(p_s is not None, "p_s", p_s, "is required without p or rates")
-        ps = check_positive("p_s", p_s)
-        require(ps < 1.0, "p_s", ps, "must be < 1")
-        pv = np.full(n, (1.0 - ps) / n)
-    return pv, float(ps), pv.copy(), float(ps)
-
-
-def engine_scenario(name: str, problem: Mapping[str, Any], algorithm: Mapping[str, Any],
-                    steps: int, metrics: Sequence[str], *, every: int = 1,
-                    delays: Mapping[str, Any] | None = None,
-                    trigger: Mapping[str, Any] | None = None, seed: int = SEED) -> dict:
-    """An engine scenario dict (the ``fedsim run`` TOML shape) for one simulated run set
-    (:func:`fedsim.validation.cases.scenario_dict`, keyword arguments)."""
-    return scenario_dict(name, dict(problem), dict(algorithm), steps, list(metrics), every,
-                         delays=None if delays is None else dict(delays),
-                         trigger=None if trigger is None else dict(trigger), seed=seed)
-
-
-#: the problem of a ``[problem]`` table (``{"kind": ..., **kwargs}``); the suites' helper
-build_problem_from = problem_from_dict
-#: the problem's tagged constants as records (for reports); the suites' helper
-constants_of = constants_records
-
-
-def poisson_delays(rates: Sequence[float]) -> dict:
-    """A ``[delays]`` table giving client i an exponential compute time of rate ``rates[i]``."""
-    r = [float(v) for v in rates]
-    d: dict[str, Any] = {"compute": {"kind": "exponential", "rate": r[0]}}
-    over = [{"clients": [i], "compute": {"kind": "exponential", "rate": v}}
-            for i, v in enumerate(r) if i > 0 and v != r[0]]
-    if over:
-        d["override"] = over
-    return d
+    def build_curve(self, params: Mapping[str, Any] | None, horizons: Sequence[int]
+                    ) -> Instance:
+        """The instance at ``params`` read at every one of ``horizons`` from one run
+        (:attr:`curve`; the horizon parameter is set to the largest)."""
+        require(self.curve is not None, "family", self.name,
+                "has no curve builder (one run per horizon)")
+        hs = tuple(int(h) for h in horizons)
+        require(bool(hs) and list(hs) == sorted(set(hs)), "horizons", list(hs),
+                "must be increasing, at least one")
+        q = self.complete({**dict(params or {}), self.horizon: hs[-1]})
+        return self.curve(q, hs)
 
 
 def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,
-                   exacts: Sequence[float] | None = None, control: str = "",
-                   expected_verdict: str = "", title: str = "", x_label: str = "horizon",
-                   expected_slope: float = math.nan, family: str = "") -> Case:
+                   exacts: Sequence[float | Sequence[float]] | None = None, control: str = "",
+                   expected_verdict: str | Mapping[str, str] = "", title: str = "",
+                   x_label: str = "horizon", expected_slope: float = math.nan,
+                   family: str = "") -> Case:
     """One :class:`Case` from built instances of one theorem: a run set per distinct engine
     scenario (key ``theorem/name/H<horizon>``, ``/<mode>`` appended when modes at one horizon
-    simulate different scenarios), a row per instance (``exacts[j]``: its exact oracle value,
-    NaN for none); the constants are the first instance's, the simulation checks and notes
-    the union of the instances'."""
+    simulate different scenarios) read at the instance's :attr:`Instance.curve_horizons`, or
+    an :class:`ExactSpec` for an instance without a scenario; a row per instance and horizon.
+    ``exacts[j]``: instance j's exact oracle value (a float, or one per curve horizon; NaN
+    for none); ``expected_verdict``: one verdict, or one per mode.  The constants are the
+    first instance's, the simulation checks and notes the union of the instances'."""
     require(bool(instances), "instances", list(instances), "must hold at least one instance")
     theorem = instances[0].theorem
     for inst in instances:
@@ -328,21 +297,34 @@ def instances_case(instances: Sequence[Instance], *, name: str, replicates: int,
     for inst in instances:
         per_h.setdefault(inst.horizon, set()).add(json.dumps(inst.scenario, sort_keys=True,
                                                              default=str))
-    runs: dict[str, RunSpec] = {}
+    runs: dict[str, RunSpec | ExactSpec] = {}
     rows, checks, notes = [], [], []
     for inst, ex in zip(instances, exacts, strict=True):
+        hs = inst.curve_horizons
+        exv = [float(v) for v in np.broadcast_to(np.asarray(ex, dtype=np.float64), len(hs))]
         key = f"{theorem}/{name}/H{inst.horizon}"
         if len(per_h[inst.horizon]) > 1:
             key += f"/{inst.mode}"
-        if key not in runs:
-            runs[key] = RunSpec(key, inst.scenario, inst.metric, (inst.horizon,),
-                                int(replicates))
-        rows.append(Row(inst.mode, inst.horizon, key, inst.bound, inst.bound_value,
-                        float(ex), control, expected_verdict))
+        if inst.scenario is None and inst.exact_curve is not None and not all(
+                math.isfinite(v) for v in exv):   # nothing to simulate: the oracle measures
+            exv = [float(v) for v in inst.exact_curve()]
+        if key not in runs and inst.scenario is None:
+            require(all(math.isfinite(v) for v in exv), "exacts", exv,
+                    f"must be finite for {inst.family} (no scenario: measured exactly)")
+            runs[key] = ExactSpec(key, hs, tuple(exv), inst.exact_source or inst.family)
+        elif key not in runs:
+            runs[key] = RunSpec(key, inst.scenario, inst.metric, hs, int(replicates))
+        exp = (expected_verdict if isinstance(expected_verdict, str)
+               else expected_verdict.get(inst.mode, ""))
+        rows += [Row(inst.mode, h, key, inst.bound, b, e, control, exp)
+                 for h, b, e in zip(hs, inst.bound_values, exv, strict=True)]
         checks += [c for c in inst.sim_checks if c not in checks]
         notes += [n for n in inst.notes if n not in notes]
     first = instances[0]
     return Case(theorem, name, title or f"search: {family or first.family}", first.description,
-                x_label, first.quantity, expected_slope, list(runs.values()), rows,
-                first.constants, checks, notes, control=control,
-                expected_verdict=expected_verdict, family=family or first.family)
+                x_label, first.quantity, expected_slope,
+                [r for r in runs.values() if isinstance(r, RunSpec)], rows, first.constants,
+                checks, notes, control=control,
+                expected_verdict=expected_verdict if isinstance(expected_verdict, str) else "",
+                exacts=[r for r in runs.values() if isinstance(r, ExactSpec)],
+                family=family or first.family)

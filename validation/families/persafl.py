@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from fedsim.theory import oracle, persafl
-from fedsim.validation.cases import SimCheck
+from fedsim.validation.cases import FRESH_BATCHES, LOGI_SMOOTH, QUAD_SMOOTH, SimCheck
 from fedsim.validation.families.base import (
     MAX_CLIENTS,
     MAX_ITERATIONS,
@@ -42,20 +42,20 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    resolve_hypotheses,
+)
+from fedsim.validation.families.helpers import (
     build_problem_from,
     constants_of,
     engine_scenario,
-    resolve_hypotheses,
 )
 from fedsim.validation.families.mc import engine_mc
 
 from fedsim.errors import check_positive, require
 
-__all__ = ["THEOREM1_WINDOW", "THEOREM3_WINDOW", "THEOREM2_LOGISTIC"]
+__all__ = ["THEOREM1_WINDOW", "THEOREM3_WINDOW", "THEOREM2_LOGISTIC", "QUAD_PARAMS",
+           "quad_problem"]
 
-_FRESH = (True, "the engine draws a fresh batch of size b per local step from the client's "
-                "own noise stream, independent of the events")
-_QUAD = (True, "quadratic: L = max_i lam_max(A_i) EXACT, f_i* = c_i > -inf")
 
 
 def _window(tau: int) -> tuple[tuple[bool, str], list[float]]:
@@ -74,7 +74,8 @@ _WINDOW_PARAMS = (
           high=MAX_ITERATIONS),
     Param("T_factor", "float", 1.0, "T = ceil(T_factor * T_min) when T is not given", low=0.0),
 )
-_QUAD_PARAMS = (
+#: the shared-Hessian quadratic's parameters (:func:`quad_problem`)
+QUAD_PARAMS = (
     Param("L", "float", 1.0, "smoothness", low=0.0, open_low=True),
     Param("kappa", "float", 2.0, "L/mu of the shared Hessian", low=1.0),
     Param("heterogeneity", "float", 3.0, "spread of the client optima", low=0.0),
@@ -83,7 +84,8 @@ _QUAD_PARAMS = (
 )
 
 
-def _quad(q: dict[str, Any]) -> tuple[dict, Any]:
+def quad_problem(q: dict[str, Any]) -> tuple[dict, Any]:
+    """The ``[problem]`` table and problem of the shared-Hessian quadratics (d = 2)."""
     check_positive("L", q["L"])        # eta = 1/(Q sqrt(L T)) and L_c divide by L
     pcfg = {"kind": "quadratic", "n": int(q["n"]), "dim": 2, "mu": float(q["L"]) / float(
         q["kappa"]), "L": float(q["L"]), "heterogeneity": float(q["heterogeneity"]),
@@ -99,12 +101,16 @@ def _horizon(q: dict[str, Any], T_min: float) -> int:
 
 def _instance(name: str, theorem: str, mode: str, q: dict, res, pcfg: dict, prob, rule: dict,
               T: int, eta: float, metric: str, quantity: str, text: str, exact, pmf) -> Instance:
-    Q, tau = int(q["Q"]), int(q["tau"])
-    alg = dict(name="fedasync", model="window", Q=Q, eta=eta, beta=1.0, tau=tau,
+    Q, tau, tau_sim = int(q["Q"]), int(q["tau"]), len(pmf) - 1
+    alg = dict(name="fedasync", model="window", Q=Q, eta=eta, beta=1.0, tau=tau_sim,
                delay_pmf=pmf, **rule)
     sc = engine_scenario(f"{name}-T{T}", pcfg, alg, T, [metric.removeprefix("avg_")])
     checks = [SimCheck("H1.4 staleness <= tau (measured)", tau,
-                       f"window model: staleness uniform on {{0..{tau}}} (measured)")]
+                       f"window model: staleness uniform on {{0..{tau}}} (measured)")
+              if tau_sim <= tau else
+              SimCheck("H1.4 staleness <= tau (measured)", tau,
+                       f"window model: s_t i.i.d. uniform on {{0..{tau_sim}}}, uploader i.i.d. "
+                       f"uniform; declared tau = {tau}", replaces=("Asm 1",))]
     if rule.get("client_rule") == "moreau":
         checks.append(SimCheck("inner accuracy ||grad h_tilde|| <= nu (measured)", 0,
                                "inner gradient descent stops at ||grad h~|| <= nu; every "
@@ -114,12 +120,26 @@ def _instance(name: str, theorem: str, mode: str, q: dict, res, pcfg: dict, prob
     def mc(replicates: int, seed: int) -> Measurement:
         return engine_mc(sc, metric, T, replicates, seed)
 
-    return Instance(name, theorem, mode, dict(q, T=T), res, sc, metric, T, quantity, text,
-                    constants_of(prob), exact, mc, checks)
+    return Instance(
+        family=name,
+        theorem=theorem,
+        mode=mode,
+        params=dict(q, T=T),
+        bound=res,
+        scenario=sc,
+        metric=metric,
+        horizon=T,
+        quantity=quantity,
+        description=text,
+        constants=constants_of(prob),
+        exact=exact,
+        mc=mc,
+        sim_checks=checks,
+    )
 
 
 def _build1(q: dict[str, Any]) -> Instance:
-    pcfg, prob = _quad(q)
+    pcfg, prob = quad_problem(q)
     L, Q, tau, b = float(q["L"]), int(q["Q"]), int(q["tau"]), 1
     cv = prob.constants.values()
     sig, gam = float(cv["sigma_g2"]), float(cv["gamma_g2"])
@@ -129,8 +149,11 @@ def _build1(q: dict[str, Any]) -> Instance:
     eta = float(q["eta_mult"]) / (Q * math.sqrt(L * T))
     res = persafl.theorem1(L=L, Q=Q, tau=tau, b=b, sigma_g2=sig, gamma_g2=gam, f_gap=f_gap,
                            T=T, eta=eta, mode="paper")
-    asm1, pmf = _window(tau)
-    res = resolve_hypotheses(res, {"Asm 1": asm1, "Asm 2": _QUAD, "Asm 3": _FRESH,
+    tau_sim = tau if q.get("tau_sim") is None else int(q["tau_sim"])
+    asm1, pmf = _window(tau_sim)
+    # a window wider than the declared tau: Assumption 1 is left to the measured staleness
+    facts = {"Asm 1": asm1} if tau_sim <= tau else {}
+    res = resolve_hypotheses(res, {**facts, "Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
                                    "Option A": (True, "client_rule = 'sgd'")})
 
     def exact(_ms: int) -> Measurement:
@@ -143,12 +166,12 @@ def _build1(q: dict[str, Any]) -> Instance:
                      dict(client_rule="sgd", batch=b), T, eta, "avg_grad_sq",
                      "(1/T) sum_{t<T} ||grad f(w^t)||^2",
                      f"n={q['n']} shared-Hessian quadratics (L={L:g}, kappa={q['kappa']:g}), "
-                     f"spread {q['heterogeneity']:g}, Q={Q}, tau={tau}, T={T}, eta = "
-                     f"{q['eta_mult']:g}/(Q sqrt(L T))", exact, pmf)
+                     f"spread {q['heterogeneity']:g}, Q={Q}, tau={tau} (window {{0..{tau_sim}}})"
+                     f", T={T}, eta = {q['eta_mult']:g}/(Q sqrt(L T))", exact, pmf)
 
 
 def _build3(q: dict[str, Any]) -> Instance:
-    pcfg, prob = _quad(q)
+    pcfg, prob = quad_problem(q)
     L, Q, tau, b = float(q["L"]), int(q["Q"]), int(q["tau"]), 1
     lam, nu = float(q["lam_over_L"]) * L, float(q["nu"])
     require(lam > L, "lam_over_L", q["lam_over_L"], "must be > 1 (L_c = lam L/(lam - L))")
@@ -165,7 +188,7 @@ def _build3(q: dict[str, Any]) -> Instance:
                            F_gap=F_gap, T=T, affine_additive=True, eta=eta, mode=q["mode"])
     asm1, pmf = _window(tau)
     res = resolve_hypotheses(res, {
-        "Asm 1": asm1, "Asm 2": _QUAD, "Asm 3": _FRESH,
+        "Asm 1": asm1, "Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
         "Option C": (True, "client_rule = 'moreau' (inexact Moreau prox, inner GD)"),
         "H3.x": (True, "every batch loss f_i + e^T theta has Hessian A_i >= 0"),
         "H3.y": (True, "quadratic f_i (affine gradients) with additive Gaussian noise")})
@@ -203,8 +226,8 @@ def _build2(q: dict[str, Any]) -> Instance:
     res = persafl.theorem2(**kw, Q=Q, tau=tau, F_gap=F_gap, T=T, eta=eta, mode="paper")
     asm1, pmf = _window(tau)
     res = resolve_hypotheses(res, {
-        "Asm 1": asm1, "Asm 3": _FRESH,
-        "Asm 2": (True, "logistic: L = max_i lam_max(X_i^T X_i)/(4 m_i) EXACT, f_i >= 0"),
+        "Asm 1": asm1, "Asm 3": FRESH_BATCHES,
+        "Asm 2": LOGI_SMOOTH,
         "Asm 5": (True, "the logistic loss is infinitely differentiable"),
         "Option B": (True, "client_rule = 'maml' with the exact Hessian-vector product"),
         "batches D, D', D''": (True, "three fresh, independent batches of size b")})
@@ -221,28 +244,44 @@ _D1, _rest = _DOC[1].split("``theorem3-window``")
 _D3, _D2 = _rest.split("``theorem2-logistic``")
 
 THEOREM1_WINDOW = Family(
-    "theorem1-window", "theorem1", "[P] Theorem 1 (FedAsync, Option A) on the window model",
-    _DOC[0].split("\n\n", 1)[1].strip() + "\n\n" + _D1.strip(),
-    (*_WINDOW_PARAMS, *_QUAD_PARAMS), _build1, ("paper",))
+    name="theorem1-window",
+    theorem="theorem1",
+    title="[P] Theorem 1 (FedAsync, Option A) on the window model",
+    doc=_DOC[0].split("\n\n", 1)[1].strip() + "\n\n" + _D1.strip(),
+    params=(*_WINDOW_PARAMS, *QUAD_PARAMS,
+     Param("tau_sim", "int", None, "simulated window {0..tau_sim} (default tau; > tau: the "
+           "staleness exceeds the declared tau, Assumption 1 fails, as measured)", low=0,
+           high=MAX_WINDOW)),
+    builder=_build1,
+    modes=("paper",),
+    horizon="T",
+)
 
 THEOREM3_WINDOW = Family(
-    "theorem3-window", "theorem3", "[P] Theorem 3 (PersA-FL-ME, Option C) on the window model",
-    _D3.strip(),
-    (*_WINDOW_PARAMS, *(p if p.name != "heterogeneity" else
+    name="theorem3-window",
+    theorem="theorem3",
+    title="[P] Theorem 3 (PersA-FL-ME, Option C) on the window model",
+    doc=_D3.strip(),
+    params=(*_WINDOW_PARAMS, *(p if p.name != "heterogeneity" else
                         Param("heterogeneity", "float", 0.1, p.doc, low=0.0)
-                        for p in _QUAD_PARAMS),
+                        for p in QUAD_PARAMS),
      Param("lam_over_L", "float", 8.0, "lam / L (Lemma 7 needs >= 7)", low=1.0),
      Param("nu", "float", 1e-8, "inner-solve accuracy", low=0.0, open_low=True),
      Param("mode", "choice", "corrected", "theorem3 mode",
            choices=("corrected", "paper_literal")),
      Param("T_rule", "choice", "cubic", "threshold: cubic (tau+1)^3 or square (paper)",
            choices=("cubic", "square"))),
-    _build3, ("corrected", "paper_literal"))
+    builder=_build3,
+    modes=("corrected", "paper_literal"),
+    horizon="T",
+)
 
 THEOREM2_LOGISTIC = Family(
-    "theorem2-logistic", "theorem2", "[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
-    _D2.strip(),
-    (*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
+    name="theorem2-logistic",
+    theorem="theorem2",
+    title="[P] Theorem 2 (PersA-FL-MAML, Option B) on logistic data",
+    doc=_D2.strip(),
+    params=(*({"tau": Param("tau", "int", 2, "staleness window {0..tau}", low=0, high=MAX_WINDOW),
         "Q": Param("Q", "int", 2, "local steps", low=1),
         "T": Param("T", "int", 200, "horizon (T >= 64 L_b needed)", low=1,
                    high=MAX_ITERATIONS)}.get(p.name, p)
@@ -252,4 +291,7 @@ THEOREM2_LOGISTIC = Family(
      Param("alpha", "float", 0.5, "MAML inner step", low=0.0),
      Param("b", "int", 2, "batch size of D, D', D''", low=1),
      Param("seed", "int", 0, "problem-generation seed", low=0)),
-    _build2, ("paper",))
+    builder=_build2,
+    modes=("paper",),
+    horizon="T",
+)

@@ -9,31 +9,24 @@ problem with anchor rows in every client (G, rho finite), Theorem 3 a shared-Hes
 with lam >= 7L and additive noise (so the paper's mu_c is valid, H3.y).  Out of regime: a
 step 10x the prescribed one, lam < 7L, a declared tau below the simulated staleness.
 
-The suites' grids for these theorems are registered at the bottom of this module
-(:func:`fedsim.theory.registry.register_scenarios`).
+A suite row here is a family (:mod:`fedsim.validation.families.persafl`,
+:mod:`fedsim.validation.families.persafl_physical`), a point, its horizons and a control
+kind (:func:`fedsim.validation.families.cases.family_case`); :data:`GRIDS` lists them per
+suite.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-from fedsim.theory import persafl
-from fedsim.validation.cases import (
-    FRESH_BATCHES,
-    QUAD_SMOOTH,
-    Case,
-    CaseGrid,
-    constant_value,
-    problem_from_dict,
-)
+from fedsim.validation.cases import Case, CaseGrid
 from fedsim.validation.families.cases import family_case
 from fedsim.validation.families.persafl import (
     THEOREM1_WINDOW,
     THEOREM2_LOGISTIC,
     THEOREM3_WINDOW,
 )
-from fedsim.validation.scenarios.fedasync import persafl_case, physical_tau, window_exact
+from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 
 from fedsim.errors import require
 
@@ -49,85 +42,38 @@ def theorem1_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
 
     ``scale``: ``"L1"`` (L = 1, Q = 1, tau = 1; threshold T >= 160 L (Q+7)(tau+1)^3 = 10240)
     or ``"Lsmall"`` (L = 0.01, Q = 2, tau = 3; threshold 921.6).  ``variant``: ``""`` (in
-    regime), ``"step10x"`` (eta 10x the prescribed one: H1.2 fails) or ``"tau_small"``
+    regime), ``"step10x"`` (eta 10x the prescribed one: H1.2 fails), ``"tau_small"``
     (staleness simulated on {0..tau} but tau - 2 declared: the measured staleness exceeds
-    the declared tau, so H1.4 fails).
+    the declared tau, so H1.4 fails) or ``"physical"`` (``theorem1-physical``: n = 3, Q = 1,
+    always-busy physical clients, tau their provable staleness bound).
     """
     require(scale in ("L1", "Lsmall"), "scale", scale, "must be 'L1' or 'Lsmall'")
     require(variant in ("", "step10x", "tau_small", "physical"), "variant", variant,
             "must be '', 'step10x', 'tau_small' or 'physical'")
-    n = 4
-    physical = None
     if scale == "L1":
         L, mu, Q, tau, T0 = 1.0, 0.5, 1, 1, 10240
     else:
         L, mu, Q, tau, T0 = 0.01, 0.005, 2, 3, 1000
     name = f"quad-{scale}" + (f"-{variant}" if variant else "")
-    if variant in ("", "step10x"):
-        mult = 10.0 if variant else 1.0
-        return family_case(
-            THEOREM1_WINDOW, name=name, replicates=replicates,
-            points=[dict(n=n, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=3.0, noise_sd=0.3,
-                         seed=3, eta_mult=mult, T=T) for T in (horizons or [T0, 2 * T0])],
-            control="out_of_regime:step10x" if variant else "",
-            expected_verdict="not_applicable" if variant else "",
-            title=f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}", x_label="T",
-            expected_slope=-0.5)
+    title = f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}"
+    point = dict(L=L, kappa=L / mu, heterogeneity=3.0, noise_sd=0.3, seed=3)
     if variant == "physical":
-        n, Q = 3, 1
-        physical = {"download": {"kind": "constant", "value": 0.0},
-                    "compute": {"kind": "uniform", "low": 1.0, "high": 1.2},
-                    "upload": {"kind": "constant", "value": 0.0},
-                    "think": {"kind": "uniform", "low": 0.0, "high": 0.3},
-                    "compute_per": "round"}
-        tau = physical_tau(physical, n, Q)
-        T0 = math.ceil(160 * L * (Q + 7) * (tau + 1) ** 3)
+        inst = THEOREM1_PHYSICAL.build(dict(point, n=3, Q=1))
+        return family_case(THEOREM1_PHYSICAL, name=name, point=dict(point, n=3, Q=1),
+                           horizons=horizons or [inst.horizon, 2 * inst.horizon],
+                           replicates=replicates, title=title, x_label="T",
+                           expected_slope=-0.5)
+    point.update(n=4, Q=Q, tau=tau, eta_mult=10.0 if variant == "step10x" else 1.0)
     if variant == "tau_small":
-        tau = 3
-        T0 = max(T0, math.ceil(160 * L * (Q + 7) * 2**3))
-    horizons = horizons or [T0, 2 * T0]
-    pcfg = dict(kind="quadratic", n=n, dim=2, mu=mu, L=L, heterogeneity=3.0, noise_sd=0.3,
-                shared_hessian=True, seed=3)
-    prob = problem_from_dict(pcfg)
-    b = 1
-    sig, gam = constant_value(prob, "sigma_g2"), constant_value(prob, "gamma_g2")
-    f_gap = prob.f(np.zeros(prob.dim)) - constant_value(prob, "f_star_P")
-    tau_decl = tau - 2 if variant == "tau_small" else tau
-    mult = 10.0 if variant == "step10x" else 1.0
-
-    def eta_of_T(T):
-        return mult / (Q * math.sqrt(L * T))
-
-    def bound_fn(T, eta, mode, tau):
-        return persafl.theorem1(L=L, Q=Q, tau=tau, b=b, sigma_g2=sig, gamma_g2=gam,
-                                f_gap=f_gap, T=T, eta=eta, mode=mode)
-
-    def exact_fn(eta, T):
-        return window_exact(prob, "A", Q, eta, tau, T, batch=b, cache_key=pcfg)
-
-    ctrl = {"physical": "", "tau_small": "out_of_regime:tau_smaller_than_staleness"}[variant]
-    how = (f"window staleness uniform on {{0..{tau}}}" if physical is None else
-           f"physical clients, compute Uniform(1, 1.2) per round, think Uniform(0, 0.3), no "
-           f"communication delay, provable staleness tau = {tau}")
-    facts = {"Asm 2": QUAD_SMOOTH, "Asm 3": FRESH_BATCHES,
-             "Option A": (True, "client_rule = 'sgd': Q unbiased minibatch SGD steps")}
-    notes = []
-    if physical is not None:
-        facts["Asm 1"] = (None, "physical clients: staleness <= tau is provable (checked "
-                                "below), but uploads are nearly round-robin, not i.i.d. "
-                                "uniform as [P] Assumption 1(ii) asks: the bound is tested "
-                                "beyond its proven regime")
-        notes.append("No exact oracle: non-exponential physical delays need Monte Carlo "
-                     "(THEORY_SPEC 10.2(d)).")
-    return persafl_case(
-        "theorem1", name, f"[P] Thm 1, FedAsync Option A, quadratic L={L:g}",
-        f"n={n}, d=2 quadratic clients with one shared Hessian (mu={mu:g}, L={L:g}), additive "
-        f"noise sd 0.3, Q={Q}, batch {b}, {how}, "
-        f"eta = {mult:g}/(Q sqrt(L T)), beta = 1.",
-        pcfg, prob, dict(client_rule="sgd", batch=b), Q, tau, tau_decl, horizons, replicates,
-        "avg_grad_sq", "(1/T) sum_{t<T} ||grad f(w^t)||^2", bound_fn, eta_of_T, ["paper"],
-        exact_fn if physical is None else None, ctrl, "not_applicable" if ctrl else "",
-        notes=notes, facts=facts, physical=physical)
+        point.update(tau=tau - 2, tau_sim=tau)
+        T0 = max(T0, math.ceil(160 * L * (Q + 7) * (tau - 1) ** 3))
+    ctrl = {"": "", "step10x": "out_of_regime:step10x",
+            "tau_small": "out_of_regime:tau_smaller_than_staleness"}[variant]
+    return family_case(
+        THEOREM1_WINDOW, name=name, point=point, horizons=horizons or [T0, 2 * T0],
+        replicates=replicates, control=ctrl,
+        expected_verdict="not_applicable" if variant else "", title=title, x_label="T",
+        expected_slope=-0.5)
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,11 +92,11 @@ def theorem2_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
     require(variant in ("", "step10x"), "variant", variant, "must be '' or 'step10x'")
     s = 1.0 if scale == "L1" else 0.1
     mult = 10.0 if variant == "step10x" else 1.0
-    points = [dict(n=4, Q=2, tau=2, heterogeneity=1.0, feature_scale=s, alpha=0.5, b=2, seed=0,
-                   eta_mult=mult, T=T) for T in (horizons or [200, 800])]
     return family_case(
         THEOREM2_LOGISTIC, name=f"logistic-{scale}" + (f"-{variant}" if variant else ""),
-        points=points, replicates=replicates, exact=False,
+        point=dict(n=4, Q=2, tau=2, heterogeneity=1.0, feature_scale=s, alpha=0.5, b=2, seed=0,
+                   eta_mult=mult), horizons=horizons or [200, 800],
+        replicates=replicates, exact=False,
         control="out_of_regime:step10x" if variant else "",
         expected_verdict="not_applicable" if variant else "",
         title=f"[P] Thm 2, PersA-FL-MAML (Option B), logistic, feature scale {s:g}",
@@ -189,14 +135,14 @@ def theorem3_case(scale: str = "L1", *, horizons: list[int] | None = None, repli
         T0 = max(T0, 240)
     het = (0.1 if scale == "L1" else 3.0) if heterogeneity is None else float(heterogeneity)
     mult = 10.0 if variant == "step10x" else 1.0
-    points = [dict(n=4, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=het, noise_sd=0.3,
-                   seed=5, lam_over_L=lam_over_L, nu=1e-8, mode=mode, eta_mult=mult, T=T)
-              for T in (horizons or [T0, 2 * T0]) for mode in ("corrected", "paper_literal")]
     ctrl = {"": "", "step10x": "out_of_regime:step10x",
             "lam_lt_7L": "out_of_regime:lam_lt_7L"}[variant]
     return family_case(
         THEOREM3_WINDOW, name=f"quad-{scale}" + (f"-{variant}" if variant else ""),
-        points=points, replicates=replicates, control=ctrl,
+        point=dict(n=4, L=L, kappa=L / mu, Q=Q, tau=tau, heterogeneity=het, noise_sd=0.3,
+                   seed=5, lam_over_L=lam_over_L, nu=1e-8, eta_mult=mult),
+        horizons=horizons or [T0, 2 * T0], modes=("corrected", "paper_literal"),
+        replicates=replicates, control=ctrl,
         expected_verdict="not_applicable" if variant else "",
         title=f"[P] Thm 3, PersA-FL-ME (Option C), quadratic L={L:g}", x_label="T",
         expected_slope=-0.5,

@@ -1,4 +1,4 @@
-"""FedAsync (physical model, Option A, quadratic) replayed along R timelines.
+"""FedAsync (physical model, Option A) on a problem with a compiled view, along R timelines.
 
 [P] Algorithm 1 line 4 / Algorithm 2 lines 5-7: at server step ``t`` the uploading client
 ``i_t`` sends ``Delta = w^{Omega} - w_{i,Q}``, ``w_{i,Q}`` being Q local SGD steps from
@@ -7,22 +7,23 @@ the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - beta Delt
 Each replicate is replayed on its own (so its numbers cannot depend on the others, on
 their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
 
-1. the schedule comes from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline`
-   (uploader, ``omega``, times, the uploader's round number), bitwise the SimPy engine's;
-2. the noise of every round comes from the replicate's own streams
-   (``fedsim.rng.Streams(seed, r).client(i, "noise")``, built in bulk by
-   :mod:`fedsim.engine.replay.seeding`, same bits): a round takes ``Q d`` standard
-   normals (:func:`~fedsim.problems.quadratic_view.draws_per_step` per step), the k-th
-   uploaded round of a client numbers ``k Q d .. (k+1) Q d - 1`` of its stream, as in the
-   engine (which draws a round at its read; a client's rounds are sequential).  A chunk
-   draws each client's rounds with one ``standard_normal(out=...)`` call;
-3. :func:`fedsim.engine.replay.kernel.replay_chunk` applies the client rule
-   (:func:`fedsim.local.sgd.sgd_round` with the problem's compiled oracle) and the server
+1. the schedule (uploader, ``omega``, times, the uploader's round number), bitwise the
+   SimPy engine's, comes from :class:`fedsim.engine.replay.event_timeline.EventTimeline`
+   (the engine's event loop compiled; Constant/Exponential delays) or else from
+   :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
+2. the randomness of every round comes from the replicate's own streams
+   (``fedsim.rng.Streams(seed, r).client(i, "noise")``, as PCG64 state rows built in bulk
+   by :mod:`fedsim.engine.replay.streams`, same bits): the problem's compiled ``draw``
+   (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
+   loop at the round's upload; a client's rounds are sequential, so it consumes its
+   stream round after round as the engine does (which draws a round at its read);
+3. the loop of :func:`fedsim.engine.replay.kernel.replay_kernel` applies the client rule
+   (:func:`fedsim.local.sgd.sgd_round` with the view's compiled oracle) and the server
    rule (:func:`fedsim.servers.fedasync.fedasync_apply`) along the chunk -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
-   metrics are the problem's compiled closed forms
-   (:func:`~fedsim.problems.quadratic_view.quadratic_metrics`, ~1e-16 relative from
-   ``QuadraticProblem.grad_f_sq`` etc., tested to 1e-10).
+   metrics are the view's compiled ones (for quadratics the closed forms
+   :func:`~fedsim.problems.quadratic_view.quadratic_metrics` that
+   ``QuadraticProblem.grad_f_sq`` etc. call too).
 
 Divergence is per replicate, with the engine's rule (``not w.w <= DIVERGE_NORM^2``): the
 replicate is marked at its first such step, its metrics at that step recorded, its model
@@ -41,9 +42,11 @@ import numpy as np
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
+from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, merge_results
-from fedsim.engine.replay.kernel import replay_chunk
+from fedsim.engine.replay.kernel import replay_kernel
 from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.engine.setup import problem_for
 from fedsim.errors import require
@@ -77,7 +80,7 @@ def supports(scenario: Scenario) -> bool:
     if not has_compiled_view(problem):
         return False
     cv = compiled_view(problem, int(a.get("batch")))
-    return cv is not None and cv.normal_block and cv.has_metrics(scenario.record.metrics)
+    return cv is not None and cv.has_metrics(scenario.record.metrics)
 
 
 def _initial_model(scenario: Scenario, d: int) -> np.ndarray:
@@ -141,11 +144,17 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
     names = list(scenario.record.metrics)
     codes = cv.codes(names)
     nm = len(names)
-    dbg = client_bitgens(scenario.seed, reps, n, "delays")
-    nbg = client_bitgens(scenario.seed, reps, n, "noise")
+    plan = DelayPlan(scenario)
+    compiled_tl = supports_plan(plan)
+    if compiled_tl:
+        dst = client_states(scenario.seed, reps, n, "delays")
+        params = delay_params(plan)
+    else:
+        dbg = client_bitgens(scenario.seed, reps, n, "delays")
+    states = client_states(scenario.seed, reps, n, "noise")
+    Z = np.empty((Q, k_draw), dtype=cv.dtype)
     B = max(4, 16 // (Q if scenario.delays.compute_per == "step" else 1))
     blocks = 8 if T is None else int(min(8, max(1, math.ceil(1.2 * T / (n * B)))))
-    plan = DelayPlan(scenario)
     Hh = float(scenario.horizon.time)
     g, new = np.empty(d), np.empty(d)
     lastbuf = np.empty(nm)
@@ -157,16 +166,18 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
            "last": np.full((nm, R), np.nan)}
     grids: list[np.ndarray] = []
     keep: list[dict[str, np.ndarray]] | None = [] if keep_timeline else None
-    sec = {"setup": _clock() - c_setup, "timeline": 0.0, "noise": 0.0, "steps": 0.0,
+    sec = {"setup": _clock() - c_setup, "timeline": 0.0, "steps": 0.0,
            "bookkeeping": 0.0}
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         for k, r in enumerate(reps):
             start = (_initial_model(scenario, d) if w0 is None
                      else np.array(w0[k], dtype=np.float64))
-            tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
-            gens = [np.random.Generator(bg) for bg in nbg[k]]
-            grid, parts = _replay_one(scenario, problem, cv, codes, tl, gens, start,
-                                      T, every, chunk, Q, eta, beta, k_draw, g, new, lastbuf,
+            if compiled_tl:
+                tl = EventTimeline(scenario, r, plan=plan, states=dst[k], params=params)
+            else:
+                tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
+            grid, parts = _replay_one(scenario, problem, cv, codes, tl, states[k], start,
+                                      T, every, chunk, Q, eta, beta, Z, g, new, lastbuf,
                                       out, k, Hh, sec)
             grids.append(grid)
             if keep is not None:
@@ -194,20 +205,20 @@ def _replay_group(scenario: Scenario, problem, reps: list[int], chunk: int,
 _KEEP = ("time", "client", "omega", "t_read", "b_time", "b_delta", "b_gate", "b_before")
 
 
-def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, every, chunk, Q,
-                eta, beta, k_draw, g, new, lastbuf, out, k, Hh,
+def _replay_one(scenario, problem, cv: CompiledView, codes, tl, states, w0, T, every, chunk, Q,
+                eta, beta, Z, g, new, lastbuf, out, k, Hh,
                 sec) -> tuple[np.ndarray, list]:
     """One replicate along its timeline, ``chunk`` steps at a time; fills row ``k`` of
     ``out`` and returns its metric grid (columns: steps 0, every, ...) and its chunks."""
     n, d = problem.n, problem.dim
     nm = codes.size
+    kernel = replay_kernel(sgd_round, cv.grad, cv.draw, fedasync_apply, cv.metrics)
     ncol0 = 1 + (T // every if T is not None else 0)
     grid = np.full((max(ncol0, 1), nm), np.nan)
     cv.metrics(cv.mdata, codes, w0, grid[0])
     H = 64
     hist = np.empty((H, d))
     hist[0] = w0
-    counts = np.zeros(n, dtype=np.int64)  # rounds of each client before the chunk
     parts = []
     t = 0
     max_st = 0
@@ -225,15 +236,6 @@ def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, eve
             by_time = True
             break
         cl = c.client
-        cnt = np.bincount(cl, minlength=n)
-        first = np.cumsum(cnt) - cnt
-        zrow = first[cl] + c.round - counts[cl]
-        Z = np.empty((m, Q, k_draw))
-        if k_draw:
-            for i in np.flatnonzero(cnt).tolist():
-                gens[i].standard_normal(out=Z[first[i]:first[i] + cnt[i]])
-        c2 = _clock()
-        sec["noise"] += c2 - c1
         need = min(int(c.omega.min()), tl.oldest_read(), t)
         if t + m - need + 2 > H:  # the ring keeps every model a round still reads
             H2 = 1 << int(t + m - need + 2).bit_length()
@@ -244,12 +246,11 @@ def _replay_one(scenario, problem, cv: CompiledView, codes, tl, gens, w0, T, eve
         if grid.shape[0] <= (t + m) // every:
             grid = np.concatenate((grid, np.full((max(grid.shape[0], (t + m) // every + 1
                                                       - grid.shape[0]), nm), np.nan)))
-        done = replay_chunk(sgd_round, cv.grad, cv.data, fedasync_apply,
-                            cv.metrics, cv.mdata, codes, hist, t, cl, c.omega, zrow, Z,
+        c2 = _clock()
+        done = kernel(cv.data, cv.mdata, codes, hist, t, cl, c.omega, states, Z,
                             eta, Q, beta, every, g, new, grid, lastbuf, _DIV2)
         sec["steps"] += _clock() - c2
         used = -done if done < 0 else done
-        counts += cnt
         st = np.arange(t, t + used) - c.omega[:used]
         max_st = max(max_st, int(st.max()))
         out["counts"][k] += np.bincount(cl[:used], minlength=n)

@@ -9,8 +9,8 @@ running averages of ``fedsim.trace.Recorder.finish``, the busy-fraction curve of
 Metrics (``grad_sq``, ``dist_sq``, ``f_gap``: the problem's compiled closed forms,
 :func:`fedsim.problems.quadratic_view.quadratic_metrics`) are recorded at steps
 ``0, every, 2 every, ...`` and at the last step, as the engine does.
-``BatchResult.info["seconds"]`` splits the wall time (setup, timeline, noise,
-steps, bookkeeping).
+``BatchResult.info["seconds"]`` splits the wall time (setup, timeline, steps -- the
+draws included --, bookkeeping).
 """
 from __future__ import annotations
 

@@ -71,6 +71,9 @@ CASES = {
     "q1_no_noise": dict(Q=1, noise_sd=0.0),
     "per_step_compute": dict(delays={"compute": _E(2.0), "compute_per": "step"}, steps=300),
     "diverges": dict(eta=25.0, steps=400),
+    # not Constant/Exponential: the vectorised merge (replay.timeline), not the event loop
+    "uniform_think_merge": dict(delays={"compute": {"kind": "uniform", "low": 0.5, "high": 1.5},
+                                        "think": _E(2.0)}, steps=300),
 }
 
 

@@ -1,0 +1,95 @@
+"""Compiled PCG64 stream rows (fedsim.engine.replay.streams): bitwise NumPy's numbers and
+states, for every method a problem's compiled ``draw`` may call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.streams import client_states, numpy_state, stream
+from fedsim.jit import jit
+from fedsim.rng import Streams
+
+
+@jit(cache=False)
+def _normals(states, row, out):
+    gen = stream(states, row)
+    for k in range(out.shape[0]):
+        out[k] = gen.standard_normal()
+    return 0
+
+
+@jit(cache=False)
+def _mixed(states, row, kinds, highs, out):
+    gen = stream(states, row)
+    for k in range(out.shape[0]):
+        c = kinds[k]
+        if c == 0:
+            out[k] = gen.standard_normal()
+        elif c == 1:
+            out[k] = gen.random()
+        elif c == 2:
+            out[k] = gen.standard_exponential()
+        else:
+            out[k] = gen.integers(0, highs[k])
+    return 0
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2**40 + 17])
+def test_rows_are_the_pcg64_states_of_fedsim_rng(seed):
+    S = client_states(seed, [0, 2, 9], 4, "noise")
+    bgs = client_bitgens(seed, [0, 2, 9], 4, "noise")
+    for k, r in enumerate([0, 2, 9]):
+        for i in range(4):
+            assert numpy_state(S[k, i]) == bgs[k][i].state
+            assert numpy_state(S[k, i]) == Streams(seed, r).client(i, "noise").bit_generator.state
+
+
+def test_two_million_normals_and_the_final_state_are_numpys():
+    """2e6 draws take the ziggurat's slow branches (wedges, tail) thousands of times."""
+    S = client_states(3, [1], 3, "noise")[0].copy()
+    out = np.empty(2_000_000)
+    _normals(S, 2, out)
+    g = Streams(3, 1).client(2, "noise")
+    np.testing.assert_array_equal(out, g.standard_normal(out.size))
+    assert numpy_state(S[2]) == g.bit_generator.state
+    assert numpy_state(S[0]) == Streams(3, 1).client(0, "noise").bit_generator.state  # untouched
+
+
+@pytest.mark.parametrize("high", [1, 2, 7, 1000, 2**32 - 1, 2**32, 2**32 + 1, 2**33 + 5, 2**62])
+def test_interleaved_methods_are_numpys(high):
+    """Every method, interleaved at random (the buffered 32-bit half of ``integers`` with a
+    small range carries across the other methods' draws, as in NumPy)."""
+    rng = np.random.default_rng(high % 1000)
+    m = 20_000
+    kinds = rng.integers(0, 4, m)
+    highs = np.full(m, high, dtype=np.int64)
+    S = client_states(11, [4], 2, "noise")[0].copy()
+    out = np.empty(m)
+    _mixed(S, 1, kinds, highs, out)
+    g = Streams(11, 4).client(1, "noise")
+    ref = np.empty(m)
+    for k in range(m):
+        c = kinds[k]
+        ref[k] = (g.standard_normal() if c == 0 else g.random() if c == 1
+                  else g.standard_exponential() if c == 2 else g.integers(0, high))
+    np.testing.assert_array_equal(out, ref)
+    assert numpy_state(S[1]) == g.bit_generator.state
+
+
+@jit(cache=False)
+def _exponentials(states, row, out):
+    gen = stream(states, row)
+    for k in range(out.shape[0]):
+        out[k] = gen.standard_exponential()
+    return 0
+
+
+def test_two_million_exponentials_and_the_final_state_are_numpys():
+    S = client_states(8, [2], 2, "delays")[0].copy()
+    out = np.empty(2_000_000)
+    _exponentials(S, 1, out)
+    g = Streams(8, 2).client(1, "delays")
+    np.testing.assert_array_equal(out, g.standard_exponential(out.size))
+    assert numpy_state(S[1]) == g.bit_generator.state
