@@ -3,13 +3,14 @@ the point runs in a worker process that is killed, and its row says "stopped by 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 
 import pandas as pd
 import pytest
-from fedsim.validation.families import Family, get_family
+from fedsim.validation.families import get_family
 from fedsim.validation.search import SearchSettings, run_search
 
 
@@ -36,8 +37,8 @@ def _children() -> set[int]:
 
 def test_point_stuck_in_a_c_call_is_stopped_by_budget(tmp_path):
     base = get_family("theorem8-norm")
-    fam = Family("stuck-norm", "theorem8", "stuck", "stuck", base.params, stuck_builder,
-                 base.modes)
+    fam = dataclasses.replace(base, name="stuck-norm", title="stuck", doc="stuck",
+                              builder=stuck_builder)
     before = _children()
     st = SearchSettings(budget=8.0, grid=2, refine=0, confirm=0, workers=2, progress=False)
     t0 = time.monotonic()
