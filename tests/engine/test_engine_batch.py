@@ -121,11 +121,19 @@ def test_unsupported_scenarios_loop_the_engine_bitwise(name: str) -> None:
         _assert_close(run(sc, r), b, bitwise=True)
 
 
-def test_logistic_fedasync_falls_back() -> None:
+def test_logistic_fedasync_is_replayed_bitwise(monkeypatch) -> None:
+    """Logistic regression has a compiled view (``fedsim.problems.logistic_view``), so
+    FedAsync on it runs on the replay, bit for bit the engine's traces (the engine's
+    ``run`` disabled while ``run_batch`` replays)."""
+    import fedsim.engine.batch as batch_module
+
     sc = _fedasync(problem="logistic", steps=60)
-    assert not supports(sc)
-    (b,) = run_batch(sc, [4])
-    _assert_close(run(sc, 4), b, bitwise=True)
+    assert supports(sc)
+    reps = [4, 5]
+    looped = [run(sc, r) for r in reps]
+    monkeypatch.setattr(batch_module, "run", lambda *a, **k: 1 / 0)
+    for a, b in zip(looped, run_batch(sc, reps), strict=True):
+        _assert_close(a, b, bitwise=True)
 
 
 def test_bad_replicates_raise_and_empty_is_empty() -> None:
