@@ -38,6 +38,10 @@ def test_check_sim_time_hand_cases():
 
 def test_validate_and_paper_records_say_why(tmp_path):
     sc = _tiny_rate_scenario(tmp_path)
+    from fedsim.engine.batch import supports
+
+    # the event engine: the compiled replay does not end when the time overflows (reported)
+    assert not supports(config.Scenario.from_dict(sc))
     tasks = [Task("rep", "fedsim.validation.worker:run_replicate",
                   {"scenario": sc, "replicate": 0, "metric": "grad_sq", "horizons": [10]}),
              Task("arm", "fedsim.validation.paper.worker:run_arm",
