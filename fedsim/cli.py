@@ -11,9 +11,18 @@ dispatcher:
 * ``fedsim search``    -- :mod:`fedsim.validation.search_cli` (bound violations /
   looseness over a family)
 
-Every user error (bad option, bad TOML, inconsistent scenario, unusable output path,
-a scenario over the memory budget) prints one line ``fedsim: error: ...`` on stderr and
-exits with code 2, before any computation.  ``fedsim run`` exits 3 when the run diverged.
+Exit codes, the same for every subcommand (:data:`EXIT_CODES`; the fuzz test's oracle
+accepts 0, 2 and 3 only):
+
+* 0 -- the command finished and its result can be read as a success;
+* 2 -- bad input or a user error (bad option, bad TOML, inconsistent scenario, unusable
+  output path, a scenario over the memory budget, a non-finite simulated time): one line
+  ``fedsim: error: ...`` on stderr, before any computation where the input allows it;
+* 3 -- the command finished but its result is a failure that must not be read as a
+  success: ``fedsim run`` diverged; ``fedsim validate`` had a negative control that did
+  not get its required verdict (one line on stderr; the outputs are written for
+  inspection);
+* 130 -- interrupted (Ctrl-C); re-running resumes where a run directory exists.
 """
 
 from __future__ import annotations
@@ -25,7 +34,16 @@ from collections.abc import Sequence
 
 from fedsim.errors import FedsimError
 
-__all__ = ["main", "build_parser", "OneLineParser", "DESCRIPTION"]
+__all__ = ["main", "build_parser", "OneLineParser", "DESCRIPTION", "EXIT_CODES",
+           "EXIT_FAILED_RESULT"]
+
+#: the command finished, but its result is a failure (a diverged run, a failed control)
+EXIT_FAILED_RESULT = 3
+#: every exit code of ``fedsim`` and what it means (module doc)
+EXIT_CODES = {0: "done", 2: "bad input or a user error (one line on stderr)",
+              EXIT_FAILED_RESULT: "finished, but the result is a failure (a diverged run, "
+              "a negative control without its required verdict)",
+              130: "interrupted (re-run to resume)"}
 
 _SUBCOMMAND_MODULES = ("fedsim.cli_run", "fedsim.theory.cli", "fedsim.validation.cli",
                        "fedsim.validation.search_cli")
@@ -47,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every subcommand module."""
     from fedsim import __version__
 
-    parser = OneLineParser(prog="fedsim", description=DESCRIPTION)
+    parser = OneLineParser(prog="fedsim", description=DESCRIPTION,
+                           epilog="exit codes: " + "; ".join(f"{k} {v}" for k, v in
+                                                             EXIT_CODES.items()))
     parser.add_argument("--version", action="version", version=f"fedsim {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, required=True)
     for modname in _SUBCOMMAND_MODULES:

@@ -18,17 +18,17 @@ exploding iterate: the trace stops at the divergence step and is still written).
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 from pathlib import Path
 
 from fedsim import safefile
-from fedsim.errors import ConfigError, require
+from fedsim.cli import EXIT_FAILED_RESULT
+from fedsim.errors import ConfigError, check_sim_time, require
 
 __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
            "check_output_path", "EXIT_DIVERGED", "PLOT_SUFFIXES"]
 
-EXIT_DIVERGED = 3
+EXIT_DIVERGED = EXIT_FAILED_RESULT
 
 #: the file types ``--plot`` writes
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -155,10 +155,7 @@ def main_run(args: argparse.Namespace) -> int:
     if not args.no_progress:
         _announce_setup(sc)
     trace = run(sc, args.replicate, progress=not args.no_progress)
-    if not math.isfinite(float(trace.sim_time)):
-        raise ConfigError(f"simulated time overflowed float64 (sim_time = {trace.sim_time}) "
-                          f"after {trace.steps_done} steps: the delays are too long to add up "
-                          "(e.g. a rate near 1e-308); rescale the delays")
+    check_sim_time(trace.sim_time, trace.steps_done)
     div = int(bool(trace.diverged))
     for path in (args.out, args.metrics_out):
         if path is not None:

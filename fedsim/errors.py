@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "FedsimError", "ConfigError", "require", "check_finite", "check_integer", "check_number",
     "check_positive", "check_probability", "check_in_range", "check_choice",
+    "NonFiniteTimeError", "check_sim_time",
 ]
 
 
@@ -23,6 +24,23 @@ class FedsimError(Exception):
 
 class ConfigError(FedsimError, ValueError):
     """Bad user input: a field's value breaks a stated rule."""
+
+
+class NonFiniteTimeError(ConfigError):
+    """A run's simulated time overflowed float64: its delays cannot be added up."""
+
+
+def check_sim_time(sim_time: float, steps_done: int) -> None:
+    """Raise :class:`NonFiniteTimeError` unless the simulated time of a finished run is
+    finite (a delay with a rate near 1e-308 makes it ``inf``; every time-based quantity
+    of the run is then meaningless).  ``fedsim run`` (exit 2), validate's and the paper
+    suite's records (an ``error`` record with this reason) and search's points (a
+    ``REFUSED`` row with this reason) all go through it."""
+    if not math.isfinite(float(sim_time)):
+        raise NonFiniteTimeError(
+            f"simulated time overflowed float64 (sim_time = {float(sim_time)}) after "
+            f"{int(steps_done)} steps: the delays are too long to add up (e.g. a rate near "
+            "1e-308); rescale the delays")
 
 
 def require(cond: bool, field: str, value: Any, rule: str) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fedsim.errors import ConfigError, FedsimError
+from fedsim.faults import fault_point
 
 __all__ = ["check_output_file", "check_output_dir", "atomic_writer", "atomic_write_bytes",
            "atomic_write_text", "atomic_write_json_file", "open_lock",
@@ -166,6 +167,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        fault_point(f"write:{path.name}")  # the kill -9 tests (fedsim.faults)
         _refuse_target(path)
         os.replace(tmp, path)
     except BaseException:

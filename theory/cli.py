@@ -325,8 +325,12 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
     theorem = get_theorem(args.theorem)
     kw = _kwargs(args, theorem)
+    from fedsim.notice import notice_after
+
     try:
-        with np.errstate(all="ignore"):  # an overflow shows in the value (inf) or below
+        with np.errstate(all="ignore"), notice_after(  # an overflow shows in the value (inf)
+                f"evaluating {theorem.name}'s bound (a long recursion at these horizons); "
+                "this can take a while"):
             result = theorem.function(**kw)
     except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
         raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "

@@ -57,7 +57,8 @@ _CACHE_STATS: dict[str, int] = {"hits": 0, "computed": 0, "damaged": 0}
 
 
 def set_oracle_cache(path: str | os.PathLike | None) -> None:
-    """Keep exact oracle values under ``path`` (one JSON file per call), so a resumed suite
+    """Keep exact oracle values in the database of run directory ``path`` (table ``oracle``
+    of ``path/store.sqlite``, :mod:`fedsim.validation.montecarlo_db`), so a resumed suite
     does not recompute them; ``None`` disables the cache.  Resets :func:`oracle_cache_stats`.
     """
     global _CACHE_DIR
@@ -85,12 +86,8 @@ def _entry_checksum(tag: str, args: str, value: Any) -> str:
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
-def _read_entry(path: Path, tag: str, args: str) -> tuple[Any, str | None]:
+def _check_entry(entry: Any, tag: str, args: str) -> tuple[Any, str | None]:
     """``(value, None)`` for a verified cache entry; ``(None, reason)`` otherwise."""
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return None, f"unreadable ({type(exc).__name__})"
     if not isinstance(entry, dict) or set(entry) != {"tag", "args", "value", "checksum"}:
         return None, "not a cache entry (keys tag, args, value, checksum)"
     if entry["tag"] != tag or entry["args"] != args:
@@ -103,33 +100,36 @@ def _read_entry(path: Path, tag: str, args: str) -> tuple[Any, str | None]:
 
 
 def cached(tag: str, args: Any, compute) -> Any:
-    """``compute()`` memoised on disk by ``sha256(tag, repr(args))`` (values are JSON).
+    """``compute()`` memoised in the run directory's database by ``sha256(tag, repr(args))``
+    (values are JSON; table ``oracle``, one transaction per entry).
 
-    Each entry ``{tag, args, value, checksum}`` is written atomically and verified on read
-    (keys, the arguments it was computed for, a number or list of numbers, the sha256 of
-    its canonical content); one that fails -- truncated, edited, written by an older
-    fedsim without a checksum -- is recomputed and rewritten, with a line on stderr.
+    Each entry ``{tag, args, value, checksum}`` is verified on read (the arguments it was
+    computed for, a number or list of numbers, the sha256 of its canonical content); one
+    that fails -- truncated, edited, written by an older fedsim without a checksum -- is
+    recomputed and rewritten, with a line on stderr.
     """
     if _CACHE_DIR is None:
         return compute()
-    sargs = repr(args)
-    h = hashlib.sha256(f"{tag}|{sargs}".encode()).hexdigest()[:24]
-    path = _CACHE_DIR / f"{tag}-{h}.json"
-    if path.exists():
-        value, problem = _read_entry(path, tag, sargs)
-        if problem is None:
-            _CACHE_STATS["hits"] += 1
-            return value
-        _CACHE_STATS["damaged"] += 1
-        sys.stderr.write(f"fedsim: oracle cache entry {path.name} is damaged ({problem}); "
-                         "recomputing it\n")
-    value = compute()
-    from fedsim.validation.montecarlo_store import atomic_write_json, canonical_json
+    from fedsim.validation.montecarlo_db import open_store
+    from fedsim.validation.montecarlo_store import canonical_json
 
-    value = json.loads(canonical_json(value))
+    store = open_store(_CACHE_DIR)
+    sargs = repr(args)
+    key = f"{tag}-{hashlib.sha256(f'{tag}|{sargs}'.encode()).hexdigest()[:24]}"
+    entry, problem = store.get_oracle(key)
+    if entry is not None or problem is not None:
+        if problem is None:
+            value, problem = _check_entry(entry, tag, sargs)
+            if problem is None:
+                _CACHE_STATS["hits"] += 1
+                return value
+        _CACHE_STATS["damaged"] += 1
+        sys.stderr.write(f"fedsim: oracle cache entry {key} is damaged ({problem}); "
+                         "recomputing it\n")
+    value = json.loads(canonical_json(compute()))
     _CACHE_STATS["computed"] += 1
-    atomic_write_json(path, {"tag": tag, "args": sargs, "value": value,
-                             "checksum": _entry_checksum(tag, sargs, value)})
+    store.put_oracle(key, {"tag": tag, "args": sargs, "value": value,
+                           "checksum": _entry_checksum(tag, sargs, value)})
     return value
 
 

@@ -16,10 +16,13 @@ Re-running the same command after an interruption resumes from the run directory
 ``fedsim report DIR [--out PDF]`` rebuilds the PDF of a run directory
 (:func:`fedsim.validation.report.build_report`); the default is ``DIR/report.pdf``.
 
-Exit codes: 0 done; 1 a negative control of the suite did not get the verdict it must
-get (``run_suite`` returned ``controls_ok=False``: the machinery cannot be trusted);
+Exit codes (the contract of every subcommand, :data:`fedsim.cli.EXIT_CODES`): 0 done;
 2 bad options (one line ``fedsim: error: ...`` on stderr, from
-:class:`fedsim.cli.OneLineParser`) or a user error; 130 interrupted (re-run to resume).
+:class:`fedsim.cli.OneLineParser`) or a user error; 3 the run finished but its result must
+not be read as a success -- for ``validate``, a negative control did not get the verdict it
+must get (``run_suite`` returned ``controls_ok=False``: the machinery cannot be trusted),
+said in one line on stderr, the outputs still written for inspection; 130 interrupted
+(re-run to resume).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fedsim.cli import EXIT_FAILED_RESULT
 from fedsim.errors import FedsimError
 from fedsim.safefile import path_option
 
@@ -95,8 +99,11 @@ def add_parser(subparsers: Any) -> None:
         "the theorems' bounds at the same constants, verdicts with confidence intervals) and "
         "write verdicts.csv and the PDF report. Re-running the same command after an "
         "interruption resumes from the run directory.",
-        epilog="exit codes: 0 done; 1 a negative control did not get its required verdict; "
-        "2 bad options; 130 interrupted")
+        epilog="exit codes: 0 done (every negative control got its required verdict); "
+        "2 bad input, nothing run (one line on stderr); 3 a negative control did not get its "
+        "required verdict: the validation is not trustworthy (one line on stderr; "
+        "verdicts.csv and the PDF are still written, see their control column); "
+        "130 interrupted (re-run to resume)")
     p.add_argument("--suite", required=True, choices=SUITES, help="which suite to run")
     p.add_argument("--replicates", type=int_at_least(2, "replicates", MAX_REPLICATES),
                    default=None,
@@ -278,7 +285,7 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
         sys.stderr.write("fedsim: error: a negative control did not get its required verdict; "
                          "the validation is not trustworthy (see the control column of "
                          f"{csv})\n")
-        return 1
+        return EXIT_FAILED_RESULT
     return 0
 
 

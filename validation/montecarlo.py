@@ -83,6 +83,7 @@ from fedsim.validation.montecarlo_store import (
 )
 
 from fedsim.errors import ConfigError, FedsimError, check_integer, require
+from fedsim.faults import fault_point
 
 __all__ = [
     "Task",
@@ -121,6 +122,7 @@ class _Sink:
         if not recs:
             return
         write_records(self.run_dir, recs)  # one transaction per chunk
+        fault_point("chunk")  # the kill -9 tests (fedsim.faults)
         for rec in recs:
             self.out[rec["task_id"]] = rec
         if self.bar is not None:

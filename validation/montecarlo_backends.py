@@ -34,7 +34,8 @@ from fedsim.validation.montecarlo_store import Task, canonical_json
 from fedsim.errors import FedsimError
 
 __all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
-           "run_dask", "CHUNK", "DASK_STALL_SECONDS", "set_dask_timeout"]
+           "run_dask", "CHUNK", "DASK_STALL_SECONDS", "set_dask_timeout", "new_pool",
+           "kill_pool", "process_gone"]
 
 #: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
 #: a batch of replicates is the same whatever the backend; a kill loses at most the
@@ -161,14 +162,27 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def process_gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended -- including as a zombie that its own parent has
+    not reaped yet (``kill(pid, 0)`` still succeeds on a zombie: a parent that waits for
+    the end of the run's output before reaping it would otherwise keep the workers, which
+    hold that output open, alive for ever)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or the pid now belongs to another user
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False  # no /proc (not Linux): kill(pid, 0) said it exists
+    return state in (b"Z", b"X")
+
+
 def _watch(run_pid: int) -> None:
     while True:
         time.sleep(1.0)
-        try:
-            os.kill(run_pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except PermissionError:  # pragma: no cover - the pid was reused by another user
+        if process_gone(run_pid):
             os._exit(1)
 
 
@@ -184,12 +198,14 @@ def _quiet_worker(run_pid: int | None = None) -> None:
                          name="fedsim-parent-watch").start()
 
 
-def _new_pool(workers: int) -> cf.ProcessPoolExecutor:
+def new_pool(workers: int) -> cf.ProcessPoolExecutor:
+    """A process pool whose workers ignore SIGINT and die with this process
+    (:func:`_quiet_worker`)."""
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(),
                                   initializer=_quiet_worker, initargs=(os.getpid(),))
 
 
-def _kill_pool(ex: cf.ProcessPoolExecutor) -> None:
+def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
     """On Ctrl-C: terminate the workers now instead of waiting for their chunks.
 
     Then wait (at most 5 s) for the executor's manager thread to close its wake-up pipe:
@@ -230,7 +246,7 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                 sink: Sink) -> list[tuple[Task, str]]:
     """One pool lifetime; returns the tasks left unfinished if the pool broke."""
     done: set[str] = set()
-    ex = _new_pool(workers)
+    ex = new_pool(workers)
     try:
         futs = {ex.submit(_run_chunk, c): c for c in _chunks(todo, chunk)}
         for fut in cf.as_completed(futs):
@@ -246,7 +262,7 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
                 sink(recs)
                 done.update(rec["task_id"] for rec in recs)
     except BaseException:  # Ctrl-C, a time limit, a failed write: stop the workers now
-        _kill_pool(ex)
+        kill_pool(ex)
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
@@ -255,19 +271,19 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
 
 def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
     """One task at a time in a single worker: a crash identifies its task."""
-    ex = _new_pool(1)
+    ex = new_pool(1)
     try:
         for item in todo:
             try:
                 rec = ex.submit(_run_chunk, [item]).result()[0]
             except BrokenProcessPool:
                 ex.shutdown(wait=True, cancel_futures=True)
-                ex = _new_pool(1)
+                ex = new_pool(1)
                 rec = new_record(item[0], item[1], "error",
                               "WorkerCrash: the worker process died while running this task")
             sink([rec])
     except KeyboardInterrupt:
-        _kill_pool(ex)
+        kill_pool(ex)
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)

@@ -9,6 +9,7 @@ Every run directory -- ``fedsim validate`` (theorem suites and the paper suite) 
             value TEXT  -- JSON (NaN/Infinity in Python's dialect) or NULL,
             payload TEXT -- JSON, checksum)
     points(point TEXT PRIMARY KEY, body TEXT -- JSON {"key", "row"}, checksum)
+    oracle(key TEXT PRIMARY KEY, tag, args, value TEXT -- JSON, checksum)  -- exact values
     info(name TEXT PRIMARY KEY, value TEXT)   -- schema version, migration counts
 
 * **Transactions.**  :meth:`RunStore.put_records` writes a chunk of records as one
@@ -23,11 +24,15 @@ Every run directory -- ``fedsim validate`` (theorem suites and the paper suite) 
   or cannot be read at all (a damaged page) is reported with a reason and recomputed by the
   caller, which counts it.  The hash detects damage, not an editor: whoever can write the
   file can recompute a checksum.
+* **Oracle cache.**  The exact oracle values a suite computes while it builds its cases
+  (:func:`fedsim.validation.cases.cached`) are rows of ``oracle``, verified on read like
+  records (their checksum and type are checked there; a damaged one is recomputed and
+  counted).
 * **Old layout.**  A run directory written by an older fedsim (one JSON file per record
-  under ``results/``, per search point under ``points/``) is migrated the first time it is
-  opened: every record that passes verification is copied in one transaction, the old
-  files are then removed, and one line on stderr says how many were moved and how many
-  were damaged (those are recomputed).
+  under ``results/``, per search point under ``points/``, per oracle value under
+  ``oracle-cache/``) is migrated the first time it is opened: every record that passes
+  verification is copied in one transaction, the old files are then removed, and one line
+  on stderr says how many were moved and how many were damaged (those are recomputed).
 * **Reading.**  ``pandas.read_sql("SELECT task_id, status, value FROM records",
   sqlite3.connect("runs/quick/store.sqlite"))``; ``value`` is JSON text (README).
 """
@@ -48,6 +53,7 @@ from typing import Any
 from fedsim.validation.montecarlo_schema import canonical_json, check_record
 
 from fedsim.errors import FedsimError
+from fedsim.faults import fault_point
 from fedsim.safefile import kind_of
 
 __all__ = ["STORE_FILE", "SCHEMA_VERSION", "RunStore", "open_store", "close_store",
@@ -64,7 +70,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS points (point TEXT PRIMARY KEY, body TEXT NOT NULL, "
     "checksum TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS info (name TEXT PRIMARY KEY, value TEXT)",
+    "CREATE TABLE IF NOT EXISTS oracle (key TEXT PRIMARY KEY, tag TEXT NOT NULL, "
+    "args TEXT NOT NULL, value TEXT NOT NULL, checksum TEXT NOT NULL)",
 )
+_ORACLE_KEYS = ("tag", "args", "value", "checksum")
 _COLS = ("task_id", "fn", "status", "reason", "payload_hash", "value", "payload", "checksum")
 
 
@@ -162,6 +171,7 @@ class RunStore:
         with self._transaction():
             self.db.execute("INSERT OR REPLACE INTO points VALUES (?, ?, ?)",
                             (point, text, point_checksum(body)))
+        fault_point("point")  # the kill -9 tests (fedsim.faults)
 
     def get_point(self, point: str) -> tuple[dict | None, str | None]:
         """``(body, None)``, ``(None, None)`` if absent, ``(None, reason)`` if damaged."""
@@ -182,6 +192,33 @@ class RunStore:
         if row[1] != point_checksum(body):
             return None, "checksum mismatch (the point was edited or damaged)"
         return body, None
+
+    # -- oracle cache ----------------------------------------------------------------------
+    def put_oracle(self, key: str, entry: dict[str, Any]) -> None:
+        """Store an oracle cache entry ``{"tag", "args", "value", "checksum"}`` under
+        ``key`` (one transaction; the caller computed the checksum)."""
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO oracle VALUES (?, ?, ?, ?, ?)",
+                            (key, entry["tag"], entry["args"], canonical_json(entry["value"]),
+                             entry["checksum"]))
+
+    def get_oracle(self, key: str) -> tuple[dict | None, str | None]:
+        """``(entry, None)`` with the value decoded (not yet verified: the caller checks
+        it against its arguments and checksum), ``(None, None)`` if absent,
+        ``(None, reason)`` if the row cannot be read or decoded."""
+        try:
+            row = self.db.execute("SELECT tag, args, value, checksum FROM oracle "
+                                  "WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            return None, f"unreadable ({exc})"
+        if row is None:
+            return None, None
+        entry = dict(zip(_ORACLE_KEYS, row, strict=True))
+        try:
+            entry["value"] = json.loads(entry["value"])
+        except (TypeError, ValueError, RecursionError):
+            return None, "not valid JSON (truncated or garbled)"
+        return entry, None
 
     # -- plumbing ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -204,8 +241,9 @@ class RunStore:
 
     def _migrate_json_layout(self) -> dict[str, int]:
         """Copy ``results/**.json`` and ``points/*.json`` of an older fedsim (module doc)."""
-        moved = {"records": 0, "points": 0, "damaged": 0}
+        moved = {"records": 0, "points": 0, "oracle": 0, "damaged": 0}
         old_results, old_points = self.run_dir / "results", self.run_dir / "points"
+        old_oracle = self.run_dir / "oracle-cache"
         if kind_of(old_results) == "directory":
             recs = []
             for p in sorted(old_results.glob("*/*.json")):
@@ -237,10 +275,30 @@ class RunStore:
                 self.db.executemany("INSERT OR IGNORE INTO points VALUES (?, ?, ?)", rows)
             moved["points"] = len(rows)
             shutil.rmtree(old_points)
+        if kind_of(old_oracle) == "directory":
+            rows = []
+            for p in sorted(old_oracle.glob("*.json")):
+                try:
+                    entry = json.loads(p.read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                    entry = None
+                if not (isinstance(entry, dict) and set(entry) == set(_ORACLE_KEYS)
+                        and all(isinstance(entry[k], str) for k in ("tag", "args",
+                                                                    "checksum"))):
+                    moved["damaged"] += 1  # verified again on read: checksum, arguments
+                    continue
+                rows.append((p.stem, entry["tag"], entry["args"],
+                             canonical_json(entry["value"]), entry["checksum"]))
+            with self._transaction():
+                self.db.executemany("INSERT OR IGNORE INTO oracle VALUES (?, ?, ?, ?, ?)",
+                                    rows)
+            moved["oracle"] = len(rows)
+            shutil.rmtree(old_oracle)
         if any(moved.values()):
-            sys.stderr.write(f"fedsim: moved {moved['records']} records and {moved['points']} "
-                             f"search points of {self.run_dir} from the old JSON layout into "
-                             f"{STORE_FILE} ({moved['damaged']} damaged, to be recomputed)\n")
+            sys.stderr.write(f"fedsim: moved {moved['records']} records, {moved['points']} "
+                             f"search points and {moved['oracle']} oracle values of "
+                             f"{self.run_dir} from the old JSON layout into {STORE_FILE} "
+                             f"({moved['damaged']} damaged, to be recomputed)\n")
         return moved
 
 

@@ -49,6 +49,7 @@ from fedsim.validation.montecarlo_schema import (
 )
 
 from fedsim.errors import FedsimError, require
+from fedsim.faults import fault_point
 from fedsim.safefile import atomic_write_json_file, open_lock, remove_stale_temporaries
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash",
@@ -205,6 +206,7 @@ def lock_run_dir(run_dir: str | os.PathLike) -> Iterator[Path]:
         fh.flush()
         _HELD[key] = [fh, 1]
         remove_stale_temporaries(run_dir, depth=2)  # left by a killed writer; none is live
+        fault_point("setup")  # the kill -9 tests (fedsim.faults)
         try:
             yield run_dir
         finally:

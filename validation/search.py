@@ -27,9 +27,11 @@ A point the family refuses (a ``ConfigError`` from building or measuring it, e.g
 parameter combination outside a theorem's setting, or an arithmetic overflow at extreme
 constants) is a row with ``status = REFUSED``, the reason in ``oracle`` and no ratio; the
 search goes on.  ``summary.json`` counts them (``refused``).  The budget holds inside a
-point too: a point still running when it runs out is stopped (SIGALRM) and is a row with
-``status = TIMEOUT`` (counted as ``timed_out``, not stored, so a resumed search measures it
-again).
+point too: each point runs in a worker process (:mod:`fedsim.validation.search_budget`; in
+this process with ``workers=1``, where only SIGALRM can stop it) that is killed when the
+budget runs out, even in the middle of a C call; the point is a row with ``status =
+TIMEOUT`` and ``oracle`` "stopped by budget after ... s" (counted as ``timed_out``, not
+stored, so a resumed search measures it again).
 
 Every evaluated point is a row of the run directory's database (``out/store.sqlite``, table
 ``points``, :mod:`fedsim.validation.montecarlo_db`), one transaction each, with the sha256
@@ -46,15 +48,11 @@ the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by va
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +63,7 @@ from fedsim.validation.families import Family, get_family, params_digest
 from fedsim.validation.montecarlo import atomic_write_json, canonical_json
 from fedsim.validation.montecarlo_db import open_store
 from fedsim.validation.montecarlo_store import lock_run_dir
+from fedsim.validation.search_budget import PointStopped, measure_within, point_worker
 from fedsim.validation.search_space import Dim, coarse_grid, levels, parse_space
 
 from fedsim.errors import ConfigError, require
@@ -113,31 +112,6 @@ def _ratio(measured: float, bound: float, objective: str) -> float:
     return float(num / den)
 
 
-class _PointTimeout(Exception):
-    """The search budget ran out inside a point."""
-
-
-@contextlib.contextmanager
-def _deadline(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`_PointTimeout` in this thread after ``seconds`` (SIGALRM; only in the
-    main thread of a process that has it, else no limit)."""
-    if (seconds is None or not hasattr(signal, "setitimer")
-            or threading.current_thread() is not threading.main_thread()):
-        yield
-        return
-
-    def ring(signum: int, frame: Any) -> None:
-        raise _PointTimeout
-
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Path | None,
              phase: str = "grid", time_left: float | None = None) -> dict[str, Any]:
     """Build, bound and measure one point (or read its record from the run directory).
@@ -154,14 +128,14 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
     if row is None:
         t0 = time.perf_counter()
         try:
-            with _deadline(time_left):
-                inst = family.build(full)
-                m = inst.measure(max_states=st.max_states, replicates=st.replicates,
-                                 seed=st.seed)
-        except _PointTimeout:
-            secs = time.perf_counter() - t0
-            row = _refused_row(full, digest, phase, f"stopped after {secs:.1f} s: the search "
-                               "budget ran out inside this point", secs, status="TIMEOUT")
+            fields = measure_within(time_left, family, full, st.max_states, st.replicates,
+                                    st.seed)
+        except PointStopped as stop:
+            how = ("its worker process was killed" if stop.killed
+                   else "interrupted by SIGALRM")
+            row = _refused_row(full, digest, phase, f"stopped by budget after "
+                               f"{stop.seconds:.1f} s ({how}): the search budget ran out "
+                               "inside this point", stop.seconds, status="TIMEOUT")
             return dict(row)
         except ArithmeticError as exc:  # e.g. a bound that overflows float64 at this point
             row = _refused_row(full, digest, phase, f"{type(exc).__name__}: {exc}",
@@ -175,17 +149,9 @@ def evaluate(family: Family, params: dict[str, Any], st: SearchSettings, out: Pa
                 store.put_point(digest, {"key": key, "row": row})
             return dict(row)
         row = {**{k: v for k, v in full.items() if not isinstance(v, list)},
-               "params": json.dumps(full, sort_keys=True), "point": digest,
-               "theorem": inst.theorem, "mode": inst.mode,
-               "horizon": inst.horizon, "bound": inst.bound_value, "status": inst.status,
-               "claim": bool(inst.is_claim),
-               "unknown_hypotheses": "; ".join(inst.unknown),
-               "failing_hypotheses": "; ".join(h.name for h in inst.bound.hypotheses
-                                               if h.holds is False),
-               "measured": m.value, "error": m.error, "method": m.method,
-               "oracle": m.detail, "n_oracle": m.n, "phase": phase,
-               "seconds": time.perf_counter() - t0}
-        row["violation_ratio"] = _ratio(m.value, inst.bound_value, "violation")
+               "params": json.dumps(full, sort_keys=True), "point": digest, **fields,
+               "phase": phase, "seconds": time.perf_counter() - t0}
+        row["violation_ratio"] = _ratio(row["measured"], row["bound"], "violation")
         if store is not None:
             store.put_point(digest, {"key": key, "row": row})
     row = dict(row)
@@ -393,7 +359,9 @@ def run_search(family_name: str, space: str, settings: SearchSettings | None = N
     both = sorted(set(fixed) & {d.name for d in dims})
     require(not both, "fixed", both, "must not name a parameter that space searches")
     out = Path(out)
-    with lock_run_dir(out):  # one writer per run directory, as validate
+    # one writer per run directory, as validate; points in a killable worker process
+    # unless workers=1 (search_budget)
+    with lock_run_dir(out), point_worker(enabled=st.workers != 1 and st.evals is None):
         return _run_search(fam, dims, space, st, out, fixed)
 
 

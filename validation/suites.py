@@ -5,7 +5,7 @@ runs (:mod:`fedsim.validation.suite_grids`: every registered theorem's grid for 
 each case a family at a point and horizons, then the family rows).  :func:`run_suite`
 
 1. builds the cases (theory bounds and exact oracles for exactly the simulated constants;
-   oracle values are cached under ``<out>/oracle-cache`` so a resumed suite skips them),
+   oracle values are cached in ``<out>/store.sqlite`` so a resumed suite skips them),
 2. runs every replicate of every run set through :func:`fedsim.validation.montecarlo.run_tasks`
    (process pool by default, or Dask; resumable, one record per replicate),
 3. turns the records into verdict rows (:mod:`fedsim.validation.suite_verdicts`,
@@ -187,10 +187,10 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
                dask_security: Any, theorem: str | list[str] | None = None,
                family: str | list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    S.set_oracle_cache(out / "oracle-cache")
+    S.set_oracle_cache(out)  # table oracle of out/store.sqlite
     if progress:
         sys.stderr.write(f"fedsim: building the {suite} suite (bounds and exact oracles; "
-                         f"cached under {out / 'oracle-cache'})...\n")
+                         f"cached in {out / 'store.sqlite'})...\n")
     try:
         cases = build_cases(suite, replicates, theorem=theorem, family=family)
     finally:

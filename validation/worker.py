@@ -33,6 +33,7 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine import run_batch
+from fedsim.errors import check_sim_time
 
 __all__ = ["run_replicate", "run_replicate_batched", "run_replicates", "task_function",
            "batched_enabled", "MAX_REPR_STEPS", "MAX_REPR_POINTS", "BATCH_ENV"]
@@ -78,6 +79,7 @@ def run_replicate(payload: dict) -> dict:
 def _summary(trace: Any, payload: dict) -> dict:
     """:func:`run_replicate`'s result from the replicate's trace."""
     horizons = [int(h) for h in payload["horizons"]]
+    check_sim_time(trace.sim_time, trace.steps_done)  # an error record, with the reason
     stale = np.asarray(trace.staleness_steps, dtype=np.float64)
     stale = stale[np.isfinite(stale)]
     out: dict[str, Any] = {

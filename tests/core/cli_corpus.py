@@ -142,6 +142,13 @@ CASES: tuple[Case, ...] = (
          setup="run_dir:ok+device"),
     Case("validate-report-fifo", "files", ("validate", "--suite", "smoke", "--out", "v",
          "--report", "fifo.pdf", "--no-progress"), setup="fifo:fifo.pdf"),
+    Case("search-out-device", "files", ("search", "theorem8", "--family", "theorem8-norm",
+         "--space", "K=2..3", "--out", "dev", *_SEARCH), setup="device"),
+    Case("validate-report-device", "files", ("validate", "--suite", "smoke", "--out", "v",
+         "--report", "dev", "--no-progress"), setup="device"),
+    Case("search-tiny-budget", "hang", ("search", "theorem8", "--family", "theorem8-norm",
+         "--space", "K=2..300", "--fixed", "n=2", "--out", "s", "--budget", "0.5s", "--grid",
+         "50", "--refine", "0", "--confirm", "0", "--no-progress")),
     Case("run-out-symlink", "files", ("run", str(EXAMPLES / "fedasync_quadratic.toml"),
          "--out", "link.csv", "--no-progress"), setup="symlink"),
 )

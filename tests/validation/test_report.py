@@ -187,7 +187,10 @@ def test_cli_validate_calls_run_suite(tmp_path, monkeypatch, capsys):
     assert "holds 14, violated 5, inconclusive 0, not_applicable 5" in printed
 
 
-def test_cli_validate_failed_control_exits_1(tmp_path, monkeypatch, capsys):
+def test_cli_validate_failed_control_exits_3_with_one_line(tmp_path, monkeypatch, capsys):
+    """A failing negative control is never silent and never looks like success: exit 3
+    (the fuzz oracle's "finished, result is a failure"), one line on stderr, documented in
+    ``fedsim validate --help``."""
     import sys
     import types
 
@@ -198,8 +201,13 @@ def test_cli_validate_failed_control_exits_1(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "fedsim.validation.suites",
                         types.SimpleNamespace(run_suite=run_suite))
-    assert main(["validate", "--suite", "quick", "--out", str(tmp_path)]) == 1
-    assert "negative control" in capsys.readouterr().err
+    assert main(["validate", "--suite", "quick", "--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "negative control" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "3 a negative control did not get its required verdict" in helptext
 
 
 def test_cli_report_rebuilds_pdf(tmp_path, capsys):

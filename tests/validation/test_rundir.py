@@ -17,6 +17,7 @@ from fedsim.validation import cases as common
 from fedsim.validation import montecarlo_store as store
 from fedsim.validation._selftest import write_synthetic_run
 from fedsim.validation.montecarlo import Task, run_tasks
+from fedsim.validation.montecarlo_db import close_store
 from fedsim.validation.montecarlo_schema import check_record, record_checksum
 from fedsim.validation.rundir import check_run_dir, write_manifest
 from rawstore import edit_record, raw_record, set_column, task_ids
@@ -166,6 +167,18 @@ def cache(tmp_path):
     common.set_oracle_cache(tmp_path / "oc")
     yield tmp_path / "oc"
     common.set_oracle_cache(None)
+    close_store(tmp_path / "oc")
+
+
+def _set_oracle(run_dir, column, fn):
+    """Replace ``column`` of the one oracle row by ``fn(old text)`` (as damage would)."""
+    import sqlite3
+
+    con = sqlite3.connect(run_dir / "store.sqlite")
+    ((key, old),) = con.execute(f"SELECT key, {column} FROM oracle").fetchall()
+    con.execute(f"UPDATE oracle SET {column} = ? WHERE key = ?", (fn(old), key))
+    con.commit()
+    con.close()
 
 
 def _oracle(calls: list, value=(0.25, 1.5)):
@@ -175,25 +188,55 @@ def _oracle(calls: list, value=(0.25, 1.5)):
     return common.cached("area", ("cfg", 3), compute)
 
 
-@pytest.mark.parametrize("damage", [
-    lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),   # truncated
-    lambda p: p.write_text(p.read_text().replace("0.25", "0.75")),          # edited value
-    lambda p: p.write_bytes(b"\x00\xff"),                                   # garbage
-    lambda p: p.write_text(json.dumps({"tag": "area", "args": "('cfg', 3)",
-                                       "value": [0.25, 1.5]})),             # no checksum
-    lambda p: p.write_text(json.dumps(dict(json.loads(p.read_text()), value="x"))),
+@pytest.mark.parametrize("column,damage", [
+    ("value", lambda t: t[: len(t) // 2]),                        # truncated
+    ("value", lambda t: t.replace("0.25", "0.75")),               # edited value
+    ("value", lambda t: "\x00\xff"),                              # garbage
+    ("checksum", lambda t: ""),                                   # no checksum
+    ("value", lambda t: '"x"'),                                   # not a number
+    ("args", lambda t: "('cfg', 4)"),                             # other arguments
 ])
-def test_damaged_oracle_cache_entry_is_recomputed(cache, damage, capsys):
+def test_damaged_oracle_cache_entry_is_recomputed(cache, column, damage, capsys):
     calls: list = []
     assert _oracle(calls) == [0.25, 1.5] and len(calls) == 1
     assert _oracle(calls) == [0.25, 1.5] and len(calls) == 1      # a verified hit
-    (path,) = cache.glob("area-*.json")
-    damage(path)
+    assert sorted(p.name for p in cache.iterdir()) == ["store.sqlite"]  # one store, no JSON
+    _set_oracle(cache, column, damage)
     assert _oracle(calls) == [0.25, 1.5] and len(calls) == 2      # recomputed, not used
     assert "oracle cache entry" in capsys.readouterr().err
     assert common.oracle_cache_stats() == {"hits": 1, "computed": 2, "damaged": 1}
     assert _oracle(calls) == [0.25, 1.5] and len(calls) == 2      # and rewritten soundly
-    assert not list(cache.glob(".tmp-*"))
+
+
+def test_old_oracle_cache_folder_is_migrated_into_the_store(tmp_path, capsys):
+    """An ``oracle-cache/*.json`` folder of an older fedsim moves into the store once (a
+    damaged file is counted and recomputed); the folder is gone afterwards."""
+    run = tmp_path / "run"
+    common.set_oracle_cache(tmp_path / "fresh")
+    calls: list = []
+    try:
+        _oracle(calls)
+    finally:
+        common.set_oracle_cache(None)
+        close_store(tmp_path / "fresh")
+    import sqlite3
+
+    con = sqlite3.connect(tmp_path / "fresh" / "store.sqlite")
+    key, tag, args, value, checksum = con.execute("SELECT * FROM oracle").fetchone()
+    con.close()
+    (run / "oracle-cache").mkdir(parents=True)
+    (run / "oracle-cache" / f"{key}.json").write_text(json.dumps(
+        {"tag": tag, "args": args, "value": json.loads(value), "checksum": checksum}))
+    (run / "oracle-cache" / "area-broken.json").write_text("{")
+    common.set_oracle_cache(run)
+    try:
+        assert _oracle(calls) == [0.25, 1.5] and len(calls) == 1   # migrated: a hit
+        assert common.oracle_cache_stats() == {"hits": 1, "computed": 0, "damaged": 0}
+    finally:
+        common.set_oracle_cache(None)
+        close_store(run)
+    assert not (run / "oracle-cache").exists()
+    assert "1 oracle values" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ lock
@@ -342,9 +385,14 @@ def test_smoke_suite_counts_damaged_records_and_keeps_verdicts(tmp_path):
         values=[3 * v for v in r["value"]["values"]]))
     edit_record(out, recs[1], lambda r: r.update(value={}))
     set_column(out, recs[2], "value", raw_record(out, recs[2])["value"] and '{"values": [')
-    cache = sorted((out / "oracle-cache").glob("*.json"))
+    import sqlite3
+
+    con = sqlite3.connect(out / "store.sqlite")
+    cache = [k for (k,) in con.execute("SELECT key FROM oracle ORDER BY key")]
     if cache:
-        cache[0].write_bytes(cache[0].read_bytes()[:20])
+        con.execute("UPDATE oracle SET value = substr(value, 1, 3) WHERE key = ?", (cache[0],))
+        con.commit()
+    con.close()
     r = subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert "3 stored record(s) failed verification" in r.stderr
     s1 = json.loads((out / "summary.json").read_text())

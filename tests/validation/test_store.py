@@ -85,7 +85,7 @@ def test_old_json_layout_is_migrated_once(tmp_path, capsys):
     res = run_tasks(_tasks(4), old, workers=1, progress=False)
     assert res == ref
     err = capsys.readouterr().err
-    assert "moved 3 records and 0 search points" in err and "(1 damaged" in err
+    assert "moved 3 records, 0 search points and 0 oracle values" in err and "(1 damaged" in err
     assert not (old / "results").exists()
     assert dump(old) == dump(tmp_path / "ref")
     run_tasks(_tasks(4), old, workers=1, progress=False)

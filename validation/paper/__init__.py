@@ -140,7 +140,11 @@ def run_paper_suite(*, out: str | os.PathLike = "runs/paper",
     """
     t0 = time.perf_counter()
     out = Path(out)
-    exps = build_experiments(only, small)
+    from fedsim.notice import notice_after
+
+    with notice_after("building the paper suite's experiments (scenarios and step-size "
+                      "grids)...", enabled=progress):
+        exps = build_experiments(only, small)
     if replicates is not None:
         require(int(replicates) >= 2, "replicates", replicates, "must be >= 2")
         exps = [replace(e, replicates=int(replicates)) for e in exps]

@@ -31,11 +31,13 @@ def run_arm(payload: dict) -> dict[str, Any]:
     """Simulate ``payload["scenario"]`` once; return curves, final values, times to target."""
     from fedsim import config
     from fedsim.engine import run
+    from fedsim.errors import check_sim_time
     from fedsim.problems.evaluation import time_to_accuracy
 
     cpu0 = time.process_time()
     sc = config.Scenario.from_dict(payload["scenario"])
     tr = run(sc, int(payload["replicate"]))
+    check_sim_time(tr.sim_time, tr.steps_done)  # an error record, with the reason
     grid = np.asarray(payload["grid"], dtype=np.float64)
     mt = tr.time[tr.metric_steps]
     curves, final = {}, {}
