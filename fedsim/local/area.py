@@ -34,6 +34,7 @@ state)``, one client event of either model.  The registered rule ``"area"`` (key
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -68,21 +69,12 @@ def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iter
     return 0
 
 
-_UPDATES: dict[Any, Any] = {}
-
-
+@functools.cache
 def area_update_for(grad: Any) -> Any:
     """:func:`area_update` with :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad``
     bound: ``update(view, i, x_s, state, m, Z, alpha, M, g, iterate)``, compiled once per
     oracle (both inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), as
     :func:`fedsim.local.sgd.sgd_round_for`."""
-    fn = _UPDATES.get(grad)
-    if fn is None:
-        fn = _UPDATES[grad] = _bind(grad)
-    return fn
-
-
-def _bind(grad: Any) -> Any:
     @jit
     def bound_update(view, i, x_s, state, m, Z, alpha, M, g, iterate):
         return area_update(sgd_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate)

@@ -31,6 +31,7 @@ stream; ``tests/rules/test_local_rules.py`` checks it.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -95,21 +96,12 @@ def sgd_round(grad, view, i, w_read, out, Z, eta, Q, g):
     return 0
 
 
-_ROUNDS: dict[Any, Any] = {}
-
-
+@functools.cache
 def sgd_round_for(grad: Any) -> Any:
     """:func:`sgd_round` with the oracle ``grad`` bound:
     ``round(view, i, w_read, out, Z, eta, Q, g)``, compiled once per oracle (``grad``
     inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), which a function
     taking a compiled function as an argument cannot be."""
-    fn = _ROUNDS.get(grad)
-    if fn is None:
-        fn = _ROUNDS[grad] = _bind(grad)
-    return fn
-
-
-def _bind(grad: Any) -> Any:
     @jit
     def bound_round(view, i, w_read, out, Z, eta, Q, g):
         return sgd_round(grad, view, i, w_read, out, Z, eta, Q, g)

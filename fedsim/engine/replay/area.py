@@ -42,6 +42,7 @@ from ``x_{s,0}``), their normals drawn a group of replicates at a time (at most
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -66,7 +67,6 @@ __all__ = ["supports_area", "replay_area", "area_events", "area_replicates"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 _ERGODIC = "ergodic_f_gap"
-_LOOPS: dict[tuple, Any] = {}
 #: at most this many round normals are held at once (replicates run in groups)
 _GROUP_NUMBERS = 4_000_000
 
@@ -185,19 +185,12 @@ def supports_area(scenario: Scenario) -> bool:
     return _view(scenario, problem_for(scenario)) is not None
 
 
+@functools.cache
 def _loop(grad: Any, metrics: Any) -> Any:
     """:func:`area_replicates` with the AREA rules and the oracle pair as closure constants
     (so numba inlines them, as :func:`fedsim.engine.replay.kernel.replay_kernel` does; the
     loop allocates nothing and runs without reference counting), built once per pair and
     process and cached on disk (:func:`fedsim.jit.cache_closure`)."""
-    key = (grad, metrics)
-    fn = _LOOPS.get(key)
-    if fn is None:
-        fn = _LOOPS[key] = _make(grad, metrics)
-    return fn
-
-
-def _make(grad: Any, metrics: Any) -> Any:
     @jit(nrt=False)
     def replicates(view, mview, codes, fcode, kind, client, alphas, Z, zlo, zhi, zrow, M, w0,
                    n, every, grid, last, final, done, skip, ergodic, div2, k_client, work,
