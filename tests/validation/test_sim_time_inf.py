@@ -70,3 +70,32 @@ def test_search_point_with_infinite_time_is_refused_with_the_reason(tmp_path, mo
     row = search.evaluate(fam, {"K": 2, "n": 2}, st, tmp_path)
     assert row["status"] == "REFUSED" and math.isnan(row["measured"])
     assert "simulated time overflowed float64 (sim_time = inf) after 7 steps" in row["oracle"]
+
+
+def _replayed_overflow_scenario() -> dict:
+    """FedAsync on a quadratic (run by the replay) whose every round lasts > 1e308."""
+    return {"name": "overflow", "seed": 3,
+            "problem": {"kind": "quadratic", "n": 4, "dim": 2, "mu": 0.5, "L": 1.0,
+                        "heterogeneity": 1.0, "noise_sd": 0.1, "seed": 0},
+            "algorithm": {"name": "fedasync", "client_rule": "sgd", "Q": 1, "eta": 0.1,
+                          "beta": 1.0},
+            "delays": {k: {"kind": "uniform", "low": 1e307, "high": 1.7e308}
+                       for k in ("download", "compute", "upload")},
+            "horizon": {"steps": 20}, "record": {"every": 1, "metrics": ["grad_sq"]}}
+
+
+def test_the_replay_ends_an_overflowing_timeline_with_the_reason(tmp_path):
+    """The replay's merged timeline (uniform delays) never spins when the time overflows:
+    ``run_batch`` raises the same error ``check_sim_time`` gives, and validate records it."""
+    from fedsim.engine.batch import run_batch, supports
+
+    sc = _replayed_overflow_scenario()
+    scenario = config.Scenario.from_dict(sc)
+    assert supports(scenario)
+    with pytest.raises(NonFiniteTimeError, match="sim_time = inf"):
+        run_batch(scenario, [0, 1])
+    task = Task("rep", "fedsim.validation.worker:run_replicate",
+                {"scenario": sc, "replicate": 0, "metric": "grad_sq", "horizons": [10]})
+    rec = run_tasks([task], tmp_path / "rd", workers=1, progress=False)["rep"]
+    assert rec["status"] == "error"
+    assert rec["reason"].startswith("NonFiniteTimeError: simulated time overflowed")

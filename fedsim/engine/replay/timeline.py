@@ -47,6 +47,7 @@ from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant
 from fedsim.engine.replay.delay_streams import ENGINE_BLOCK, ClientDelayStream, DelayPlan
 from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.errors import check_sim_time
 
 __all__ = ["ClientDelayStream", "DelayPlan", "FedAsyncTimeline", "TimelineChunk",
            "ENGINE_BLOCK", "timeline_arrays"]
@@ -208,16 +209,27 @@ class FedAsyncTimeline:
             self.delta = n * self.rounds / mean if mean > 0.0 and math.isfinite(mean) else 1.0
         target = self.front + max(want, n * self.rounds // 4, 256) / self.delta
         while True:
-            low = np.flatnonzero(self.t_gen < target)
-            if not low.size:
+            while True:
+                low = np.flatnonzero(self.t_gen < target)
+                if not low.size:
+                    break
+                self._generate(low)
+            front = min(float(self.t_gen.min()), target)
+            final = math.isfinite(self.H) and self.H <= front
+            lim = self.H if final else front
+            cols = np.arange(self.cap)
+            live = cols[None, :] < self.cnt[:, None]
+            mask = (self.P_time < lim) & live
+            if final or bool(mask.any()):
                 break
-            self._generate(low)
-        front = min(float(self.t_gen.min()), target)
-        final = math.isfinite(self.H) and self.H <= front
-        lim = self.H if final else front
+            # nothing before ``target``: move it just past the next event, so that times
+            # too large for ``target``'s increments to move it (delays near 1e307) still
+            # advance; a next event at inf (the time overflowed) ends the run with the reason
+            nxt = min(float(self.t_gen.min()),
+                      float(self.P_time[live].min()) if bool(live.any()) else math.inf)
+            check_sim_time(nxt, self.steps)
+            target = max(target, float(np.nextafter(nxt, math.inf)))
         self.front = front
-        cols = np.arange(self.cap)
-        mask = (self.P_time < lim) & (cols[None, :] < self.cnt[:, None])
         kcount = mask.sum(axis=1)
         if final:
             self.done = True
