@@ -111,9 +111,13 @@ def test_the_installed_wheel_is_not_shadowed_by_a_local_theory_or_validation(whe
     import fedsim
 
     assert version.stdout.strip() == f"fedsim {fedsim.__version__}"
+    # one theorem's smoke rows: the installed fedsim.validation and fedsim.theory end to end
+    # (the whole smoke suite would compile every replay kernel from scratch in a fresh
+    # install, ~80 s; it runs from the checkout in tests/validation)
     smoke = subprocess.run([sys.executable, "-m", "fedsim", "validate", "--suite", "smoke",
-                            "--out", str(tmp_path / "run"), "--no-progress"], cwd=work,
-                           env=env, capture_output=True, text=True, timeout=600)
+                            "--theorem", "theorem1", "--out", str(tmp_path / "run"),
+                            "--no-progress"], cwd=work, env=env, capture_output=True, text=True,
+                           timeout=600)
     assert smoke.returncode == 0, smoke.stderr[-2000:]
     assert (tmp_path / "run" / "verdicts.csv").is_file()
     where = subprocess.run([sys.executable, "-c", "import fedsim.theory as t; print(t.__file__)"],
