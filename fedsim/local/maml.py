@@ -51,7 +51,8 @@ from fedsim.local.registry import ConfigRule
 from fedsim.local.sgd import RngSteps, round_block, rule_view, sgd_round
 from fedsim.problems.base import Problem
 
-__all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_grad", "VARIANTS"]
+__all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_grad", "VARIANTS",
+           "maml_update_for", "interpreted_maml_update", "FP_LAYOUT"]
 
 #: the estimators, in code order (``variant`` of :func:`maml_direction`)
 VARIANTS = ("maml", "fomaml", "hfmaml")
@@ -82,15 +83,57 @@ def maml_direction(grad, hvp, data, i, w, D, D1, D2, alpha, variant, delta, g, t
 @functools.cache
 def compiled_maml_grad(grad: Any, hvp: Any) -> Any:
     """The compiled ``sgd_round`` oracle ``(view, i, w, z, g)`` of MAML on the problem
-    oracles ``grad``/``hvp``: ``view = (data, b, b1, alpha, variant, delta, t, u, x)`` and
-    ``z`` a step's row indices, D = ``z[:b]``, D' = ``z[b:b + b1]``, D'' the rest."""
+    oracles ``grad``/``hvp``: ``view = (data, b, b1, b2, alpha, variant, delta, t, u, x)``
+    and ``z`` a step's row indices, D = ``z[:b]``, D' = ``z[b:b + b1]``, D'' the rest."""
 
     def maml_grad(view, i, w, z, g):
-        data, b, b1, alpha, variant, delta, t, u, x = view
+        data, b, b1, b2, alpha, variant, delta, t, u, x = view
         return maml_direction(grad, hvp, data, i, w, z[:b], z[b:b + b1], z[b + b1:], alpha,
                               variant, delta, g, t, u, x)
 
-    return jit(cache=False)(maml_grad)
+    return jit(cache=False, inline=True)(maml_grad)
+
+
+#: ``fp`` of :func:`maml_update_for`'s rule: the indices of its parameters
+FP_LAYOUT = ("eta", "alpha", "variant", "delta", "batch", "batch_inner", "batch_hess")
+
+
+def _maml_update_src(round_fn: Any, oracle: Any) -> Any:
+    """The one source of the MAML client update in the replay's uniform shape, on the round
+    ``round_fn`` (:func:`~fedsim.local.sgd.sgd_round` or its ``py_func``) and the MAML
+    oracle ``oracle`` (:func:`compiled_maml_grad` or :func:`problem_maml_grad`)."""
+
+    def maml_update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        view = (vdata, int(fp[4]), int(fp[5]), int(fp[6]), fp[1], int(fp[2]), fp[3],
+                cst[1], cst[2], cst[3])
+        return round_fn(oracle, view, i, read, out, Z, fp[0], nsteps, cst[0])
+
+    return maml_update
+
+
+@functools.cache
+def maml_update_for(grad: Any, hvp: Any) -> Any:
+    """[P] Option B's round (Per-FedAvg's local steps, Fallah et al. 2020, Algorithm 1
+    lines 5-9) in the replay's uniform client shape
+    ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt) -> 0``
+    (:mod:`fedsim.engine.replay.kernel`): ``nsteps`` steps ``w <- w - eta dir`` from
+    ``read`` into ``out`` (:func:`~fedsim.local.sgd.sgd_round` with the MAML estimate of
+    :func:`compiled_maml_grad` on the problem's compiled ``grad``/``hvp``), compiled inline.
+    ``vdata`` is the compiled view's data; ``Z[q]`` step ``q``'s row indices D, D', D''
+    (``batch + batch_inner + batch_hess`` of them, FO-MAML: no D''); ``cst`` four scratch
+    rows (the gradient and the estimator's three work vectors), no state kept between
+    rounds; ``fp`` as :data:`FP_LAYOUT` (``variant`` the index in :data:`VARIANTS`, the
+    batch sizes as floats); no counters."""
+    return jit(cache=False, inline=True)(_maml_update_src(sgd_round,
+                                                          compiled_maml_grad(grad, hvp)))
+
+
+def interpreted_maml_update() -> Any:
+    """The same update interpreted, for a problem without a compiled view: ``vdata`` is
+    the problem, ``Z`` a :class:`~fedsim.local.sgd.RngSteps` holding the client's stream
+    (D, D', D'' drawn by ``sample_batch`` step by step), the oracle
+    :func:`problem_maml_grad` (``sgd_round.py_func``, ``maml_direction.py_func``)."""
+    return _maml_update_src(sgd_round.py_func, problem_maml_grad)
 
 
 def _batch_grad(problem: Problem, i: int, w: np.ndarray, D: Any, g: np.ndarray) -> int:
@@ -177,12 +220,9 @@ class MAMLRule(ConfigRule, StepRule):
             self._d = d
             self._g = np.empty(d)
             work = (np.empty(d), np.empty(d), np.empty(d))
-            if self.cv is not None:
-                self.view = (self.cv.data, self.batch, self.batch_inner, self.alpha, self.code,
-                             self.hf_delta, *work)
-            else:
-                self.view = (self.problem, self.batch, self.batch_inner, self.batch_hess,
-                             self.alpha, self.code, self.hf_delta, *work)
+            data = self.problem if self.cv is None else self.cv.data
+            self.view = (data, self.batch, self.batch_inner, self.batch_hess, self.alpha,
+                         self.code, self.hf_delta, *work)
         return self.view
 
     def direction(self, i: int, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -217,3 +257,11 @@ class MAMLRule(ConfigRule, StepRule):
              eta: float | None = None) -> np.ndarray:
         """One local step in place."""
         return self.round(i, w, w, rng, eta, 1)
+
+    #: scratch rows of the uniform update (the gradient, the estimator's work vectors)
+    c_rows = 4
+
+    def params(self) -> np.ndarray:
+        """``fp`` of :func:`maml_update_for` (:data:`FP_LAYOUT`)."""
+        return np.array([self.eta, self.alpha, float(self.code), self.hf_delta,
+                         float(self.batch), float(self.batch_inner), float(self.batch_hess)])

@@ -25,11 +25,11 @@ from fedsim.servers.asypfl import (
 from fedsim.servers.base import ServerRule, Upload, model_of
 from fedsim.servers.buffer import BufferedAverage
 from fedsim.servers.fedasync import FedAsyncRule, fedasync_apply
-from fedsim.servers.fedavg import FedAvgRule, fedavg_aggregate
+from fedsim.servers.fedavg import FedAvgRule, fedavg_step
 from fedsim.servers.fedbuff import FedBuffServer, staleness_weight
 
 __all__ = ["fedasync_apply", "FedAsyncRule", "FedBuffServer", "staleness_weight",
            "BufferedAverage", "AreaServer", "AreaRule", "StepSizes", "theorem7_step_sizes",
-           "fedavg_aggregate", "FedAvgRule", "ASFedAvgServer", "AsyPFLServer",
+           "fedavg_step", "FedAvgRule", "ASFedAvgServer", "AsyPFLServer",
            "AsyPFLServerRule", "AsyPFLState", "asypfl_apply", "client_weights",
            "ServerRule", "Upload", "model_of"]

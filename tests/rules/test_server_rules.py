@@ -13,10 +13,11 @@ from fedsim.errors import ConfigError
 from fedsim.servers import (
     AreaServer,
     ASFedAvgServer,
+    FedAvgRule,
     FedBuffServer,
     StepSizes,
+    Upload,
     fedasync_apply,
-    fedavg_aggregate,
     staleness_weight,
 )
 
@@ -83,10 +84,10 @@ def test_asfedavg_and_fedavg_average_models():
     s2.flush(w)
     np.testing.assert_array_equal(w, [1.0, 2.0])
     w = np.array([9.0, 9.0])
-    fedavg_aggregate(w, [np.array([0.0, 1.0]), np.array([2.0, 3.0])])
+    FedAvgRule().apply(w, [Upload(0, w, np.array([0.0, 1.0])), Upload(1, w, np.array([2.0, 3.0]))])
     np.testing.assert_array_equal(w, [1.0, 2.0])
     w = np.array([3.0, 4.0])
-    fedavg_aggregate(w, [np.array([1.0, 2.0])], beta=0.5)
+    FedAvgRule(0.5).apply(w, [Upload(0, w, np.array([1.0, 2.0]))])
     np.testing.assert_array_equal(w, [2.0, 3.0])
 
 
