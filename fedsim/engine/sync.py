@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,13 +24,17 @@ import simpy
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import DelaySampler
-from fedsim.engine.setup import RunSetup, inner_counters
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.table import EventTable, busy_curve
+from fedsim.engine.setup import inner_counters
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
+from fedsim.local import make_client_rule
+from fedsim.local.forms import ClientForm
+from fedsim.local.sgd import RngSteps, rng_draw_round
 from fedsim.rng import Streams
-from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_sync", "sync_timeline"]
+__all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table", "client_form"]
 
 K_AGG = KINDS.index("aggregate")
 
@@ -118,6 +123,9 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
     if rec[-1] != S:
         rec = np.append(rec, S)
     gate = np.frombuffer(b_gate, dtype=np.int64).copy()
+    bt = np.frombuffer(b_time, dtype=np.float64).copy()
+    bd = np.frombuffer(b_delta, dtype=np.int64).copy()
+    ct, cb = busy_curve(n, bt, bd)
     return {
         "time": np.frombuffer(time, dtype=np.float64).copy(),
         "kind": np.full(S, K_AGG, dtype=np.int8),
@@ -134,63 +142,64 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
         "metric_steps": rec, "staleness_bound": 0.0,
         "u_client": np.frombuffer(u_client, dtype=np.int64).astype(np.int32),
         "u_before": np.frombuffer(u_before, dtype=np.int64).copy(),
-        "b_time": np.frombuffer(b_time, dtype=np.float64).copy(),
-        "b_delta": np.frombuffer(b_delta, dtype=np.int64).copy(),
+        "concurrency_time": ct, "concurrency_busy": cb, "b_time": bt, "b_delta": bd,
         "b_gate": gate, "b_before": gate.copy(),
         "info": {"clients_per_round": m},
     }
 
 
-def run_sync(scenario: Scenario, problem, streams: Streams, progress: bool,
-             spec: Any = None) -> Trace:
-    """Simulate synchronous FedAvg rounds (module docstring)."""
+def sync_table(scenario: Scenario, n: int, streams: Streams) -> EventTable:
+    """The replicate's :class:`~fedsim.engine.replay.table.EventTable`
+    (:func:`sync_timeline`)."""
+    return EventTable(**sync_timeline(scenario, n, streams))
+
+
+def _rule_round(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+    """The uniform update of a client rule object with no compiled form of its own
+    (``vdata`` the rule): its ``round`` on the client's stream (``Z.rng``)."""
+    vdata.round(i, read, out, Z.rng, None, nsteps)
+    return 0
+
+
+def client_form(rule: Any) -> ClientForm:
+    """``rule.replay_form()``, or for a rule without one the interpreted form that calls
+    its ``round`` (counters stay on the rule object: one rule object per replicate)."""
+    if hasattr(rule, "replay_form"):
+        return rule.replay_form()
+    return ClientForm(update=_rule_round, draw_round=rng_draw_round, vdata=rule, c_rows=0,
+                      k=0, dtype=np.float64, fp=np.zeros(1), compiled=False,
+                      make_z=lambda nsteps: RngSteps(None))
+
+
+def replay_sync(scenario: Scenario, problem, replicates: Sequence[int], spec: Any = None
+                ) -> list[Trace]:
+    """Replicates ``replicates`` of ``scenario``: each one's table (:func:`sync_table`),
+    then the client rule and :class:`~fedsim.servers.fedavg.FedAvgRule` replayed along
+    them (:func:`fedsim.engine.replay.driver.replay_table`)."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    run = RunSetup(scenario, problem, streams, progress)
-    a, n, d = scenario.algorithm, run.n, run.d
-    env, rule, rec, log = run.env, run.rule, run.rec, run.log
+    a, n = scenario.algorithm, problem.n
+    reps = [int(r) for r in replicates]
+    tables = [sync_table(scenario, n, Streams(scenario.seed, r)) for r in reps]
     server = spec.server(a, problem)
-    state = server.init(run.w)
-    samplers = run.make_samplers()
-    noise = run.make_noise()
-    sampling = streams.server("sampling")
-    m = max(1, int(round(a.get("participation") * n)))
-    models = np.empty((m, d))
-    broadcast = np.empty(d)
-    busy = [0]
+    rule = make_client_rule(a, problem)
+    if hasattr(rule, "replay_form"):
+        traces = replay_table(scenario, tables, rule, server, replicates=reps, problem=problem)
+    else:  # counters live on the rule object: a fresh one per replicate
+        traces = []
+        for r, table in zip(reps, tables, strict=True):
+            rule = make_client_rule(a, problem)
+            tr = replay_table(scenario, [table], client_form(rule), server, replicates=[r],
+                              problem=problem)[0]
+            tr.info.update(inner_counters(rule))
+            traces.append(tr)
+    for tr, table in zip(traces, tables, strict=True):
+        tr.info.update(table.info)
+    return traces
 
-    def client(slot: int, i: int):
-        download, compute, upload, _think = samplers[i].next_round()
-        t = env.now + download
-        for c in compute:
-            t = t + c
-        t = t + upload
-        yield at(env, t)
-        rule.round(i, broadcast, models[slot], noise[i])
-        rec.client_updates[i] += 1
-        busy[0] -= 1
-        rec.busy(t, busy[0] / n)
 
-    def server_process():
-        nonlocal state
-        while True:
-            chosen = np.sort(sampling.choice(n, size=m, replace=False)).tolist()
-            np.copyto(broadcast, state)
-            t0 = env.now
-            busy[0] = m
-            rec.busy(t0, m / n)
-            yield simpy.AllOf(env, [env.process(client(s, i)) for s, i in enumerate(chosen)])
-            if log.stopped:
-                return
-            state, _ = server.apply(state, [Upload(i, broadcast, models[s])
-                                            for s, i in enumerate(chosen)])
-            who = chosen[0] if m == 1 else -1
-            if log.log(env.now, K_AGG, who, 0, env.now - t0, m, state):
-                return
-
-    env.process(server_process())
-    run.run_until_done()
-    rec.info.update(inner_counters(rule))
-    rec.info["clients_per_round"] = m
-    return log.finish(state, env.now, 0.0)
+def run_sync(scenario: Scenario, problem, streams: Streams, progress: bool,
+             spec: Any = None) -> Trace:
+    """Synchronous rounds, one replicate (module docstring): :func:`replay_sync`."""
+    return replay_sync(scenario, problem, [streams.replicate], spec)[0]

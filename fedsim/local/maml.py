@@ -47,8 +47,9 @@ import numpy as np
 from fedsim.errors import check_integer, check_number, require
 from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
+from fedsim.local.forms import ClientForm, view_draw_round
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import RngSteps, round_block, rule_view, sgd_round
+from fedsim.local.sgd import RngSteps, rng_draw_round, round_block, rule_view, sgd_round
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_grad", "VARIANTS",
@@ -58,25 +59,31 @@ __all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_gra
 VARIANTS = ("maml", "fomaml", "hfmaml")
 
 
-@jit(cache=False)
+@jit(cache=False, inline=True)
 def maml_direction(grad, hvp, data, i, w, D, D1, D2, alpha, variant, delta, g, t, u, x):
     """``g`` = the MAML estimate at ``w`` ([P] eq. (9); module docstring) from the batches
     ``D``, ``D'`` (``D1``), ``D''`` (``D2``; unused by FO-MAML); ``variant`` indexes
     :data:`VARIANTS`; ``t``, ``u``, ``x`` are work vectors of ``w``'s length."""
+    d = w.shape[0]
     grad(data, i, w, D1, t)
-    t[:] = w - alpha * t                         # w - alpha grad f_tilde_i(w, D')
+    for k in range(d):
+        t[k] = w[k] - alpha * t[k]               # w - alpha grad f_tilde_i(w, D')
     grad(data, i, t, D, g)                       # g = grad f_tilde_i(., D) there
     if variant == 1:
         return 0
     if variant == 0:
         hvp(data, i, w, g, D2, t)
-        g[:] = g - alpha * t                     # g - alpha grad^2 f_tilde_i(w, D'') g
+        for k in range(d):
+            g[k] = g[k] - alpha * t[k]           # g - alpha grad^2 f_tilde_i(w, D'') g
         return 0
-    t[:] = w + delta * g
+    for k in range(d):
+        t[k] = w[k] + delta * g[k]
     grad(data, i, t, D2, u)
-    t[:] = w - delta * g
+    for k in range(d):
+        t[k] = w[k] - delta * g[k]
     grad(data, i, t, D2, x)
-    g[:] = g - alpha * ((u - x) / (2.0 * delta))
+    for k in range(d):
+        g[k] = g[k] - alpha * ((u[k] - x[k]) / (2.0 * delta))
     return 0
 
 
@@ -265,3 +272,20 @@ class MAMLRule(ConfigRule, StepRule):
         """``fp`` of :func:`maml_update_for` (:data:`FP_LAYOUT`)."""
         return np.array([self.eta, self.alpha, float(self.code), self.hf_delta,
                          float(self.batch), float(self.batch_inner), float(self.batch_hess)])
+
+    def replay_form(self) -> ClientForm:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.ClientForm`):
+        on a view with a compiled ``hvp``, :func:`maml_update_for` with the view's ``draw``
+        per step (``k = |D| + |D'| + |D''|`` row indices a step: D, D', D'' in that order,
+        the numbers of the engine's one ``integers`` call per round); else
+        :func:`interpreted_maml_update` on the problem, ``Z`` the client's stream."""
+        fp = self.params()
+        cv = self.cv
+        if cv is not None:
+            return ClientForm(update=maml_update_for(cv.grad, cv.hvp),
+                              draw_round=view_draw_round(cv.draw), vdata=cv.data,
+                              c_rows=self.c_rows, k=self.draws, dtype=cv.dtype, fp=fp,
+                              compiled=True)
+        return ClientForm(update=interpreted_maml_update(), draw_round=rng_draw_round,
+                          vdata=self.problem, c_rows=self.c_rows, k=0, dtype=np.float64,
+                          fp=fp, compiled=False, make_z=lambda nsteps: RngSteps(None))

@@ -46,7 +46,7 @@ from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView, compiled_view
 
 __all__ = ["SGDRule", "sgd_round", "sgd_round_for", "sgd_update_for", "problem_sample_grad",
-           "RngSteps", "rule_view", "round_block"]
+           "RngSteps", "rng_draw_round", "rule_view", "round_block"]
 
 #: Run a problem's compiled view when it has one; ``False`` forces the interpreted
 #: per-step ``sample_batch``/``batch_grad`` path (the same numbers).
@@ -131,7 +131,7 @@ def _interpreted_update() -> Any:
     return _sgd_update_src(sgd_round.py_func, problem_sample_grad)
 
 
-def _rng_draw_round(vdata, i, gen, nsteps, Z):
+def rng_draw_round(vdata, i, gen, nsteps, Z):
     """Interpreted ``draw_round``: the round's randomness is the stream itself."""
     Z.rng = gen
     return 0
@@ -230,6 +230,6 @@ class SGDRule(ConfigRule, StepRule):
             return ClientForm(update=sgd_update_for(cv.grad), draw_round=view_draw_round(cv.draw),
                               vdata=cv.data, c_rows=1, k=cv.draws, dtype=cv.dtype, fp=fp,
                               compiled=True)
-        return ClientForm(update=_interpreted_update(), draw_round=_rng_draw_round,
+        return ClientForm(update=_interpreted_update(), draw_round=rng_draw_round,
                           vdata=self.view, c_rows=1, k=0, dtype=np.float64, fp=fp,
                           compiled=False, make_z=lambda nsteps: RngSteps(None))

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.jit import jit
+from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
 
 __all__ = ["fedavg_step", "FedAvgRule"]
@@ -67,6 +68,11 @@ class FedAvgRule:
 
     def init(self, w0: np.ndarray) -> np.ndarray:
         return np.array(w0, dtype=np.float64)
+
+    def replay_form(self) -> ServerForm:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.ServerForm`):
+        :func:`fedavg_step`, one state row (the model), ``fp = [m]``."""
+        return ServerForm(apply=fedavg_step, s_rows=1, fp=self.params())
 
     def apply(self, state: np.ndarray, uploads: Sequence[Upload]) -> tuple[np.ndarray,
                                                                             dict[str, Any]]:

@@ -14,7 +14,8 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.trace import Trace
 
-__all__ = ["CASES", "scenario", "load_reference", "save_reference", "REFERENCE"]
+__all__ = ["CASES", "INTERPRETED", "scenario", "load_reference", "save_reference",
+           "REFERENCE"]
 
 REFERENCE = Path(__file__).parent / "data" / "sync_reference.npz"
 
@@ -92,6 +93,10 @@ CASES: dict[str, tuple[dict[str, Any], tuple[int, ...]]] = {
                                                      "batch": 5, "participation": 0.5},
                           {"steps": 6}, ["test_acc", "pers_acc_me", "grad_me_sq"]), (0,)),
 }
+
+
+#: cases also recorded with every rule interpreted (``sync_reference_interpreted.npz``)
+INTERPRETED = ("quad_sgd", "quad_maml", "digits_sgd", "digits_hfmaml")
 
 
 def scenario(name: str) -> Scenario:

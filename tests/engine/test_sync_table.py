@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sync_cases import CASES, load_reference, scenario
+from sync_cases import CASES, INTERPRETED, REFERENCE, load_reference, scenario
 
-from fedsim.engine.sync import sync_timeline
+import fedsim.local.sgd as sgd_mod
+from fedsim.engine import run, run_batch
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.sync import sync_table, sync_timeline
 from fedsim.rng import Streams
 
 _REF = load_reference()
@@ -56,3 +59,67 @@ def test_cases_cover_the_brief():
     assert any(CASES[k][0]["algorithm"].get("server_mix", 1.0) != 1.0 for k in CASES)
     held = {m for k in CASES for m in CASES[k][0]["record"]["metrics"]}
     assert {"test_acc", "pers_acc_maml", "pers_acc_me", "ergodic_f_gap"} <= held
+
+
+# -- the replay along the table ---------------------------------------------------------
+
+@pytest.mark.parametrize("key", _KEYS, ids=[f"{k}-{r}" for k, r in _KEYS])
+def test_run_equals_engine_reference(key):
+    """``fedsim.engine.run`` (table -> replay) gives main's SimPy-computed Trace bit for
+    bit (``Trace.equals``; the info too): every metric, held-out ones included, the final
+    model, the busy curve, the truncation at a divergence."""
+    name, r = key
+    tr = run(scenario(name), r)
+    ref = _REF[key]
+    assert tr.equals(ref)
+    assert tr.concurrency_mean == ref.concurrency_mean
+    assert tr.staleness_bound == ref.staleness_bound == 0.0
+    assert {k: tr.info[k] for k in ref.info} == ref.info
+
+
+@pytest.mark.parametrize("name", ["quad_sgd", "digits_hfmaml", "quad_diverge"])
+def test_run_batch_equals_run_and_is_independent_of_r(name):
+    """``run_batch`` gives each replicate's reference Trace, whatever the other
+    replicates of the call."""
+    sc = scenario(name)
+    reps = CASES[name][1]
+    both = run_batch(sc, list(reps))
+    for k, r in enumerate(reps):
+        assert both[k].equals(_REF[(name, r)])
+    alone = run_batch(sc, [reps[-1]])
+    assert alone[0].equals(both[-1])
+
+
+_INTERP = load_reference(REFERENCE.with_name("sync_reference_interpreted.npz"))
+
+
+@pytest.mark.parametrize("name", INTERPRETED)
+def test_interpreted_path_equals_reference(name, monkeypatch):
+    """The same rules interpreted (``.py_func`` with the problem's own oracles, the
+    interpreted loop) give main's interpreted engine's Trace bit for bit."""
+    monkeypatch.setattr(sgd_mod, "_COMPILED", False)
+    tr = run(scenario(name), 0)
+    assert tr.equals(_INTERP[(name, 0)])
+
+
+def test_divergence_of_one_replicate_leaves_the_others():
+    """A replicate started from a huge model diverges at step 1, is marked and frozen
+    there, and the other replicate of the same call is its reference bit for bit."""
+    from fedsim.engine.setup import problem_for
+    from fedsim.local import make_client_rule
+    from fedsim.servers.fedavg import FedAvgRule
+
+    sc = scenario("quad_sgd")
+    problem = problem_for(sc)
+    n, d = problem.n, problem.dim
+    tables = [sync_table(sc, n, Streams(sc.seed, r)) for r in (0, 1)]
+    w0 = np.zeros((2, d))
+    w0[0] = 1e200
+    rule = make_client_rule(sc.algorithm, problem)
+    traces = replay_table(sc, tables, rule, FedAvgRule(float(sc.algorithm.get("server_mix"))),
+                          replicates=[0, 1], problem=problem, w0=w0)
+    bad, good = traces
+    assert bad.diverged and bad.diverged_step == 1 and bad.steps_done == 1
+    assert bad.time.size == 2 and bad.client_updates.sum() == tables[0].buffer_fill[0]
+    ref = _REF[("quad_sgd", 1)]
+    assert good.equals(ref)
