@@ -40,7 +40,7 @@ import numpy as np
 from fedsim.errors import require
 from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
-from fedsim.local.forms import ClientForm, view_draw_round
+from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView, compiled_view
@@ -122,7 +122,7 @@ def sgd_update_for(grad: Any) -> Any:
     ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt)``
     (:mod:`fedsim.engine.replay.kernel`), the oracle ``grad`` bound, compiled inline.
     ``fp = [eta]``; ``cst`` is one row, the gradient scratch; no counters."""
-    return jit(cache=False, inline=True)(_sgd_update_src(sgd_round, grad))
+    return jit(cache=False, inline=True)(tag_closure(_sgd_update_src(sgd_round, grad), grad))
 
 
 def _interpreted_update() -> Any:

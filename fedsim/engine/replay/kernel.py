@@ -36,8 +36,10 @@ the worked example: ``sgd_update_for`` and ``SGDRule.replay_form``):
 
 * ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt) -> 0`` compiled with
   ``jit(inline=True)``, its oracles bound as closure constants by a cached builder
-  (``functools.cache``); ``fp`` its float64 parameters (layout documented in its
-  module), ``cnt`` its int64 counters.  It must not allocate: scratch rows belong in
+  (``functools.cache``; the closure tagged with what it binds,
+  :func:`fedsim.local.forms.tag_closure`, so that the loop's disk cache tells them
+  apart); ``fp`` its float64 parameters (layout documented in its module), ``cnt`` its
+  int64 counters.  It must not allocate: scratch rows belong in
   ``cst`` (``c_rows`` counts them) or in the view's data;
 * ``draw_round(vdata, i, gen, nsteps, Z) -> 0``; the default,
   :func:`fedsim.local.forms.view_draw_round`, calls the view's ``draw`` per step;
