@@ -46,7 +46,8 @@ the worked example: ``sgd_update_for`` and ``SGDRule.replay_form``):
 * ``replay_form()`` on the rule object: a :class:`fedsim.local.forms.ClientForm`, compiled,
   or for a problem without a compiled view the same functions interpreted (``.py_func``
   with the interpreted oracles; ``Z`` is then whatever its ``draw_round`` fills, e.g. a
-  :class:`fedsim.local.sgd.RngSteps` holding the stream).
+  :class:`fedsim.local.forms.RngSteps` holding the stream; :func:`fedsim.local.forms.
+  round_form` wraps any rule object's own ``round`` so).
 
 A server rule provides ``apply(S, clients, reads, news, k, stale, kind, fp, cnt) -> fill``
 in its module under ``fedsim/servers/`` (:func:`fedsim.servers.fedasync.fedasync_step`)
