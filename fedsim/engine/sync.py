@@ -26,15 +26,11 @@ from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.replay.table import EventTable, busy_curve
-from fedsim.engine.setup import inner_counters
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
-from fedsim.local import make_client_rule
-from fedsim.local.forms import ClientForm
-from fedsim.local.sgd import RngSteps, rng_draw_round
 from fedsim.rng import Streams
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table", "client_form"]
+__all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table"]
 
 K_AGG = KINDS.index("aggregate")
 
@@ -154,46 +150,14 @@ def sync_table(scenario: Scenario, n: int, streams: Streams) -> EventTable:
     return EventTable(**sync_timeline(scenario, n, streams))
 
 
-def _rule_round(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
-    """The uniform update of a client rule object with no compiled form of its own
-    (``vdata`` the rule): its ``round`` on the client's stream (``Z.rng``)."""
-    vdata.round(i, read, out, Z.rng, None, nsteps)
-    return 0
-
-
-def client_form(rule: Any) -> ClientForm:
-    """``rule.replay_form()``, or for a rule without one the interpreted form that calls
-    its ``round`` (counters stay on the rule object: one rule object per replicate)."""
-    if hasattr(rule, "replay_form"):
-        return rule.replay_form()
-    return ClientForm(update=_rule_round, draw_round=rng_draw_round, vdata=rule, c_rows=0,
-                      k=0, dtype=np.float64, fp=np.zeros(1), compiled=False,
-                      make_z=lambda nsteps: RngSteps(None))
-
-
-def replay_sync(scenario: Scenario, problem, replicates: Sequence[int], spec: Any = None
-                ) -> list[Trace]:
+def replay_sync(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
     """Replicates ``replicates`` of ``scenario``: each one's table (:func:`sync_table`),
-    then the client rule and :class:`~fedsim.servers.fedavg.FedAvgRule` replayed along
-    them (:func:`fedsim.engine.replay.driver.replay_table`)."""
-    if spec is None:
-        from fedsim.algorithms import get_algorithm
-        spec = get_algorithm(scenario.algorithm.name)
-    a, n = scenario.algorithm, problem.n
+    then the scenario's client rule and :class:`~fedsim.servers.fedavg.FedAvgRule`
+    replayed along them (:func:`fedsim.engine.replay.driver.replay_table`); ``info`` adds
+    the table's ``clients_per_round``."""
     reps = [int(r) for r in replicates]
-    tables = [sync_table(scenario, n, Streams(scenario.seed, r)) for r in reps]
-    server = spec.server(a, problem)
-    rule = make_client_rule(a, problem)
-    if hasattr(rule, "replay_form"):
-        traces = replay_table(scenario, tables, rule, server, replicates=reps, problem=problem)
-    else:  # counters live on the rule object: a fresh one per replicate
-        traces = []
-        for r, table in zip(reps, tables, strict=True):
-            rule = make_client_rule(a, problem)
-            tr = replay_table(scenario, [table], client_form(rule), server, replicates=[r],
-                              problem=problem)[0]
-            tr.info.update(inner_counters(rule))
-            traces.append(tr)
+    tables = [sync_table(scenario, problem.n, Streams(scenario.seed, r)) for r in reps]
+    traces = replay_table(scenario, tables, replicates=reps, problem=problem)
     for tr, table in zip(traces, tables, strict=True):
         tr.info.update(table.info)
     return traces
@@ -201,5 +165,6 @@ def replay_sync(scenario: Scenario, problem, replicates: Sequence[int], spec: An
 
 def run_sync(scenario: Scenario, problem, streams: Streams, progress: bool,
              spec: Any = None) -> Trace:
-    """Synchronous rounds, one replicate (module docstring): :func:`replay_sync`."""
-    return replay_sync(scenario, problem, [streams.replicate], spec)[0]
+    """Synchronous rounds, one replicate (module docstring): :func:`replay_sync` (``progress``
+    and ``spec`` are the runner signature's; the replay has no progress bar)."""
+    return replay_sync(scenario, problem, [streams.replicate])[0]

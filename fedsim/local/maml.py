@@ -47,9 +47,15 @@ import numpy as np
 from fedsim.errors import check_integer, check_number, require
 from fedsim.jit import Bound, jit
 from fedsim.local.base import StepRule
-from fedsim.local.forms import ClientForm, view_draw_round
+from fedsim.local.forms import (
+    ClientForm,
+    RngSteps,
+    rng_draw_round,
+    tag_closure,
+    view_draw_round,
+)
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import RngSteps, rng_draw_round, round_block, rule_view, sgd_round
+from fedsim.local.sgd import round_block, rule_view, sgd_round
 from fedsim.problems.base import Problem
 
 __all__ = ["MAMLRule", "maml_direction", "compiled_maml_grad", "problem_maml_grad", "VARIANTS",
@@ -131,13 +137,13 @@ def maml_update_for(grad: Any, hvp: Any) -> Any:
     rows (the gradient and the estimator's three work vectors), no state kept between
     rounds; ``fp`` as :data:`FP_LAYOUT` (``variant`` the index in :data:`VARIANTS`, the
     batch sizes as floats); no counters."""
-    return jit(cache=False, inline=True)(_maml_update_src(sgd_round,
-                                                          compiled_maml_grad(grad, hvp)))
+    src = _maml_update_src(sgd_round, compiled_maml_grad(grad, hvp))
+    return jit(cache=False, inline=True)(tag_closure(src, grad, hvp))
 
 
 def interpreted_maml_update() -> Any:
     """The same update interpreted, for a problem without a compiled view: ``vdata`` is
-    the problem, ``Z`` a :class:`~fedsim.local.sgd.RngSteps` holding the client's stream
+    the problem, ``Z`` a :class:`~fedsim.local.forms.RngSteps` holding the client's stream
     (D, D', D'' drawn by ``sample_batch`` step by step), the oracle
     :func:`problem_maml_grad` (``sgd_round.py_func``, ``maml_direction.py_func``)."""
     return _maml_update_src(sgd_round.py_func, problem_maml_grad)

@@ -36,15 +36,18 @@ the worked example: ``sgd_update_for`` and ``SGDRule.replay_form``):
 
 * ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt) -> 0`` compiled with
   ``jit(inline=True)``, its oracles bound as closure constants by a cached builder
-  (``functools.cache``); ``fp`` its float64 parameters (layout documented in its
-  module), ``cnt`` its int64 counters.  It must not allocate: scratch rows belong in
+  (``functools.cache``; the closure tagged with what it binds,
+  :func:`fedsim.local.forms.tag_closure`, so that the loop's disk cache tells them
+  apart); ``fp`` its float64 parameters (layout documented in its module), ``cnt`` its
+  int64 counters.  It must not allocate: scratch rows belong in
   ``cst`` (``c_rows`` counts them) or in the view's data;
 * ``draw_round(vdata, i, gen, nsteps, Z) -> 0``; the default,
   :func:`fedsim.local.forms.view_draw_round`, calls the view's ``draw`` per step;
 * ``replay_form()`` on the rule object: a :class:`fedsim.local.forms.ClientForm`, compiled,
   or for a problem without a compiled view the same functions interpreted (``.py_func``
   with the interpreted oracles; ``Z`` is then whatever its ``draw_round`` fills, e.g. a
-  :class:`fedsim.local.sgd.RngSteps` holding the stream).
+  :class:`fedsim.local.forms.RngSteps` holding the stream; :func:`fedsim.local.forms.
+  round_form` wraps any rule object's own ``round`` so).
 
 A server rule provides ``apply(S, clients, reads, news, k, stale, kind, fp, cnt) -> fill``
 in its module under ``fedsim/servers/`` (:func:`fedsim.servers.fedasync.fedasync_step`)
