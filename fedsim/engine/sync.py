@@ -1,14 +1,18 @@
-"""Synchronous rounds: FedAvg (and Per-FedAvg / pFedMe via the client rule).
+"""Synchronous rounds: FedAvg (and Per-FedAvg / pFedMe via the client rule), table -> replay.
 
-The server is a SimPy process.  Each round it samples ``m = max(1, round(r n))`` clients
-uniformly without replacement (server ``sampling`` stream), broadcasts ``w^t`` and waits
-for all of them (``simpy.AllOf``); each sampled client is a process that downloads,
-computes its Q local steps from ``w^t`` and uploads (its own delay and noise streams).
-Then ``w^{t+1}`` is the average of their models (the server rule's ``apply``,
-:class:`fedsim.servers.fedavg.FedAvgRule`).
-One round is one server step (``kind = "aggregate"``, ``staleness_steps = 0``,
-``staleness_time`` = the round's duration).  The busy fraction drops as sampled clients
-finish and wait for the straggler ([P] Figure 2(a)).  Think times are not used.
+The timeline is a SimPy process (:func:`sync_timeline`, no model arithmetic).  Each round
+the server samples ``m = max(1, round(r n))`` clients uniformly without replacement (server
+``sampling`` stream), broadcasts ``w^t`` and waits for all of them (``simpy.AllOf``); each
+sampled client is a process that downloads, computes its Q local steps and uploads (its own
+``delays`` stream).  One round is one server step (``kind = "aggregate"``,
+``staleness_steps = 0``, ``staleness_time`` = the round's duration) consuming the ``m``
+rounds, all read from ``w^{t-1}``.  The busy fraction drops as sampled clients finish and
+wait for the straggler ([P] Figure 2(a)).  Think times are not used.
+
+The replay (:func:`fedsim.engine.replay.driver.replay_table`) then runs each sampled
+client's Q local steps from ``w^{t-1}`` (the client rule, drawing from the client's
+``noise`` stream) and sets ``w^t`` to their average (the server rule,
+:func:`fedsim.servers.fedavg.fedavg_step`).
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.replay.table import EventTable, busy_curve
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
+from fedsim.errors import require
 from fedsim.rng import Streams
-from fedsim.trace import KINDS, Trace
+from fedsim.trace import KINDS, PERSONAL, Trace
 
 __all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table"]
 
@@ -155,6 +160,10 @@ def replay_sync(scenario: Scenario, problem, replicates: Sequence[int]) -> list[
     then the scenario's client rule and :class:`~fedsim.servers.fedavg.FedAvgRule`
     replayed along them (:func:`fedsim.engine.replay.driver.replay_table`); ``info`` adds
     the table's ``clients_per_round``."""
+    for name in scenario.record.metrics:  # synchronous clients keep no personal model
+        require(name.removeprefix("val_") not in PERSONAL, "record.metrics", name,
+                "needs per-client personal models, which only an algorithm whose clients "
+                "keep them records (algorithm.name = 'asypfl')")
     reps = [int(r) for r in replicates]
     tables = [sync_table(scenario, problem.n, Streams(scenario.seed, r)) for r in reps]
     traces = replay_table(scenario, tables, replicates=reps, problem=problem)
