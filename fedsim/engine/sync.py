@@ -18,8 +18,6 @@ client's Q local steps from ``w^{t-1}`` (the client rule, drawing from the clien
 from __future__ import annotations
 
 import math
-import sys
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,22 +25,21 @@ import numpy as np
 import simpy
 
 from fedsim.config import Scenario
-from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.replay.driver import replay_table
-from fedsim.engine.replay.table import EventTable, busy_curve
+from fedsim.engine.replay.table import EventTable
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
+from fedsim.engine.sync_rounds import SyncLog, rounds_timeline, sync_columns, sync_plan
 from fedsim.errors import require
 from fedsim.rng import Streams
-from fedsim.trace import KINDS, PERSONAL, Trace
+from fedsim.trace import PERSONAL, Trace
 
 __all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table"]
-
-K_AGG = KINDS.index("aggregate")
 
 
 def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any]:
     """The event-table columns of synchronous rounds (module docstring; REPLAY_SPEC
-    section 1), simulated by SimPy with no model arithmetic.
+    section 1), simulated by SimPy with no model arithmetic: the reference of
+    :func:`fedsim.engine.sync_rounds.rounds_timeline`, which :func:`sync_table` uses.
 
     Step ``t`` is round ``t``: ``kind = "aggregate"``, ``client`` the sampled client when
     one client per round else -1, ``staleness_steps = 0``, ``staleness_time`` the round's
@@ -56,22 +53,12 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
     Draws the ``delays`` streams (download, compute, upload, think per round) and the
     server's ``sampling`` stream only.
     """
-    a = scenario.algorithm
-    Q = int(a.get("Q"))
-    steps = Q if scenario.delays.compute_per == "step" else 1
-    samplers = [DelaySampler(scenario.delays.for_client(i), streams.client(i, "delays"), steps)
-                for i in range(n)]
-    sampling = streams.server("sampling")
-    m = max(1, int(round(a.get("participation") * n)))
-    T = scenario.horizon.steps
-    T = sys.maxsize if T is None else int(T)
+    plan = sync_plan(scenario, n, streams)
+    log = SyncLog(n)
+    m, samplers = plan.m, plan.samplers
     env = simpy.Environment()
     done, stop = stop_event(env)
-    time, who, dur, c_client = array("d"), array("q"), array("d"), array("q")
-    u_client, u_before = array("q"), array("q")
-    b_time, b_delta, b_gate = array("d"), array("q"), array("q")
-    counts = np.zeros(n, dtype=np.int64)
-    st = {"t": 0, "idle": 0, "stopped": False}
+    stopped = [False]
 
     def client(i: int):
         download, compute, upload, _think = samplers[i].next_round()
@@ -80,79 +67,37 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
             t = t + c
         t = t + upload
         yield at(env, t)
-        s = st["t"]
-        counts[i] += 1
-        u_client.append(i)
-        u_before.append(s)
-        st["idle"] += 1
-        b_time.append(t)
-        b_delta.append(1)
-        b_gate.append(s)
+        log.arrive(i, t)
 
     def server():
         while True:
-            chosen = np.sort(sampling.choice(n, size=m, replace=False)).tolist()
+            chosen = np.sort(plan.sampling.choice(n, size=m, replace=False)).tolist()
             t0 = env.now
-            b_time.append(t0)
-            b_delta.append((n - m) - st["idle"])
-            b_gate.append(st["t"])
-            st["idle"] = n - m
+            log.start(t0, n, m)
             yield simpy.AllOf(env, [env.process(client(i)) for i in chosen])
-            if st["stopped"]:
+            if stopped[0]:
                 return
-            st["t"] += 1
-            time.append(env.now)
-            who.append(chosen[0] if m == 1 else -1)
-            dur.append(env.now - t0)
-            c_client.extend(chosen)
-            if st["t"] >= T:
+            log.step(env.now, t0, chosen)
+            if log.steps >= plan.T:
                 halt()
                 return
 
     def halt() -> None:
-        st["stopped"] = True
+        stopped[0] = True
         stop()
 
     env.process(server())
-    t_end = scenario.horizon.time
-    if math.isfinite(t_end):
-        urgent_at(env, t_end).callbacks.append(lambda _ev: halt())
+    if math.isfinite(plan.t_end):
+        urgent_at(env, plan.t_end).callbacks.append(lambda _ev: halt())
     env.run(until=done)
-    S = st["t"]
-    every = int(scenario.record.every)
-    rec = np.arange(0, S + 1, every, dtype=np.int64)
-    if rec[-1] != S:
-        rec = np.append(rec, S)
-    gate = np.frombuffer(b_gate, dtype=np.int64).copy()
-    bt = np.frombuffer(b_time, dtype=np.float64).copy()
-    bd = np.frombuffer(b_delta, dtype=np.int64).copy()
-    ct, cb = busy_curve(n, bt, bd)
-    return {
-        "time": np.frombuffer(time, dtype=np.float64).copy(),
-        "kind": np.full(S, K_AGG, dtype=np.int8),
-        "client": np.frombuffer(who, dtype=np.int64).astype(np.int32),
-        "staleness_steps": np.zeros(S, dtype=np.int64),
-        "staleness_time": np.frombuffer(dur, dtype=np.float64).copy(),
-        "buffer_fill": np.full(S, m, dtype=np.int32),
-        "ptr": np.arange(S + 1, dtype=np.int64) * m,
-        "c_client": np.frombuffer(c_client, dtype=np.int64).astype(np.int32),
-        "c_read": np.repeat(np.arange(S, dtype=np.int64), m),
-        "c_steps": np.full(S * m, Q, dtype=np.int32),
-        "c_stale": np.zeros(S * m, dtype=np.int64),
-        "sim_time": float(env.now), "steps_done": S, "client_updates": counts,
-        "metric_steps": rec, "staleness_bound": 0.0,
-        "u_client": np.frombuffer(u_client, dtype=np.int64).astype(np.int32),
-        "u_before": np.frombuffer(u_before, dtype=np.int64).copy(),
-        "concurrency_time": ct, "concurrency_busy": cb, "b_time": bt, "b_delta": bd,
-        "b_gate": gate, "b_before": gate.copy(),
-        "info": {"clients_per_round": m},
-    }
+    return sync_columns(plan, log, env.now)
 
 
 def sync_table(scenario: Scenario, n: int, streams: Streams) -> EventTable:
-    """The replicate's :class:`~fedsim.engine.replay.table.EventTable`
-    (:func:`sync_timeline`)."""
-    return EventTable(**sync_timeline(scenario, n, streams))
+    """The replicate's :class:`~fedsim.engine.replay.table.EventTable`: the columns of
+    :func:`fedsim.engine.sync_rounds.rounds_timeline` (tested equal to
+    :func:`sync_timeline`'s)."""
+    return EventTable(**rounds_timeline(scenario, n, streams))
 
 
 def replay_sync(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from sync_cases import CASES, INTERPRETED, REFERENCE, load_reference, scenario
 
 import fedsim.local.sgd as sgd_mod
@@ -123,3 +125,62 @@ def test_divergence_of_one_replicate_leaves_the_others():
     assert bad.time.size == 2 and bad.client_updates.sum() == tables[0].buffer_fill[0]
     ref = _REF[("quad_sgd", 1)]
     assert good.equals(ref)
+
+
+# -- the writer without SimPy equals SimPy's --------------------------------------------
+
+def _same_columns(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], np.ndarray):
+            assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
+        else:
+            assert a[k] == b[k], k
+
+
+_DELAY = {"exp": {"kind": "exponential", "rate": 2.0},
+          "const": {"kind": "constant", "value": 0.5},
+          "unif": {"kind": "uniform", "low": 0.25, "high": 0.75},
+          "zero": {"kind": "constant", "value": 0.0}}
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 7), part=st.sampled_from([0.1, 0.5, 0.8, 1.0]),
+       Q=st.integers(1, 3), per_step=st.booleans(),
+       kinds=st.tuples(st.sampled_from(["exp", "const", "zero"]),
+                       st.sampled_from(["exp", "const", "unif"]),
+                       st.sampled_from(["exp", "const", "zero"])),
+       horizon=st.sampled_from(["steps", "time_on_grid", "time"]),
+       seed=st.integers(0, 2**16), rep=st.integers(0, 3), every=st.integers(1, 3))
+@example(n=4, part=0.5, Q=1, per_step=False, kinds=("const", "const", "const"),
+         horizon="time_on_grid", seed=1, rep=0, every=1)  # t_end on an arrival
+@example(n=5, part=1.0, Q=2, per_step=True, kinds=("const", "const", "zero"),
+         horizon="time_on_grid", seed=2, rep=1, every=2)  # t_end on an arrival
+@example(n=3, part=0.8, Q=1, per_step=False, kinds=("zero", "unif", "const"),
+         horizon="time", seed=3, rep=2, every=1)
+def test_rounds_timeline_equals_simpy(n, part, Q, per_step, kinds, horizon, seed, rep, every):
+    """:func:`rounds_timeline` (the table ``run`` replays) is SimPy's table bit for bit:
+    random and Constant delays (ties), compute per step or per round, step horizons and
+    time horizons, including ones that fall exactly on arrivals (Constant delays on the
+    grid of 0.5)."""
+    from fedsim.config import Scenario
+    from fedsim.engine.sync_rounds import rounds_timeline
+
+    hz = {"steps": {"steps": 9}, "time_on_grid": {"time": 3.0, "steps": 50},
+          "time": {"time": 2.7, "steps": 50}}[horizon]
+    d = {"download": _DELAY[kinds[0]], "compute": _DELAY[kinds[1]],
+         "upload": _DELAY[kinds[2]]}
+    if per_step:
+        d["compute_per"] = "step"
+    sc = Scenario.from_dict({
+        "name": "w", "seed": seed,
+        "problem": {"kind": "quadratic", "n": n, "dim": 2, "mu": 0.1, "L": 1.0, "seed": 0},
+        "algorithm": {"name": "fedavg", "client_rule": "sgd", "Q": Q, "eta": 0.1,
+                      "participation": part},
+        "delays": d, "horizon": hz, "record": {"every": every, "metrics": ["grad_sq"]}})
+    ref = sync_timeline(sc, n, Streams(seed, rep))
+    _same_columns(rounds_timeline(sc, n, Streams(seed, rep)), ref)
+    if kinds[1] == "const" and "unif" not in kinds and "exp" not in kinds and \
+            horizon == "time_on_grid":  # the horizon falls on the arrivals of a round
+        assert ref["sim_time"] == 3.0 and np.all(ref["time"] < 3.0)
+        assert np.any((ref["b_time"] == 3.0) & (ref["b_delta"] == 1))  # counted, no step
