@@ -82,7 +82,7 @@ class SyncLog:
                                                          array("q"))
         self.u_client, self.u_before = array("q"), array("q")
         self.b_time, self.b_delta, self.b_gate = array("d"), array("q"), array("q")
-        self.counts = np.zeros(n, dtype=np.int64)
+        self.counts = [0] * n
         self.steps = 0
         self.idle = 0
 
@@ -95,14 +95,21 @@ class SyncLog:
 
     def arrive(self, i: int, t: float) -> None:
         """Client ``i``'s round arrives at ``t``."""
+        self.arrive_many((i,), (t,))
+
+    def arrive_many(self, clients: Any, times: Any) -> None:
+        """Rounds arrive, client ``clients[k]`` at ``times[k]``, in that order."""
         s = self.steps
-        self.counts[i] += 1
-        self.u_client.append(i)
-        self.u_before.append(s)
-        self.idle += 1
-        self.b_time.append(t)
-        self.b_delta.append(1)
-        self.b_gate.append(s)
+        counts = self.counts
+        for i in clients:
+            counts[i] += 1
+        k = len(clients)
+        self.u_client.extend(clients)
+        self.u_before.extend([s] * k)
+        self.idle += k
+        self.b_time.extend(times)
+        self.b_delta.extend([1] * k)
+        self.b_gate.extend([s] * k)
 
     def step(self, now: float, t0: float, chosen: list[int]) -> None:
         """The round that started at ``t0`` ends at ``now``: one server step."""
@@ -135,7 +142,8 @@ def sync_columns(plan: SyncPlan, log: SyncLog, sim_time: float) -> dict[str, Any
         "c_read": np.repeat(np.arange(S, dtype=np.int64), m),
         "c_steps": np.full(S * m, Q, dtype=np.int32),
         "c_stale": np.zeros(S * m, dtype=np.int64),
-        "sim_time": float(sim_time), "steps_done": S, "client_updates": log.counts,
+        "sim_time": float(sim_time), "steps_done": S,
+        "client_updates": np.array(log.counts, dtype=np.int64),
         "metric_steps": rec, "staleness_bound": 0.0,
         "u_client": np.frombuffer(log.u_client, dtype=np.int64).astype(np.int32),
         "u_before": np.frombuffer(log.u_before, dtype=np.int64).copy(),
@@ -164,10 +172,10 @@ def rounds_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, A
             for c in compute:
                 t = t + c
             fin.append(t + upload)
-        for j in sorted(range(m), key=fin.__getitem__):  # stable: ties in sampling order
-            if timed and fin[j] > t_end:
-                break
-            log.arrive(chosen[j], fin[j])
+        order = sorted(range(m), key=fin.__getitem__)  # stable: ties in sampling order
+        if timed:
+            order = [j for j in order if fin[j] <= t_end]
+        log.arrive_many([chosen[j] for j in order], [fin[j] for j in order])
         end = max(fin)
         if timed and not end < t_end:
             sim_time = t_end
