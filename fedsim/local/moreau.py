@@ -158,15 +158,20 @@ def moreau_update_for(grad: Any, theta: Any = None) -> Any:
     """The compiled client rule ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out,
     cnt) -> 0`` (REPLAY_SPEC 2: ``cst`` has no rows, ``tread`` is unused) of a view whose
     batch oracle is ``grad``: :func:`moreau_round` with the "gd" solver, or with the exact
-    oracle ``theta`` when given; compiled once per pair (inlined) and cached on disk
-    (:func:`fedsim.jit.cache_closure`)."""
-    th_fn = no_theta if theta is None else theta
-    exact = 0 if theta is None else 1
-
-    @jit
-    def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
-        return moreau_round(moreau_solve, grad, th_fn, exact, vdata, i, read, Z, nsteps, fp,
-                            out, cnt)
+    oracle ``theta`` when given; ``jit(inline=True)`` (the replay inlines it), compiled
+    once per pair and cached on disk (:func:`fedsim.jit.cache_closure`).  The two solvers
+    are two function bodies, so that a cache keyed on a closure's code (and its argument
+    types) never takes one for the other."""
+    if theta is None:
+        @jit(inline=True)
+        def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+            return moreau_round(moreau_solve, grad, no_theta, 0, vdata, i, read, Z, nsteps,
+                                fp, out, cnt)
+    else:
+        @jit(inline=True)
+        def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+            return moreau_round(moreau_solve, grad, theta, 1, vdata, i, read, Z, nsteps, fp,
+                                out, cnt)
 
     return cache_closure(update)
 
