@@ -215,3 +215,20 @@ def test_params_layout():
     for i in range(n):
         np.testing.assert_allclose(K[i] @ (rule.problem.A_stack[i] + rule.lam * np.eye(d)),
                                    np.eye(d), atol=1e-13)
+
+
+@pytest.mark.parametrize("solver", ["gd", "exact"])
+def test_interpreted_rule_on_quadratic_matches_compiled(monkeypatch, solver):
+    """Interpreted (``sample_batch``/``batch_grad``/``batch_theta_hat``) against compiled
+    on isotropic additive noise: the same normals, the noise scaled as ``(s z)/sqrt(b)``
+    against ``sqrt(s^2/b) z`` and sums in another order, so equal to rounding (1e-12)."""
+    fast = _compiled_case("quad", solver)
+    monkeypatch.setattr(sgd_mod, "_COMPILED", False)
+    slow = _compiled_case("quad", solver)
+    assert slow.update is None and fast.update is not None
+    w0 = np.linspace(-0.5, 0.5, fast.d)
+    for i in range(fast.problem.n):
+        a = fast.round(i, w0, np.empty(fast.d), np.random.default_rng(i))
+        b = slow.round(i, w0, np.empty(fast.d), np.random.default_rng(i))
+        assert rel_diff(b, a) <= 1e-12
+    assert np.array_equal(fast.cnt, slow.cnt)
