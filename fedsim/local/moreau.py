@@ -207,7 +207,7 @@ class MoreauRule(ConfigRule, StepRule):
     """[P] Option C local steps (:func:`moreau_round`); counters ``inner_iters``,
     ``inner_solves``, ``inner_failures`` (``cnt``, module docstring).
 
-    For the replay (REPLAY_SPEC 2): :attr:`update` (compiled, or ``None`` without a
+    For the replay (REPLAY_SPEC 2): :attr:`compiled_update` (or ``None`` without a
     compiled view), ``c_rows = 0``, :attr:`draws` numbers of dtype :attr:`dtype` a step,
     :meth:`init_state`, :meth:`params`.
     """
@@ -286,12 +286,12 @@ class MoreauRule(ConfigRule, StepRule):
         if cv is not None:
             theta = exact[0] if self.exact else None
             self.pd = exact[1](problem, self.lam) if self.exact else np.zeros(0)
-            self.update = moreau_update_for(cv.grad, theta)
-            self._round = Bound(self.update, cv.data)
+            self.compiled_update = moreau_update_for(cv.grad, theta)
+            self._round = Bound(self.compiled_update, cv.data)
             self.draws, self.dtype = int(cv.draws), cv.dtype
         else:
             self.pd = np.zeros(0)
-            self.update = None
+            self.compiled_update = None
             self.view = (problem, self.lam)
             self.draws, self.dtype = 0, np.float64
         self._fp = np.zeros(0)
@@ -357,7 +357,7 @@ class MoreauRule(ConfigRule, StepRule):
         fp = self._params(out.shape[0])
         fp[0] = self.eta if eta is None else float(eta)
         Q = self.Q if Q is None else int(Q)
-        if self.update is not None:
+        if self.compiled_update is not None:
             self._round(i, self._cst, w0, 0, self._block(rng, i, Q), Q, fp, out, self.cnt)
         else:
             moreau_round.py_func(moreau_solve.py_func, problem_batch_grad, problem_theta_hat,

@@ -98,9 +98,9 @@ def test_compiled_update_equals_py_func_bitwise(kind, solver):
     oracles' ``py_func``: the same iterate and counters, bit for bit."""
     rule = _compiled_case(kind, solver)
     cv = rule.cv
-    assert cv is not None and rule.update is not None
+    assert cv is not None and rule.compiled_update is not None
     theta = quadratic_batch_theta_hat if solver == "exact" else no_theta
-    assert rule.update is moreau_update_for(cv.grad, None if solver == "gd" else theta)
+    assert rule.compiled_update is moreau_update_for(cv.grad, None if solver == "gd" else theta)
     d, Q = rule.d, 4
     rng = np.random.default_rng(11)
     read = rng.standard_normal(d) * 0.3
@@ -109,7 +109,7 @@ def test_compiled_update_equals_py_func_bitwise(kind, solver):
         fp1, fp2 = rule.params(), rule.params()
         c1, c2 = np.zeros(3, np.int64), np.zeros(3, np.int64)
         o1, o2 = np.empty(d), np.empty(d)
-        rule.update(cv.data, i, np.empty((0, d)), read, 0, Z, Q, fp1, o1, c1)
+        rule.compiled_update(cv.data, i, np.empty((0, d)), read, 0, Z, Q, fp1, o1, c1)
         moreau_round.py_func(moreau_solve.py_func, cv.grad.py_func, theta.py_func,
                              rule.exact, cv.data, i, read, Z, Q, fp2, o2, c2)
         assert np.array_equal(o1, o2) and np.array_equal(c1, c2)
@@ -123,7 +123,7 @@ def test_interpreted_rule_equals_compiled_on_softmax(monkeypatch):
     fast = _compiled_case("softmax", "gd")
     monkeypatch.setattr(sgd_mod, "_COMPILED", False)
     slow = _compiled_case("softmax", "gd")
-    assert slow.update is None and fast.update is not None
+    assert slow.compiled_update is None and fast.compiled_update is not None
     w0 = np.linspace(-0.5, 0.5, fast.d)
     for i in range(3):
         a = fast.round(i, w0, np.empty(fast.d), np.random.default_rng(i))
@@ -145,7 +145,7 @@ def test_hand_computed_one_dimensional_step(solver):
     p = _one_d()
     rule = MoreauRule(p, 0.3, 1, 1, 4.0, nu=1e-12, inner_max_iter=50, solver=solver,
                       L=2.0 if solver == "gd" else None)
-    assert rule.update is not None
+    assert rule.compiled_update is not None
     w = rule.step(0, np.array([1.0]), np.random.default_rng(0))
     assert w[0] == pytest.approx(0.8, abs=1e-15)
     assert (rule.inner_iters, rule.inner_solves, rule.inner_failures) == (
@@ -189,7 +189,7 @@ def test_update_runs_inside_a_kernel_compiled_without_nrt():
     """The replay compiles its loop without reference counting: the uniform ``update``
     (slices of ``fp``, no allocation) compiles and runs there, with the same result."""
     rule = _compiled_case("quad", "exact")
-    update = rule.update
+    update = rule.compiled_update
 
     @jit(cache=False, nrt=False)
     def kernel(vdata, i, cst, read, Z, nsteps, fp, out, cnt):
@@ -225,7 +225,7 @@ def test_interpreted_rule_on_quadratic_matches_compiled(monkeypatch, solver):
     fast = _compiled_case("quad", solver)
     monkeypatch.setattr(sgd_mod, "_COMPILED", False)
     slow = _compiled_case("quad", solver)
-    assert slow.update is None and fast.update is not None
+    assert slow.compiled_update is None and fast.compiled_update is not None
     w0 = np.linspace(-0.5, 0.5, fast.d)
     for i in range(fast.problem.n):
         a = fast.round(i, w0, np.empty(fast.d), np.random.default_rng(i))
