@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine import run
+from fedsim.engine import run, run_batch
 from fedsim.engine.dispatch import make_async_run
 from fedsim.engine.replay.fedasync import fedasync_tables
 from fedsim.engine.replay.table import EventTable
@@ -57,10 +57,11 @@ def golden():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_replayed_physical_runs_equal_the_engine_at_main(name, golden):
+    """``run`` and ``run_batch`` (R = 2, a diverging replicate next to another) both."""
     sc = scenario(name)
-    for r in (0, 3):
+    batch = run_batch(sc, [0, 3])
+    for r, tr in [(0, run(sc, 0)), (3, run(sc, 3)), (0, batch[0]), (3, batch[1])]:
         key = f"{name}|{r}"
-        tr = run(sc, r)
         for c in COLS:
             assert np.array_equal(getattr(tr, c), golden[f"{key}|{c}"]), c
         want = {k.split("|m:")[1]: v for k, v in golden.items() if k.startswith(key + "|m:")}
