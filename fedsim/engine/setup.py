@@ -22,14 +22,14 @@ import simpy
 from fedsim.config import Scenario, build_problem
 from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
-from fedsim.engine.steplog import StepLog
+from fedsim.engine.steplog import StepLog, TableLog
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.trace import Recorder
 
-__all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "check_problem",
-           "inner_counters"]
+__all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "metric_params",
+           "check_problem", "inner_counters"]
 
 _PROBLEMS: dict[str, Any] = {}
 _PROBLEM_CACHE = 8
@@ -61,14 +61,21 @@ def initial_model(problem, scenario: Scenario | None = None) -> np.ndarray:
     return np.full(problem.dim, float(w0))
 
 
-def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
-    """The metric recorder; MAML alpha / Moreau lam default to the client rule's."""
+def metric_params(scenario: Scenario) -> tuple[float | None, float | None]:
+    """``(maml_alpha, me_lam)`` of the recorded metrics: ``record.maml_alpha`` /
+    ``record.me_lam``, defaulting to the client rule's ``alpha`` / ``lam``."""
     a, r = scenario.algorithm, scenario.record
     alpha = r.maml_alpha
     if alpha is None and a.client_rule in ("maml", "fomaml", "hfmaml"):
         alpha = float(a.alpha)
     lam = r.me_lam if r.me_lam is not None else (a.lam if a.client_rule == "moreau" else None)
-    return Recorder(problem, r.metrics, r.every, problem.n, capacity, alpha, lam)
+    return alpha, lam
+
+
+def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
+    """The metric recorder (:func:`metric_params`)."""
+    r = scenario.record
+    return Recorder(problem, r.metrics, r.every, problem.n, capacity, *metric_params(scenario))
 
 
 def check_problem(scenario: Scenario, problem) -> None:
@@ -93,11 +100,14 @@ class RunSetup:
     ``simulate = False`` makes no SimPy environment (the window model has no events);
     ``personal`` (n x dim) are the clients' own personal models when the algorithm keeps
     them (AsyPFL's beta_k), attached to the recorder before step 0 is recorded.
+    ``table = True``: a timeline writer -- no recorder, the log is a
+    :class:`~fedsim.engine.steplog.TableLog` (no model, no metric).
     """
 
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool, *,
                  log_model: np.ndarray | None = None, steps: int | None = None,
-                 simulate: bool = True, personal: np.ndarray | None = None) -> None:
+                 simulate: bool = True, personal: np.ndarray | None = None,
+                 table: bool = False) -> None:
         self.scenario = scenario
         self.algorithm = scenario.algorithm
         self.problem = problem
@@ -105,8 +115,10 @@ class RunSetup:
         self.n, self.d = problem.n, problem.dim
         self.rule = make_client_rule(scenario.algorithm, problem)
         self.w = initial_model(problem, scenario)
-        self.rec = make_recorder(scenario, problem)
-        self.rec.personal = personal
+        self.writes_table = table
+        self.rec = None if table else make_recorder(scenario, problem)
+        if not table:
+            self.rec.personal = personal
         self.env: simpy.Environment | None = None
         stop: Callable[[], None] | None = None
         if simulate:
@@ -114,8 +126,11 @@ class RunSetup:
             self.done, stop = stop_event(self.env)
         self.stop = stop
         T = scenario.horizon.steps if steps is None else steps
-        self.log = StepLog(self.rec, T, self.w if log_model is None else log_model, progress,
-                           stop)
+        if table:
+            self.log = TableLog(T, stop)
+        else:
+            self.log = StepLog(self.rec, T, self.w if log_model is None else log_model,
+                               progress, stop)
         self.idle = [0]  # clients thinking (busy fraction (n - idle) / n)
 
     # -- per-client streams -------------------------------------------------------------
@@ -183,7 +198,8 @@ class RunSetup:
 
         The client reads ``model`` into ``snap`` when the download is requested
         (``arrival`` false) or when it completes (``delays.read_at``), then computes and
-        uploads; times add up as ``((t_read + download) + c_1 + ...) + upload``.  Returns
+        uploads; times add up as ``((t_read + download) + c_1 + ...) + upload``
+        (``model = None``: a timeline writer, nothing is copied).  Returns
         ``(omega, t_read, t_upload)`` -- ``omega`` the server step read -- or ``None`` if the
         run stopped meanwhile.  Use as ``got = yield from setup.read_and_upload(...)``.
         """
@@ -194,7 +210,8 @@ class RunSetup:
             yield at(env, t)
             if log.stopped:
                 return None
-        np.copyto(snap, model)
+        if model is not None:
+            np.copyto(snap, model)
         omega = log.t
         t_read = t
         if not arrival:
@@ -211,9 +228,16 @@ class RunSetup:
         """Generator: a client thinks from ``t`` to ``t + th`` and is not busy meanwhile;
         the busy fraction ``(n - idle)/n`` is recorded at both ends.  Use as
         ``yield from setup.think_pause(t, th)`` inside a client process."""
-        idle, n, rec = self.idle, self.n, self.rec
+        idle, n, rec, log = self.idle, self.n, self.rec, self.log
         idle[0] += 1
-        rec.busy(t, (n - idle[0]) / n)
+        gate = log.t
+        if self.writes_table:
+            log.busy(t, 1, gate)
+        else:
+            rec.busy(t, (n - idle[0]) / n)
         yield at(self.env, t + th)
         idle[0] -= 1
-        rec.busy(t + th, (n - idle[0]) / n)
+        if self.writes_table:
+            log.busy(t + th, -1, gate)
+        else:
+            rec.busy(t + th, (n - idle[0]) / n)
