@@ -62,6 +62,7 @@ import numpy as np
 from fedsim.errors import check_integer, check_number, require
 from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
+from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
 from fedsim.local.registry import ConfigRule
 from fedsim.local.sgd import round_block, rule_view
 from fedsim.problems.base import Problem
@@ -72,8 +73,8 @@ from fedsim.problems.quadratic_view import (
 )
 
 __all__ = ["MoreauRule", "moreau_solve", "moreau_round", "moreau_update_for", "no_theta",
-           "problem_batch_grad", "problem_theta_hat", "BatchSteps", "EXACT_ORACLES",
-           "SCALARS", "COUNTERS"]
+           "problem_batch_grad", "problem_theta_hat", "BatchSteps", "batch_draw_round",
+           "interpreted_update", "EXACT_ORACLES", "SCALARS", "COUNTERS"]
 
 #: ``fp[:SCALARS]`` are the scalars (module docstring)
 SCALARS = 6
@@ -163,17 +164,35 @@ def moreau_update_for(grad: Any, theta: Any = None) -> Any:
     are two function bodies, so that a cache keyed on a closure's code (and its argument
     types) never takes one for the other."""
     if theta is None:
-        @jit(inline=True)
         def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
             return moreau_round(moreau_solve, grad, no_theta, 0, vdata, i, read, Z, nsteps,
                                 fp, out, cnt)
     else:
-        @jit(inline=True)
         def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
             return moreau_round(moreau_solve, grad, theta, 1, vdata, i, read, Z, nsteps, fp,
                                 out, cnt)
 
-    return cache_closure(update)
+    leaves = (grad,) if theta is None else (grad, theta)
+    return cache_closure(jit(inline=True)(tag_closure(update, *leaves)))
+
+
+@functools.cache
+def interpreted_update(exact: int) -> Any:
+    """:func:`moreau_round` interpreted in the uniform client signature, for a problem
+    without a compiled view: ``vdata = (problem, lam)``, ``Z`` a :class:`BatchSteps`
+    (:func:`batch_draw_round` points it at the client's stream)."""
+    def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        return moreau_round.py_func(moreau_solve.py_func, problem_batch_grad, problem_theta_hat,
+                                    exact, vdata, i, read, Z, nsteps, fp, out, cnt)
+
+    return update
+
+
+def batch_draw_round(vdata, i, gen, nsteps, Z) -> int:
+    """The interpreted ``draw_round``: ``Z`` (a :class:`BatchSteps`) draws client ``i``'s
+    batches from ``gen`` as the round runs."""
+    Z.i, Z.rng = i, gen
+    return 0
 
 
 def problem_batch_grad(view: tuple, i: int, w: np.ndarray, D: Any, g: np.ndarray) -> int:
@@ -332,6 +351,23 @@ class MoreauRule(ConfigRule, StepRule):
 
     def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
         """No client state (``c_rows = 0``)."""
+
+    def replay_form(self) -> ClientForm:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.ClientForm`):
+        :attr:`compiled_update` with the view's ``draw`` per step, or the same functions
+        interpreted (:func:`interpreted_update`); ``fp`` a new :meth:`params`, the counters
+        ``COUNTERS``."""
+        fp = self.params()
+        common = {"c_rows": 0, "fp": fp, "ncnt": len(COUNTERS), "counters": COUNTERS}
+        if self.compiled_update is not None:
+            cv = self.cv
+            return ClientForm(update=self.compiled_update, draw_round=view_draw_round(cv.draw),
+                              vdata=cv.data, k=self.draws, dtype=self.dtype, compiled=True,
+                              **common)
+        problem, batch = self.problem, self.batch
+        return ClientForm(update=interpreted_update(self.exact), draw_round=batch_draw_round,
+                          vdata=self.view, k=0, dtype=np.float64, compiled=False,
+                          make_z=lambda nsteps: BatchSteps(problem, 0, batch, None), **common)
 
     def _block(self, rng: np.random.Generator, i: int, Q: int) -> np.ndarray:
         if Q * self.draws > self._blk.size:
