@@ -11,7 +11,12 @@ loading excluded); the two trees alternate, so both see the same load.  Cells:
   1``, ``nu = 1e-6``, GD inner solver;
 * ``quadratic-gd``: the quadratic of ``benchmarks/replicates.py`` (n = 100, d = 10, noise
   s.d. 0.1), batch 1, Q = 10, ``lam = 2 L + 1``, ``nu = 1e-8``;
-* ``quadratic-exact``: the same with the closed-form inner solve.
+* ``quadratic-exact``: the same with the closed-form inner solve;
+* ``engine-quadratic`` / ``engine-softmax``: whole runs of FedAsync + Moreau (PersA-FL-ME,
+  physical model; the scenarios ``fedasync_moreau_quad`` and ``fedasync_moreau_softmax`` of
+  ``tests/rules/moreau_cases.py`` with 2000 / 200 server steps), ``--reps`` replicates:
+  ``fedsim.engine.run_batch`` (table then replay, when the tree has it) else ``run`` per
+  replicate; the figure is server steps per second.
 
 Output, one line a cell::
 
@@ -47,8 +52,42 @@ CELLS = {
 }
 
 
+ENGINE_CELLS = {"engine-quadratic": ("fedasync_moreau_quad", 2000),
+                "engine-softmax": ("fedasync_moreau_softmax", 200)}
+
+
+def measure_engine(cell: str, reps: int, repeat: int) -> dict:
+    """Server steps per second of whole runs, and the last replicate's final model."""
+    sys.path.insert(0, str(HERE / "tests" / "rules"))
+    import moreau_cases as mc
+
+    import fedsim.engine as eng
+    from fedsim.config import Scenario
+
+    name, steps = ENGINE_CELLS[cell]
+    d = dict(mc.ENGINE_CASES[name], horizon={"steps": steps})
+    sc = Scenario.from_dict(d)
+    batch = getattr(eng, "run_batch", None)
+
+    def go() -> list:
+        if batch is not None:
+            return batch(sc, list(range(reps)))
+        return [eng.run(sc, r) for r in range(reps)]
+
+    go()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        trs = go()
+        best = min(best, time.process_time() - t0)
+    return {"steps_per_s": sum(t.steps_done for t in trs) / best,
+            "w": trs[-1].final_w.tolist(), "inner_iters": trs[-1].info["inner_iters"]}
+
+
 def measure(cell: str, rounds: int, repeat: int) -> dict:
     """Steps per second of ``MoreauRule.round`` in the cell, and the last iterate."""
+    if cell in ENGINE_CELLS:
+        return measure_engine(cell, rounds, repeat)
     from fedsim.config import Scenario
     from fedsim.engine import problem_for
     from fedsim.local import MoreauRule
@@ -96,10 +135,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--vs", type=Path, required=True, help="the other tree (the baseline)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=200)
-    ap.add_argument("--cells", nargs="*", default=list(CELLS))
+    ap.add_argument("--reps", type=int, default=8, help="replicates of an engine cell")
+    ap.add_argument("--cells", nargs="*", default=[*CELLS, *ENGINE_CELLS])
     a = ap.parse_args(argv)
     for cell in a.cells:
         rounds = a.rounds if cell != "softmax-gd" else max(a.rounds // 10, 4)
+        if cell in ENGINE_CELLS:
+            rounds = a.reps
         base = run_in(a.vs, cell, rounds, a.repeat)
         this = run_in(HERE, cell, rounds, a.repeat)
         wb, wt = np.array(base["w"]), np.array(this["w"])

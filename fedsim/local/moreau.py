@@ -37,7 +37,11 @@ and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
   ``q`` reads the same ``Z[q]``;
 * any other problem runs the same two functions interpreted (``py_func``) with
   ``sample_batch``/``batch_grad``/``batch_theta_hat`` (:class:`BatchSteps`: ``Z[q]`` draws
-  step ``q``'s batch once).
+  step ``q``'s batch once; :func:`interpreted_update`).
+
+:meth:`MoreauRule.round`/``step`` (the SimPy engines, ``fedsim.engine.reference``) and
+:meth:`MoreauRule.replay_form` (the table replay, :mod:`fedsim.engine.replay.kernel`) call
+these same functions.
 
 On softmax and logistic the view's ``grad`` IS the problem's ``batch_grad``; on the
 quadratic the compiled gradient noise is the view's (``e = scale_i z`` or ``F_i z``), the
