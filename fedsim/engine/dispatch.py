@@ -24,7 +24,7 @@ Every runner has the signature ``runner(scenario, problem, streams, progress, sp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,46 +35,68 @@ from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import run_asypfl
 from fedsim.engine.physical import AsyncRun
 from fedsim.engine.replay.driver import replay_table
-from fedsim.engine.replay.fedasync import fedasync_tables
+from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.setup import check_problem, problem_for
+from fedsim.engine.setup import check_problem, problem_for, trigger_count
 from fedsim.engine.sync import run_sync
 from fedsim.engine.window import run_window
 from fedsim.errors import require
+from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
-__all__ = ["run", "RUNNERS", "TABLE_WRITERS", "runner_for", "make_async_run"]
+__all__ = ["run", "RUNNERS", "TABLE_WRITERS", "table_writer", "replay_tables", "runner_for",
+           "make_async_run"]
 
 
-def _physical_table(scenario, problem, streams, progress, spec) -> EventTable:
-    return AsyncRun(scenario, problem, streams, progress, spec).table()
+def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
+    """A count trigger: the upload timeline compiled or vectorised, grouped into steps
+    (no contention: the clients' cycles do not depend on the server); a timer trigger:
+    SimPy (:class:`~fedsim.engine.physical.AsyncRun`)."""
+    spec = get_algorithm(scenario.algorithm.name)
+    K = trigger_count(scenario)
+    if K is not None:
+        return upload_tables(scenario, list(replicates), n=problem.n,
+                             Q=int(make_client_rule(scenario.algorithm, problem).Q), K=int(K),
+                             per_upload=bool(spec.step_per_upload))
+    return [AsyncRun(scenario, problem, Streams(scenario.seed, r), False, spec).table()
+            for r in replicates]
 
 
+def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
+                     ) -> list[EventTable]:
+    return fedasync_tables(scenario, list(replicates), n=problem.n,
+                           Q=int(scenario.algorithm.get("Q")))
 
-def _fedasync_table(scenario, problem, streams, progress, spec) -> EventTable:
-    Q = int(scenario.algorithm.get("Q"))
-    return fedasync_tables(scenario, [streams.replicate], n=problem.n, Q=Q)[0]
 
-
-#: runner key -> ``writer(scenario, problem, streams, progress, spec) -> EventTable``
-TABLE_WRITERS: dict[str, Callable[..., EventTable]] = {
-    "fedasync_fast": _fedasync_table,
-    "physical": _physical_table,
+#: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``:
+#: the execution models whose runner writes a table; ``run`` and ``run_batch`` replay it
+TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
+    "fedasync_fast": _fedasync_tables,
+    "physical": _physical_tables,
 }
 
 
-def _replayed(writer: Callable[..., EventTable]) -> Callable[..., Trace]:
-    def runner(scenario, problem, streams, progress, spec) -> Trace:
-        table = writer(scenario, problem, streams, progress, spec)
-        return replay_table(scenario, [table], replicates=[streams.replicate],
-                            problem=problem)[0]
-    return runner
+def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
+    """The table writer of ``scenario``'s execution model (registry, then
+    :data:`TABLE_WRITERS`), or ``None`` when its runner computes as it simulates."""
+    key = get_algorithm(scenario.algorithm.name).runners[scenario.algorithm.model]
+    return TABLE_WRITERS.get(key)
+
+
+def replay_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
+    """Table then replay for ``replicates`` (the scenario's model must write a table)."""
+    tables = table_writer(scenario)(scenario, problem, replicates)
+    return replay_table(scenario, tables, replicates=replicates, problem=problem)
+
+
+def _replayed(scenario, problem, streams, progress, spec) -> Trace:
+    return replay_tables(scenario, problem, [streams.replicate])[0]
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
 RUNNERS: dict[str, Callable[..., Trace]] = {
-    **{key: _replayed(w) for key, w in TABLE_WRITERS.items()},
+    **{key: _replayed for key in TABLE_WRITERS},
     "window": run_window,
     "sync": run_sync,
     "area": run_area,

@@ -3,7 +3,8 @@
 At each local step one fresh batch D is drawn, the stochastic function
 ``h_tilde(theta) = f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` is held fixed, and an
 approximate minimiser ``theta_tilde`` with ``||grad h_tilde(theta_tilde)|| <= nu`` is found;
-then ``w <- w - eta lam (w - theta_tilde)``.
+then ``w <- w - eta lam (w - theta_tilde)``.  Run under synchronous FedAvg the same rule is
+pFedMe's local step (Dinh et al. 2020; :mod:`fedsim.servers.fedavg`).
 
 Inner solvers (stated, THEORY_SPEC 2.1):
 
@@ -18,31 +19,224 @@ Inner solvers (stated, THEORY_SPEC 2.1):
   with step ``1/(L + lam)`` is then guaranteed to converge only if ``L_D + lam < 2 (L + lam)``;
   slow or failed inner solves show up in ``inner_failures`` (E-P11 of THEORY_SPEC 8).
 * ``"exact"`` -- the closed-form minimiser of a quadratic's ``h_tilde``
-  (``QuadraticProblem.batch_theta_hat``; ``nu = 0``), the model of THEORY_SPEC 10.2.
+  (``QuadraticProblem.batch_theta_hat``; ``nu = 0``), the model of THEORY_SPEC 10.2;
+  compiled, :func:`fedsim.problems.quadratic_view.quadratic_batch_theta_hat` (one Newton
+  step, ``theta = w - (A_i + lam I)^{-1} grad f_tilde_i(w, D)``).
 
-On softmax and binary logistic regression the GD solver's ``batch_grad`` is the problem's
-compiled oracle (:mod:`fedsim.problems.softmax_view`, :mod:`fedsim.problems.logistic_view`).
+The rule is written once, in the subset numba compiles (:mod:`fedsim.jit`):
+:func:`moreau_solve` (the inner solve) and :func:`moreau_round` (the ``nsteps`` local
+steps), generic in the problem's batch oracle ``grad(vdata, i, w, z, g)`` (``g = grad
+f_tilde_i(w, D)`` for the batch ``D`` that ``z`` encodes, :mod:`fedsim.problems.compiled`)
+and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
+
+* on a problem with a compiled view (:func:`fedsim.local.sgd.rule_view`: quadratic,
+  binary logistic, softmax) the round runs compiled, :func:`moreau_update_for` (the
+  uniform client signature of the replay, ``update(vdata, i, cst, read, tread, Z, nsteps,
+  fp, out, cnt)``, no client state); ``Z[q]`` is step ``q``'s ``z``, the round drawn in
+  one call (:func:`fedsim.local.sgd.round_block`), and every inner iteration of step
+  ``q`` reads the same ``Z[q]``;
+* any other problem runs the same two functions interpreted (``py_func``) with
+  ``sample_batch``/``batch_grad``/``batch_theta_hat`` (:class:`BatchSteps`: ``Z[q]`` draws
+  step ``q``'s batch once; :func:`interpreted_update`).
+
+:meth:`MoreauRule.round`/``step`` (the SimPy engines, ``fedsim.engine.reference``) and
+:meth:`MoreauRule.replay_form` (the table replay, :mod:`fedsim.engine.replay.kernel`) call
+these same functions.
+
+On softmax and logistic the view's ``grad`` IS the problem's ``batch_grad``; on the
+quadratic the compiled gradient noise is the view's (``e = scale_i z`` or ``F_i z``), the
+law of ``sample_batch`` (the same numbers up to rounding for isotropic additive noise).
+
+``fp``, the rule's parameters (:meth:`MoreauRule.params`), float64: ``fp[0] = eta``,
+``fp[1] = lam``, ``fp[2] = nu``, ``fp[3] = inner_max_iter``, ``fp[4] = 1/(L + lam)`` (0
+for "exact"), ``fp[5] = d``; then ``2 d`` work floats (``theta`` and the gradient; written
+by every call, so one ``fp`` serves one thread, as a view's data does); then the exact
+oracle's data ``pd`` (``quadratic_prox_data``: ``n d d`` floats; none for "gd").
+``cnt`` (int64, 3): inner iterations, inner solves, inner failures, accumulated.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
 from fedsim.errors import check_integer, check_number, require
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
+from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
 from fedsim.local.registry import ConfigRule
+from fedsim.local.sgd import round_block, rule_view
 from fedsim.problems.base import Problem
+from fedsim.problems.quadratic_view import (
+    quadratic_batch_theta_hat,
+    quadratic_prox_data,
+    quadratic_sample_grad,
+)
 
-__all__ = ["MoreauRule"]
+__all__ = ["MoreauRule", "moreau_solve", "moreau_round", "moreau_update_for", "no_theta",
+           "problem_batch_grad", "problem_theta_hat", "BatchSteps", "batch_draw_round",
+           "interpreted_update", "EXACT_ORACLES", "SCALARS", "COUNTERS"]
+
+#: ``fp[:SCALARS]`` are the scalars (module docstring)
+SCALARS = 6
+#: the names of ``cnt``'s entries, in order
+COUNTERS = ("inner_iters", "inner_solves", "inner_failures")
+
+
+@jit(inline=True)
+def no_theta(vdata, i, w, z, pd, g, th):
+    """The exact-oracle slot of the "gd" solver (:func:`moreau_update_for`); never called
+    (``exact = 0``)."""
+    return 0
+
+
+#: the compiled exact oracle and its data builder ``(problem, lam) -> pd`` of a view, by
+#: the view's ``grad``
+EXACT_ORACLES = {quadratic_sample_grad: (quadratic_batch_theta_hat, quadratic_prox_data)}
+
+
+@jit(cache=False, inline=True)
+def moreau_solve(grad, theta, exact, vdata, i, w, z, fp, pd, th, g, cnt):
+    """``th`` = the inner solution ``theta_tilde`` of ``h_tilde(., w, D)`` for the batch
+    ``z`` encodes (module docstring); counts into ``cnt``.
+
+    "gd" (``exact == 0``): the iterates ``theta_0 = w, ..., theta_{max_iter}``, each
+    checked for ``sum_k (grad h_tilde)_k^2 <= nu^2`` (summed in index order), so at most
+    ``inner_max_iter`` steps ``theta - (grad h_tilde)/(L + lam)``; a solve that ends
+    without meeting ``nu`` counts a failure.  "exact": ``theta(vdata, i, w, z, pd, g, th)``.
+    ``g`` is a work vector.
+    """
+    cnt[1] += 1
+    if exact != 0:
+        return theta(vdata, i, w, z, pd, g, th)
+    d = w.shape[0]
+    lam = fp[1]
+    nu2 = fp[2] * fp[2]
+    max_iter = int(fp[3])
+    step = fp[4]
+    for k in range(d):
+        th[k] = w[k]
+    it = 0
+    while True:
+        grad(vdata, i, th, z, g)
+        s = 0.0
+        for k in range(d):
+            g[k] = g[k] + lam * (th[k] - w[k])
+            s += g[k] * g[k]
+        if s <= nu2:
+            return 0
+        if it == max_iter:
+            break
+        for k in range(d):
+            th[k] = th[k] - step * g[k]
+        it += 1
+        cnt[0] += 1
+    cnt[2] += 1
+    return 0
+
+
+@jit(cache=False, inline=True)
+def moreau_round(solve, grad, theta, exact, vdata, i, read, Z, nsteps, fp, out, cnt):
+    """[P] Alg. 2 lines 10-12 (Option C): ``out`` = the local model after ``nsteps`` steps
+    ``w <- w - eta lam (w - theta_tilde)`` from ``read`` (only read; ``out`` may be
+    ``read``), step ``q``'s inner problem on the batch ``Z[q]``; ``solve`` is
+    :func:`moreau_solve` (compiled or its ``py_func``), the work vectors are in ``fp``."""
+    d = out.shape[0]
+    el = fp[0] * fp[1]
+    th = fp[SCALARS:SCALARS + d]
+    g = fp[SCALARS + d:SCALARS + 2 * d]
+    pd = fp[SCALARS + 2 * d:]
+    for k in range(d):
+        out[k] = read[k]
+    for q in range(nsteps):
+        solve(grad, theta, exact, vdata, i, out, Z[q], fp, pd, th, g, cnt)
+        for k in range(d):
+            out[k] = out[k] - el * (out[k] - th[k])
+    return 0
+
+
+@functools.cache
+def moreau_update_for(grad: Any, theta: Any = None) -> Any:
+    """The compiled client rule ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out,
+    cnt) -> 0`` (REPLAY_SPEC 2: ``cst`` has no rows, ``tread`` is unused) of a view whose
+    batch oracle is ``grad``: :func:`moreau_round` with the "gd" solver, or with the exact
+    oracle ``theta`` when given; ``jit(inline=True)`` (the replay inlines it), compiled
+    once per pair and cached on disk (:func:`fedsim.jit.cache_closure`).  The two solvers
+    are two function bodies, so that a cache keyed on a closure's code (and its argument
+    types) never takes one for the other."""
+    if theta is None:
+        def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+            return moreau_round(moreau_solve, grad, no_theta, 0, vdata, i, read, Z, nsteps,
+                                fp, out, cnt)
+    else:
+        def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+            return moreau_round(moreau_solve, grad, theta, 1, vdata, i, read, Z, nsteps, fp,
+                                out, cnt)
+
+    leaves = (grad,) if theta is None else (grad, theta)
+    return cache_closure(jit(inline=True)(tag_closure(update, *leaves)))
+
+
+@functools.cache
+def interpreted_update(exact: int) -> Any:
+    """:func:`moreau_round` interpreted in the uniform client signature, for a problem
+    without a compiled view: ``vdata = (problem, lam)``, ``Z`` a :class:`BatchSteps`
+    (:func:`batch_draw_round` points it at the client's stream)."""
+    def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        return moreau_round.py_func(moreau_solve.py_func, problem_batch_grad, problem_theta_hat,
+                                    exact, vdata, i, read, Z, nsteps, fp, out, cnt)
+
+    return update
+
+
+def batch_draw_round(vdata, i, gen, nsteps, Z) -> int:
+    """The interpreted ``draw_round``: ``Z`` (a :class:`BatchSteps`) draws client ``i``'s
+    batches from ``gen`` as the round runs."""
+    Z.i, Z.rng = i, gen
+    return 0
+
+
+def problem_batch_grad(view: tuple, i: int, w: np.ndarray, D: Any, g: np.ndarray) -> int:
+    """The interpreted batch oracle: ``view = (problem, lam)``; ``g = batch_grad(i, w, D)``."""
+    g[:] = view[0].batch_grad(i, w, D)
+    return 0
+
+
+def problem_theta_hat(view: tuple, i: int, w: np.ndarray, D: Any, pd: Any, g: np.ndarray,
+                      th: np.ndarray) -> int:
+    """The interpreted exact oracle: ``th = batch_theta_hat(i, w, lam, D)``,
+    ``view = (problem, lam)``."""
+    th[:] = view[0].batch_theta_hat(i, w, view[1], D)
+    return 0
+
+
+class BatchSteps:
+    """``Z`` of the interpreted path: ``Z[q]`` draws step ``q``'s batch
+    (``sample_batch(i, batch, rng)``), once per step."""
+
+    __slots__ = ("problem", "i", "batch", "rng")
+
+    def __init__(self, problem: Problem, i: int, batch: int, rng: np.random.Generator) -> None:
+        self.problem, self.i, self.batch, self.rng = problem, i, batch, rng
+
+    def __getitem__(self, q: int) -> Any:
+        return self.problem.sample_batch(self.i, self.batch, self.rng)
 
 
 class MoreauRule(ConfigRule, StepRule):
-    """[P] Option C local steps; counters ``inner_iters``, ``inner_solves``, ``inner_failures``."""
+    """[P] Option C local steps (:func:`moreau_round`); counters ``inner_iters``,
+    ``inner_solves``, ``inner_failures`` (``cnt``, module docstring).
+
+    For the replay (REPLAY_SPEC 2): :attr:`compiled_update` (or ``None`` without a
+    compiled view), ``c_rows = 0``, :attr:`draws` numbers of dtype :attr:`dtype` a step,
+    :meth:`init_state`, :meth:`params`.
+    """
 
     name = "moreau"
+    c_rows = 0
     DEFAULTS = {**ConfigRule.DEFAULTS, "inner_max_iter": 1000, "inner_solver": "gd"}
 
     @classmethod
@@ -104,37 +298,115 @@ class MoreauRule(ConfigRule, StepRule):
         self.lam, self.nu, self.max_iter, self.solver = float(lam), float(nu), int(
             inner_max_iter), solver
         self.step_in = 1.0 / (L + lam) if L is not None else None
-        self.inner_iters = 0
-        self.inner_solves = 0
-        self.inner_failures = 0
+        self.d = getattr(problem, "dim", None)
+        self.cnt = np.zeros(len(COUNTERS), dtype=np.int64)
+        cv = rule_view(problem, self.batch)
+        exact = EXACT_ORACLES.get(cv.grad) if cv is not None else None
+        if cv is not None and solver == "exact" and exact is None:
+            cv = None  # a compiled view without a compiled exact solution: interpreted
+        self.cv = cv
+        self.exact = 1 if solver == "exact" else 0
+        if cv is not None:
+            theta = exact[0] if self.exact else None
+            self.pd = exact[1](problem, self.lam) if self.exact else np.zeros(0)
+            self.compiled_update = moreau_update_for(cv.grad, theta)
+            self._round = Bound(self.compiled_update, cv.data)
+            self.draws, self.dtype = int(cv.draws), cv.dtype
+        else:
+            self.pd = np.zeros(0)
+            self.compiled_update = None
+            self.view = (problem, self.lam)
+            self.draws, self.dtype = 0, np.float64
+        self._fp = np.zeros(0)
+        self._blk = np.empty(self.Q * self.draws)
+        self._cst = np.empty((0, 0))
 
-    def theta_tilde(self, i: int, w: np.ndarray, batch) -> np.ndarray:
-        """Approximate argmin of h_tilde(., w, D) (module docstring)."""
-        p, lam = self.problem, self.lam
-        self.inner_solves += 1
-        if self.solver == "exact":
-            return p.batch_theta_hat(i, w, lam, batch)
-        th = w.copy()
-        nu2 = self.nu * self.nu
-        grad = p.batch_grad
-        # checks the iterates theta_0 = w, ..., theta_{max_iter}: at most max_iter GD steps
-        for it in range(self.max_iter + 1):
-            g = grad(i, th, batch)
-            g += lam * (th - w)
-            if float(g @ g) <= nu2:
-                return th
-            if it == self.max_iter:
-                break
-            th -= self.step_in * g
-            self.inner_iters += 1
-        self.inner_failures += 1
+    @property
+    def inner_iters(self) -> int:
+        """Inner GD iterations so far."""
+        return int(self.cnt[0])
+
+    @property
+    def inner_solves(self) -> int:
+        """Inner problems solved so far (one per local step)."""
+        return int(self.cnt[1])
+
+    @property
+    def inner_failures(self) -> int:
+        """Inner solves that stopped at ``inner_max_iter`` without meeting ``nu``."""
+        return int(self.cnt[2])
+
+    def params(self, d: int | None = None) -> np.ndarray:
+        """A new ``fp`` for models of length ``d`` (default: the problem's ``dim``; module
+        docstring: scalars, work vectors, exact data)."""
+        d = int(self.d if d is None else d)
+        fp = np.zeros(SCALARS + 2 * d + self.pd.size)
+        fp[:SCALARS] = (self.eta, self.lam, self.nu, self.max_iter,
+                        self.step_in if self.step_in is not None else 0.0, d)
+        fp[SCALARS + 2 * d:] = self.pd
+        return fp
+
+    def _params(self, d: int) -> np.ndarray:
+        """The rule's own ``fp`` for models of length ``d`` (made once)."""
+        if self._fp.size == 0 or int(self._fp[5]) != d:
+            self._fp = self.params(d)
+            self._cst = np.empty((0, d))
+        return self._fp
+
+    def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
+        """No client state (``c_rows = 0``)."""
+
+    def replay_form(self) -> ClientForm:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.ClientForm`):
+        :attr:`compiled_update` with the view's ``draw`` per step, or the same functions
+        interpreted (:func:`interpreted_update`); ``fp`` a new :meth:`params`, the counters
+        ``COUNTERS``."""
+        fp = self.params()
+        common = {"c_rows": 0, "fp": fp, "ncnt": len(COUNTERS), "counters": COUNTERS}
+        if self.compiled_update is not None:
+            cv = self.cv
+            return ClientForm(update=self.compiled_update, draw_round=view_draw_round(cv.draw),
+                              vdata=cv.data, k=self.draws, dtype=self.dtype, compiled=True,
+                              **common)
+        problem, batch = self.problem, self.batch
+        return ClientForm(update=interpreted_update(self.exact), draw_round=batch_draw_round,
+                          vdata=self.view, k=0, dtype=np.float64, compiled=False,
+                          make_z=lambda nsteps: BatchSteps(problem, 0, batch, None), **common)
+
+    def _block(self, rng: np.random.Generator, i: int, Q: int) -> np.ndarray:
+        if Q * self.draws > self._blk.size:
+            self._blk = np.empty(Q * self.draws)
+        return round_block(self.cv, rng, i, Q, self.draws, self._blk)
+
+    def theta_tilde(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
+        """The inner solution for a batch of ``sample_batch`` (:func:`moreau_solve`,
+        interpreted), as a new array."""
+        w = np.asarray(w, dtype=np.float64)
+        d = w.shape[0]
+        fp = self._params(d)
+        th, g = np.empty(d), np.empty(d)
+        moreau_solve.py_func(problem_batch_grad, problem_theta_hat, self.exact,
+                             (self.problem, self.lam), i, w, batch, fp, fp[SCALARS + 2 * d:],
+                             th, g, self.cnt)
         return th
+
+    def round(self, i: int, w0: np.ndarray, out: np.ndarray, rng: np.random.Generator,
+              eta: float | None = None, Q: int | None = None) -> np.ndarray:
+        """Q local steps from ``w0`` into ``out`` (``w0`` is only read):
+        :func:`moreau_round`."""
+        fp = self._params(out.shape[0])
+        fp[0] = self.eta if eta is None else float(eta)
+        Q = self.Q if Q is None else int(Q)
+        if self.compiled_update is not None:
+            self._round(i, self._cst, w0, 0, self._block(rng, i, Q), Q, fp, out, self.cnt)
+        else:
+            moreau_round.py_func(moreau_solve.py_func, problem_batch_grad, problem_theta_hat,
+                                 self.exact, self.view, i, w0,
+                                 BatchSteps(self.problem, i, self.batch, rng), Q, fp, out,
+                                 self.cnt)
+        return out
 
     def step(self, i: int, w: np.ndarray, rng: np.random.Generator,
              eta: float | None = None) -> np.ndarray:
         """One local step in place: ``w <- w - eta lam (w - theta_tilde)``."""
-        eta = self.eta if eta is None else float(eta)
-        D = self.problem.sample_batch(i, self.batch, rng)
-        th = self.theta_tilde(i, w, D)
-        w -= (eta * self.lam) * (w - th)
-        return w
+        return self.round(i, w, w, rng, eta, 1)

@@ -34,7 +34,7 @@ from fedsim.problems.compiled import CompiledView
 
 __all__ = ["quadratic_view", "draws_per_step", "quadratic_draw", "quadratic_sample_grad",
            "quadratic_metric_view", "quadratic_metrics", "quadratic_compiled_view",
-           "METRIC_CODES"]
+           "METRIC_CODES", "quadratic_prox_data", "quadratic_batch_theta_hat"]
 
 #: the quadratic's compiled metrics, in code order
 METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
@@ -210,3 +210,36 @@ def quadratic_compiled_view(problem, batch: int) -> CompiledView:
                         draws=draws_per_step(view), dtype=np.float64,
                         metrics=quadratic_metrics, mdata=quadratic_metric_view(problem),
                         metric_names=METRIC_CODES, normal_block=True)
+
+
+def quadratic_prox_data(problem, lam: float) -> np.ndarray:
+    """``K``, the clients' ``(A_i + lam I)^{-1}`` stacked and flattened (``n d d`` floats,
+    ``K[(i d + a) d + j]`` is entry ``(a, j)`` of client ``i``'s), from the eigenpairs of
+    ``A_i``: ``V diag(1/(ev + lam)) V^T``; the data of :func:`quadratic_batch_theta_hat`."""
+    V = np.asarray(problem.eigvecs, dtype=np.float64)
+    ev = np.asarray(problem.eigvals, dtype=np.float64)
+    K = np.einsum("nij,nj,nkj->nik", V, 1.0 / (ev + float(lam)), V)
+    return np.ascontiguousarray(K).reshape(-1)
+
+
+@jit(inline=True)
+def quadratic_batch_theta_hat(view, i, w, z, K, g, th):
+    """``th = argmin_theta f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` for the batch ``D``
+    that ``z`` encodes ([P] eq. (10), Option C's inner problem solved exactly, THEORY_SPEC
+    10.2; ``QuadraticProblem.batch_theta_hat``).
+
+    The batch gradient is affine with Hessian ``A_i``, so ONE Newton step from ``w`` is
+    the minimiser: ``th = w - (A_i + lam I)^{-1} g``, ``g = grad f_tilde_i(w, D)``
+    (:func:`quadratic_sample_grad`, written into ``g``); ``K`` is
+    :func:`quadratic_prox_data` for the ``lam`` of the rule, each sum over ``j`` in index
+    order."""
+    quadratic_sample_grad(view, i, w, z, g)
+    d = w.shape[0]
+    base = i * d * d
+    for a in range(d):
+        s = 0.0
+        row = base + a * d
+        for j in range(d):
+            s += K[row + j] * g[j]
+        th[a] = w[a] - s
+    return 0
