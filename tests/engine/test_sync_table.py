@@ -20,6 +20,31 @@ from fedsim.engine.sync import sync_table, sync_timeline
 from fedsim.rng import Streams
 
 _REF = load_reference()
+#: cases whose client rule changed its operation order since the reference (the compiled
+#: Moreau rule's exact solve on quadratics: one Newton step on a Cholesky factor); their
+#: timeline columns stay exact, metrics and final model within 1e-10 relative
+ROUNDING = ("quad_moreau",)
+_TIMELINE = ("time", "kind_code", "client", "staleness_steps", "staleness_time", "buffer_fill",
+             "metric_steps", "client_updates", "concurrency_time", "concurrency_busy")
+
+
+def max_rel_diff(tr, ref) -> float:
+    """The largest relative difference of a metric or ``final_w`` between two Traces
+    whose timelines are equal bit for bit (asserted)."""
+    for c in _TIMELINE:
+        assert np.array_equal(getattr(tr, c), getattr(ref, c)), c
+    assert (tr.diverged_step, tr.steps_done, tr.sim_time) == \
+        (ref.diverged_step, ref.steps_done, ref.sim_time)
+    assert set(tr.metrics) == set(ref.metrics)
+    worst = 0.0
+    for a, b in [(tr.metrics[k], ref.metrics[k]) for k in ref.metrics] + [(tr.final_w,
+                                                                           ref.final_w)]:
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        ok = ~np.isnan(b)
+        den = np.maximum(np.abs(b[ok]), np.finfo(float).tiny)
+        worst = max(worst, float(np.max(np.abs(a[ok] - b[ok]) / den, initial=0.0)))
+    return worst
 _KEYS = sorted(_REF)
 
 
@@ -73,7 +98,10 @@ def test_run_equals_engine_reference(key):
     name, r = key
     tr = run(scenario(name), r)
     ref = _REF[key]
-    assert tr.equals(ref)
+    if name in ROUNDING:
+        assert max_rel_diff(tr, ref) <= 1e-10
+    else:
+        assert tr.equals(ref)
     assert tr.concurrency_mean == ref.concurrency_mean
     assert tr.staleness_bound == ref.staleness_bound == 0.0
     assert {k: tr.info[k] for k in ref.info} == ref.info
