@@ -38,7 +38,7 @@ from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
-from fedsim.engine.sync import run_sync
+from fedsim.engine.sync import sync_tables
 from fedsim.engine.window import run_window
 from fedsim.errors import require
 from fedsim.local import make_client_rule
@@ -74,6 +74,7 @@ def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
 TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "fedasync_fast": _fedasync_tables,
     "physical": _physical_tables,
+    "sync": sync_tables,
 }
 
 
@@ -98,7 +99,6 @@ def _replayed(scenario, problem, streams, progress, spec) -> Trace:
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
     "window": run_window,
-    "sync": run_sync,
     "area": run_area,
     "asypfl": run_asypfl,
 }

@@ -33,7 +33,7 @@ from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import PERSONAL, Trace
 
-__all__ = ["run_sync", "replay_sync", "sync_timeline", "sync_table"]
+__all__ = ["run_sync", "sync_tables", "sync_timeline", "sync_table"]
 
 
 def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any]:
@@ -100,25 +100,24 @@ def sync_table(scenario: Scenario, n: int, streams: Streams) -> EventTable:
     return EventTable(**rounds_timeline(scenario, n, streams))
 
 
-def replay_sync(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
-    """Replicates ``replicates`` of ``scenario``: each one's table (:func:`sync_table`),
-    then the scenario's client rule and :class:`~fedsim.servers.fedavg.FedAvgRule`
-    replayed along them (:func:`fedsim.engine.replay.driver.replay_table`); ``info`` adds
-    the table's ``clients_per_round``."""
-    for name in scenario.record.metrics:  # synchronous clients keep no personal model
+def sync_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
+    """The tables of ``replicates`` (:func:`sync_table`): the synchronous runner's entry of
+    :data:`fedsim.engine.dispatch.TABLE_WRITERS`, which ``run`` and ``run_batch`` replay
+    with the scenario's client rule and :class:`~fedsim.servers.fedavg.FedAvgRule`.
+    Personal-model metrics are refused first: synchronous clients keep no model."""
+    for name in scenario.record.metrics:
         require(name.removeprefix("val_") not in PERSONAL, "record.metrics", name,
                 "needs per-client personal models, which only an algorithm whose clients "
                 "keep them records (algorithm.name = 'asypfl')")
-    reps = [int(r) for r in replicates]
-    tables = [sync_table(scenario, problem.n, Streams(scenario.seed, r)) for r in reps]
-    traces = replay_table(scenario, tables, replicates=reps, problem=problem)
-    for tr, table in zip(traces, tables, strict=True):
-        tr.info.update(table.info)
-    return traces
+    return [sync_table(scenario, problem.n, Streams(scenario.seed, int(r)))
+            for r in replicates]
 
 
-def run_sync(scenario: Scenario, problem, streams: Streams, progress: bool,
+def run_sync(scenario: Scenario, problem, streams: Streams, progress: bool = False,
              spec: Any = None) -> Trace:
-    """Synchronous rounds, one replicate (module docstring): :func:`replay_sync` (``progress``
-    and ``spec`` are the runner signature's; the replay has no progress bar)."""
-    return replay_sync(scenario, problem, [streams.replicate])[0]
+    """One replicate on ``problem`` (the runner signature; ``progress`` and ``spec`` unused:
+    the replay has no progress bar): :func:`sync_tables`, then
+    :func:`fedsim.engine.replay.driver.replay_table`."""
+    r = streams.replicate
+    return replay_table(scenario, sync_tables(scenario, problem, [r]), replicates=[r],
+                        problem=problem)[0]

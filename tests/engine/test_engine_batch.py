@@ -109,10 +109,11 @@ def test_the_replay_actually_runs_when_supported(monkeypatch) -> None:
     assert all(a.equals(b) for a, b in zip(batched, looped, strict=True))
 
 
-FALLBACK = ["area_algorithm.toml", "perfedavg_sync.toml"]
+FALLBACK = ["area_algorithm.toml"]
 
 
-@pytest.mark.parametrize("name", ["fedbuff_quadratic.toml", "asfedavg_logistic.toml"])
+@pytest.mark.parametrize("name", ["fedbuff_quadratic.toml", "asfedavg_logistic.toml",
+                                  "perfedavg_sync.toml"])
 def test_buffered_physical_examples_are_replayed_bitwise(name: str, monkeypatch) -> None:
     """FedBuff and AS-FedAvg write a table per replicate and replay it, the traces of the
     per-replicate loop bit for bit (the engine's ``run`` disabled while ``run_batch``

@@ -215,4 +215,4 @@ class EventTable:
                      diverged=diverged_step is not None, diverged_step=diverged_step,
                      final_w=np.array(final_w, dtype=np.float64), steps_done=t,
                      sim_time=float(sim_time), staleness_bound=self.staleness_bound,
-                     info=dict(info or {}))
+                     info={**self.info, **(info or {})})
