@@ -17,9 +17,9 @@ their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
    (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
    loop at the round's upload; a client's rounds are sequential, so it consumes its
    stream round after round as the engine does (which draws a round at its read);
-3. the loop of :func:`fedsim.engine.replay.kernel.replay_kernel` applies the client rule
-   (:func:`fedsim.local.sgd.sgd_round` with the view's compiled oracle) and the server
-   rule (:func:`fedsim.servers.fedasync.fedasync_apply`) along the chunk -- the very
+3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` applies the client rule
+   (:func:`fedsim.local.sgd.sgd_update_for` with the view's compiled oracle) and the server
+   rule (:func:`fedsim.servers.fedasync.fedasync_step`) along the table -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
    metrics are the view's compiled ones (for quadratics the closed forms
    :func:`~fedsim.problems.quadratic_view.quadratic_metrics` that
