@@ -55,19 +55,34 @@ def golden():
         return {k: z[k] for k in z.files}
 
 
+#: a rule whose operation order changed since bd440e6 (REPLAY_SPEC 4: model and metrics
+#: within 1e-10 relative): the compiled Moreau rule sums the quadratic's batch gradient in
+#: index order, not BLAS order (``tests/rules/test_moreau_compiled.py``)
+REORDERED = {"moreau": 1e-10}
+
+
+def _same(got, want, rel: float) -> bool:
+    if rel == 0.0:
+        return np.array_equal(got, want, equal_nan=True)
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return got.shape == want.shape and np.allclose(got, want, rtol=rel, atol=0.0,
+                                                   equal_nan=True)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_replayed_physical_runs_equal_the_engine_at_main(name, golden):
     """``run`` and ``run_batch`` (R = 2, a diverging replicate next to another) both."""
     sc = scenario(name)
+    rel = REORDERED.get(sc.algorithm.client_rule, 0.0)
     batch = run_batch(sc, [0, 3])
     for r, tr in [(0, run(sc, 0)), (3, run(sc, 3)), (0, batch[0]), (3, batch[1])]:
         key = f"{name}|{r}"
         for c in COLS:
-            assert np.array_equal(getattr(tr, c), golden[f"{key}|{c}"]), c
+            assert _same(getattr(tr, c), golden[f"{key}|{c}"], rel if c == "final_w" else 0.0), c
         want = {k.split("|m:")[1]: v for k, v in golden.items() if k.startswith(key + "|m:")}
         assert set(tr.metrics) == set(want)
         for m, v in want.items():
-            assert np.array_equal(tr.metrics[m], v, equal_nan=True), m
+            assert _same(tr.metrics[m], v, rel), m
         steps, dstep, sim_time, cmean = golden[f"{key}|scalars"]
         assert tr.steps_done == steps and tr.sim_time == sim_time
         assert (tr.diverged_step if tr.diverged else -1) == dstep
