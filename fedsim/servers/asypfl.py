@@ -40,17 +40,27 @@ import math
 import numpy as np
 
 from fedsim.errors import FedsimError, require
+from fedsim.jit import jit
 from fedsim.problems.asypfl_constants import asypfl_weights
 
 __all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer",
            "AsyPFLServerRule", "AsyPFLState"]
 
 
-def asypfl_apply(w: np.ndarray, omega_new: np.ndarray, omega_read: np.ndarray,
-                 p_k: float) -> np.ndarray:
-    """In place, eq. (4) with one uploader: ``w <- w + p_k (omega_new - omega_read)``."""
-    w += p_k * (omega_new - omega_read)
-    return w
+@jit(inline=True)
+def asypfl_apply(S, clients, reads, news, k, stale, kind, fp, cnt):
+    """Eq. (4) in the server-rule signature of the replay (docs/INTERNALS.md section 3), in
+    place on the global model ``S[0]`` (``s_rows = 1``): for each of the step's ``k``
+    contributions ``j`` (one per server step in the physical model), ``w <- w + p^{k_j}
+    (news[j] - reads[j])``, coordinate by coordinate, ``k_j = clients[j]``; returns ``k``
+    (the uploads consumed).  ``fp[c] = p^c`` for every client ``c`` (no scalars);
+    ``stale``, ``kind`` and ``cnt`` are not used."""
+    w = S[0]
+    for j in range(k):
+        pk = fp[clients[j]]
+        for c in range(w.shape[0]):
+            w[c] = w[c] + pk * (news[j, c] - reads[j, c])
+    return k
 
 
 def client_weights(problem) -> np.ndarray:
@@ -102,6 +112,13 @@ class AsyPFLServer:
         self.comm_time = np.zeros(n)
         self.rounds = np.zeros(n, dtype=np.int64)
         self.pi = np.ones(n, dtype=np.int64)
+        self._client = [np.array([k], dtype=np.int32) for k in range(n)]
+        self._stale = np.zeros(1, dtype=np.int64)
+        self._cnt = np.zeros(0, dtype=np.int64)
+
+    def params(self) -> np.ndarray:
+        """``fp`` of :func:`asypfl_apply`: ``p^k`` for every client."""
+        return self.p.copy()
 
     @property
     def dTg(self) -> np.ndarray:
@@ -135,8 +152,11 @@ class AsyPFLServer:
 
     def apply(self, w: np.ndarray, k: int, omega_new: np.ndarray,
               omega_read: np.ndarray) -> np.ndarray:
-        """Eq. (4) for an upload of client k computed from ``omega_read``."""
-        return asypfl_apply(w, omega_new, omega_read, float(self.p[k]))
+        """Eq. (4) for an upload of client k computed from ``omega_read``
+        (:func:`asypfl_apply` on one contribution)."""
+        asypfl_apply(w.reshape(1, -1), self._client[k], omega_read.reshape(1, -1),
+                     omega_new.reshape(1, -1), 1, self._stale, 0, self.p, self._cnt)
+        return w
 
 
 class AsyPFLState:
@@ -156,8 +176,21 @@ class AsyPFLServerRule:
     uploader's next round) in the diagnostics.
     """
 
+    #: server state rows: the global model only
+    s_rows = 1
+    #: the compiled server step the replay runs
+    compiled_apply = asypfl_apply
+
     def __init__(self, p: np.ndarray, E: int) -> None:
         self.p, self.E = p, E
+
+    def init_state(self, S: np.ndarray, w0: np.ndarray) -> None:
+        """Row 0 of the replay's server state: ``omega^0``."""
+        S[0] = w0
+
+    def params(self) -> np.ndarray:
+        """``fp`` of :func:`asypfl_apply`: ``p^k`` for every client."""
+        return np.array(self.p, dtype=np.float64)
 
     def init(self, w0: np.ndarray) -> AsyPFLState:
         return AsyPFLState(np.array(w0, dtype=np.float64), AsyPFLServer(self.p, self.E))
