@@ -55,108 +55,86 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import RoundDelays
-from fedsim.engine.setup import RunSetup, initial_model
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.table import EventTable
+from fedsim.engine.setup import RunSetup
 from fedsim.errors import FedsimError, require
+from fedsim.local import make_client_rule
 from fedsim.rng import Streams
-from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_asypfl", "asypfl_table", "RoundDelays"]
+__all__ = ["run_asypfl", "asypfl_table", "time_statistics", "personal_gap", "RoundDelays"]
 
 K_UPLOAD = KINDS.index("upload")
 
 
 def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
                spec: Any = None) -> Trace:
-    """Simulate AsyPFL once (module docstring); ``streams`` is a :class:`fedsim.rng.Streams`."""
+    """Simulate AsyPFL once (module docstring): the timeline (:func:`asypfl_table`), then
+    the rules replayed along it (:func:`fedsim.engine.replay.driver.replay_table`: the
+    client rule :func:`fedsim.local.asypfl.asypfl_update`, the server rule
+    :func:`fedsim.servers.asypfl.asypfl_apply`), ``streams`` a :class:`fedsim.rng.Streams`
+    of ``scenario.seed``.  ``info`` adds to the table's time-only facts the final personal
+    models ``beta`` and, when the problem has ``f_i_star``, ``personal_gap`` at the
+    recorded steps (:func:`personal_gap`)."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    a = scenario.algorithm
-    require(a.client_rule == "asypfl", "algorithm.client_rule", a.client_rule,
-            "must be 'asypfl' for run_asypfl")
-    require(scenario.delays.compute_per == "step", "delays.compute_per",
-            scenario.delays.compute_per,
-            "must be 'step' for asypfl (DeltaT^g is the time of one local update)")
-    # beta_k^0 = omega^0 (fedsim.local.asypfl); the recorder reads beta for pers_*_beta
-    beta = np.tile(initial_model(problem, scenario), (problem.n, 1))
-    run = RunSetup(scenario, problem, streams, progress, personal=beta)
-    env, rule, rec, log, n, d = run.env, run.rule, run.rec, run.log, run.n, run.d
-    server = spec.server(a, problem)
-    state = server.init(run.w)
-    w = state.w
-    samplers = [RoundDelays(scenario.delays.for_client(i), streams.client(i, "delays"))
-                for i in range(n)]
-    noise = run.make_noise()
-    arrival = scenario.delays.read_at == "arrival"
-    snaps = np.zeros((n, d))
-    out = np.empty(d)
-    E_next = [state.stats.E] * n
-    counts = np.zeros(n, dtype=np.int64)
-    local_steps = np.zeros(n, dtype=np.int64)
-    rec.busy(0.0, 1.0)
-
+    require(streams.seed == scenario.seed, "streams.seed", streams.seed,
+            f"must be the scenario's seed {scenario.seed}")
+    cols = asypfl_table(scenario, problem, streams, progress, spec)
+    times = cols.pop("round_times")
+    table = EventTable(**cols)
+    rule = make_client_rule(scenario.algorithm, problem)
+    server = spec.server(scenario.algorithm, problem)
     try:
         f_star = getattr(problem, "f_i_star", None)
     except FedsimError:  # a problem whose client minima cannot be computed: no extra metric
         f_star = None
-    pg_steps: list[int] = []
-    pg_vals: list[float] = []
+    f_star = None if f_star is None else np.asarray(f_star, dtype=np.float64)
 
-    def personal_gap() -> float:
-        return float(np.mean([problem.loss(k, beta[k]) - float(f_star[k]) for k in range(n)]))
+    def extra(res) -> dict[str, Any]:
+        out: dict[str, Any] = {"beta": res.client_state[:, 0].copy()}
+        if res.diverged_step is not None:  # the time statistics as the run stopped
+            out.update(time_statistics(server, table.c_client, table.c_steps, times,
+                                       res.diverged_step))
+        if f_star is not None:
+            out["personal_gap_steps"] = np.asarray(res.metric_steps, dtype=np.int64)
+            out["personal_gap"] = personal_gap(problem, f_star, res.personal)
+        return out
 
-    def record_personal(t: int) -> None:
-        if f_star is not None and (not pg_steps or pg_steps[-1] != t):
-            pg_steps.append(t)
-            pg_vals.append(personal_gap())
+    return replay_table(scenario, [table], rule, server, replicates=[streams.replicate],
+                        problem=problem, extra_info=extra, keep_personal=f_star is not None)[0]
 
-    if f_star is not None:
-        f_star = np.asarray(f_star, dtype=np.float64)
-        record_personal(0)
 
-    def client(i: int):
-        sampler, rng, snap = samplers[i], noise[i], snaps[i]
-        while True:
-            E_i = E_next[i]
-            download, compute, upload, think = sampler.next_round(E_i)
-            got = yield from run.read_and_upload(download, compute, upload, arrival, w, snap)
-            if got is None:
-                return
-            r, t_read, t = got
-            rule.round(i, snap, beta[i], out, rng, tau=r, E=E_i)
-            times = (math.fsum(compute), E_i, download + upload)
-            _, diag = server.apply(state, (Upload(i, snap, out, log.t - r, times),))  # eq. (4)
-            counts[i] += 1
-            local_steps[i] += E_i
-            E_next[i] = diag["E_next"]
-            stopped = log.log(t, K_UPLOAD, i, log.t - r, t - t_read, 1, w)
-            if rec.m_steps and rec.m_steps[-1] == log.t:
-                record_personal(log.t)
-            if stopped:
-                return
-            if think != 0.0:
-                yield from run.think_pause(t, think)
-                if log.stopped:
-                    return
+def time_statistics(server: Any, clients: np.ndarray, steps: np.ndarray, times: np.ndarray,
+                    upto: int | None = None) -> dict[str, np.ndarray]:
+    """``info``'s time-only facts after the first ``upto`` uploads (default all): the
+    server's statistics (:class:`~fedsim.servers.asypfl.AsyPFLServer` ``report``/``epochs``)
+    fed, in order, upload ``j``'s client, local steps and ``times[j] = (compute time,
+    download + upload time)``; ``E_k`` is each client's next ``E_k``.  The table writer
+    runs the same statistics as the uploads arrive (it needs ``E_k`` for the next round)."""
+    stats = server.init(np.zeros(1)).stats
+    n = stats.p.size
+    E_next = np.full(n, stats.E, dtype=np.int64)
+    local_steps = np.zeros(n, dtype=np.int64)
+    for j in range(clients.size if upto is None else int(upto)):
+        i = int(clients[j])
+        stats.report(i, float(times[j, 0]), int(steps[j]), float(times[j, 1]))
+        E_next[i] = stats.epochs(i)
+        local_steps[i] += int(steps[j])
+    return {"pi": stats.pi.copy(), "E_k": E_next, "dTg": stats.dTg, "dTc": stats.dTc,
+            "p": stats.p.copy(), "local_steps": local_steps}
 
-    for i in range(n):
-        env.process(client(i))
-    run.run_until_done()
-    if f_star is not None:
-        with np.errstate(all="ignore"):
-            record_personal(log.t)
-    stats = state.stats
-    rec.client_updates[:] = counts
-    rec.info.update({
-        "pi": stats.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
-        "dTg": stats.dTg, "dTc": stats.dTc, "p": stats.p.copy(),
-        "local_steps": local_steps, "beta": beta.copy(),
-    })
-    if f_star is not None:
-        rec.info["personal_gap_steps"] = np.asarray(pg_steps, dtype=np.int64)
-        rec.info["personal_gap"] = np.asarray(pg_vals, dtype=np.float64)
-    return log.finish(w, env.now, math.inf)
+
+def personal_gap(problem, f_star: np.ndarray, betas: np.ndarray) -> np.ndarray:
+    """``mean_k (f_k(beta_k) - f_k*)`` for each recorded set of personal models ``betas``
+    ``(records, n, d)`` (NaN/inf where a model diverged)."""
+    n = problem.n
+    with np.errstate(all="ignore"):
+        return np.array([float(np.mean([problem.loss(k, b[k]) - float(f_star[k])
+                                        for k in range(n)])) for b in betas],
+                        dtype=np.float64)
 
 
 def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool = False,
@@ -195,6 +173,7 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool =
     local_steps = np.zeros(n, dtype=np.int64)
     c_read: list[int] = []
     c_steps: list[int] = []
+    round_times: list[tuple[float, float]] = []
     b_time: list[float] = []
     b_delta: list[int] = []
     b_gate: list[int] = []
@@ -211,7 +190,9 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool =
             if got is None:
                 return
             r, t_read, t = got
-            stats.report(i, math.fsum(compute), E_i, download + upload)
+            ct, cm = math.fsum(compute), download + upload
+            stats.report(i, ct, E_i, cm)
+            round_times.append((ct, cm))
             E_next[i] = stats.epochs(i)
             counts[i] += 1
             local_steps[i] += E_i
@@ -254,4 +235,5 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool =
         b_gate=np.asarray(b_gate, np.int64), b_before=np.asarray(b_before, np.int64),
         info={"pi": stats.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
               "dTg": stats.dTg, "dTc": stats.dTc, "p": stats.p.copy(),
-              "local_steps": local_steps})
+              "local_steps": local_steps},
+        round_times=np.asarray(round_times, dtype=np.float64).reshape(-1, 2))

@@ -171,6 +171,22 @@ def problem_hess_diag(view: tuple, i: int, w: np.ndarray, h: np.ndarray) -> int:
     return 0
 
 
+def _interpreted_update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+    """:func:`asypfl_update` interpreted with :func:`problem_batch_grad` /
+    :func:`problem_hess_diag` (``vdata = ((problem, batch), work)``)."""
+    return asypfl_update.py_func(problem_batch_grad, problem_hess_diag, vdata, i, cst, read,
+                                 tread, Z, nsteps, fp, out, cnt)
+
+
+def _interpreted_draw_round(vdata, i, gen, nsteps, Z):
+    """Interpreted ``draw_round``: ``Z[q] = problem.sample_batch(i, batch, gen)`` for the
+    round's ``nsteps`` steps (``Z`` a list)."""
+    problem, batch = vdata[0]
+    for q in range(nsteps):
+        Z[q] = problem.sample_batch(i, batch, gen)
+    return 0
+
+
 def hess_diag_oracle(cv: CompiledView) -> Any:
     """The compiled ``hess_diag(data, i, w, h)`` that goes with a view's ``grad`` (the
     problems' ``*_view`` modules), or ``None``: the problem then runs interpreted."""
@@ -259,6 +275,23 @@ class AsyPFLRule(ConfigRule):
     def params(self) -> np.ndarray:
         """``fp = [eta, delta, gamma, lam]`` (:data:`PARAMS`)."""
         return np.array([self.eta, self.delta, self.gamma, self.lam], dtype=np.float64)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.
+        ClientForm`): :func:`asypfl_update_for` with the view's ``grad``/``hess_diag`` and
+        :func:`asypfl_draw_round_for`, or the same function interpreted
+        (:func:`problem_batch_grad`, ``sample_batch`` per step into a list ``Z``); one
+        state row, ``beta_k`` (the personal metrics' row), ``fp`` = :data:`PARAMS`."""
+        from fedsim.local.forms import ClientForm
+
+        if self.fast:
+            return ClientForm(update=self.compiled_update, draw_round=self.compiled_draw_round,
+                              vdata=self.vdata, c_rows=1, k=self.draws, dtype=self.dtype,
+                              fp=self.params(), compiled=True, init_state=self.init_state)
+        return ClientForm(update=_interpreted_update, draw_round=_interpreted_draw_round,
+                          vdata=self.vdata, c_rows=1, k=0, dtype=np.float64, fp=self.params(),
+                          compiled=False, init_state=self.init_state,
+                          make_z=lambda nsteps: [None] * nsteps)
 
     def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
         """``beta_k^0 = omega^0`` (module docstring) into ``cst`` (``(c_rows, d)``)."""

@@ -36,6 +36,7 @@ Choices (the paper does not fix them):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -191,6 +192,14 @@ class AsyPFLServerRule:
     def params(self) -> np.ndarray:
         """``fp`` of :func:`asypfl_apply`: ``p^k`` for every client."""
         return np.array(self.p, dtype=np.float64)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.
+        ServerForm`): :func:`asypfl_apply`, one state row (``omega``), ``fp = p^k``."""
+        from fedsim.local.forms import ServerForm
+
+        return ServerForm(apply=asypfl_apply, s_rows=1, fp=self.params(),
+                          init_state=self.init_state)
 
     def init(self, w0: np.ndarray) -> AsyPFLState:
         return AsyPFLState(np.array(w0, dtype=np.float64), AsyPFLServer(self.p, self.E))
