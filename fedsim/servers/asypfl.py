@@ -84,14 +84,20 @@ def staleness_indicator(dTc: np.ndarray, dTg: np.ndarray, p: np.ndarray, k: int,
     if not mask[k]:
         return 1
     ratios = dTc[mask] / (dTg[mask] * p[mask])
-    pi_min = float(np.min(ratios))
+    return _indicator(dTc[k], dTg[k], p[k], float(np.min(ratios)), k)
+
+
+def _indicator(dTc_k: np.float64, dTg_k: np.float64, p_k: np.float64, pi_min: float,
+               k: int) -> int:
+    """``max(1, floor(DeltaT_k^c / (DeltaT_k^g p^k pi_min)))`` given ``pi_min`` (the
+    floor and the ``pi_min = 0`` cases of the module docstring)."""
     if pi_min == 0.0:
-        if dTc[k] == 0.0:
+        if dTc_k == 0.0:
             return 1
         raise FedsimError(
             f"asypfl: pi_min = 0 (a client has no communication time) but client {k} has "
-            f"DeltaT^c = {dTc[k]!r} > 0, so pi_k = DeltaT^c/(DeltaT^g p^k pi_min) is infinite")
-    ratio = float(dTc[k] / (dTg[k] * p[k] * pi_min))
+            f"DeltaT^c = {dTc_k!r} > 0, so pi_k = DeltaT^c/(DeltaT^g p^k pi_min) is infinite")
+    ratio = float(dTc_k / (dTg_k * p_k * pi_min))
     require(math.isfinite(ratio), "pi_k", ratio, "must be finite (DeltaT^g_k > 0 needed)")
     return max(1, int(math.floor(ratio * (1.0 + 1e-12))))
 
@@ -113,6 +119,11 @@ class AsyPFLServer:
         self.comm_time = np.zeros(n)
         self.rounds = np.zeros(n, dtype=np.int64)
         self.pi = np.ones(n, dtype=np.int64)
+        # per client, updated at its reports: DeltaT^c, DeltaT^g and DeltaT^c/(DeltaT^g p^k)
+        # (+inf before any report: never the minimum of staleness_indicator's known ratios)
+        self._dTc = np.zeros(n)
+        self._dTg = np.ones(n)
+        self._ratio = np.full(n, np.inf)
         self._client = [np.array([k], dtype=np.int32) for k in range(n)]
         self._stale = np.zeros(1, dtype=np.int64)
         self._cnt = np.zeros(0, dtype=np.int64)
@@ -142,12 +153,18 @@ class AsyPFLServer:
         self.steps[k] += steps
         self.comm_time[k] += comm_time
         self.rounds[k] += 1
+        self._dTc[k] = self.comm_time[k] / self.rounds[k]
+        self._dTg[k] = self.compute_time[k] / self.steps[k]
+        self._ratio[k] = self._dTc[k] / (self._dTg[k] * self.p[k])
 
     def epochs(self, k: int) -> int:
-        """``E_k = pi_k E`` for client k's next round (``pi_k`` recomputed now)."""
-        known = self.rounds > 0
-        pi = staleness_indicator(np.where(known, self.dTc, 0.0), np.where(known, self.dTg, 1.0),
-                                 self.p, k, known)
+        """``E_k = pi_k E`` for client k's next round (``pi_k`` recomputed now):
+        :func:`staleness_indicator` over the clients that reported, from the averages kept
+        up to date by :meth:`report` (the same numbers, O(n) per call)."""
+        if self.rounds[k] == 0:
+            pi = 1
+        else:
+            pi = _indicator(self._dTc[k], self._dTg[k], self.p[k], float(np.min(self._ratio)), k)
         self.pi[k] = pi
         return pi * self.E
 

@@ -518,3 +518,28 @@ def test_fedsim_run_example_end_to_end(tmp_path, capsys):
     assert (df["kind"].iloc[1:] == "upload").all() and (df["buffer_fill"].iloc[1:] == 1).all()
     assert (df["time"].diff().dropna() >= 0).all()
     assert "asypfl-logistic: ok; steps=80" in capsys.readouterr().out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.lists(st.tuples(st.integers(0, 4), st.floats(1e-3, 10.0),
+                                             st.integers(1, 6),
+                                             st.one_of(st.just(0.0), st.floats(1e-3, 10.0))),
+                                   min_size=1, max_size=25))
+def test_server_epochs_are_the_staleness_indicator_of_the_averages(n, reports):
+    """The running averages kept by ``report`` give ``staleness_indicator`` of the
+    ``dTc``/``dTg`` properties over the clients that reported, report after report."""
+    p = np.linspace(1.0, 2.0, n) / np.linspace(1.0, 2.0, n).sum()
+    srv = AsyPFLServer(p, 3)
+    for k, ct, steps, cm in reports:
+        k %= n
+        srv.report(k, ct, steps, cm)
+        known = srv.rounds > 0
+        try:
+            want = staleness_indicator(np.where(known, srv.dTc, 0.0),
+                                       np.where(known, srv.dTg, 1.0), p, k, known)
+        except FedsimError:
+            with pytest.raises(FedsimError, match="pi_min = 0"):
+                srv.epochs(k)
+            return
+        assert srv.epochs(k) == 3 * want
+        assert srv.pi[k] == want
