@@ -18,31 +18,38 @@ upload -> think*:
   :class:`~fedsim.engine.delay_blocks.RoundDelays`;
 * the upload arrives at ``((t_read + dl) + c_1 + ... + c_{E_k}) + ul`` (one SimPy event per
   round; nothing the client reads changes in between: its snapshot, its own personal model
-  and its own ``noise`` stream), and the ``E_k`` local steps
-  (:class:`fedsim.local.asypfl.AsyPFLRule`) run then;
-* the server applies eq. (4) (``omega <- omega + p^k (omega_k - omega^{r_k})``, one server
-  step, kind ``"upload"``), adds the round's times to client k's running averages
-  ``DeltaT^g_k`` (compute time per local step) and ``DeltaT^c_k`` (download + upload time
-  per round) -- measured by the server on receipt, in simulated time -- and sets
-  ``E_k = pi_k E`` for k's next round (:class:`fedsim.servers.asypfl.AsyPFLServerRule`);
-  client k then downloads the new model (after its think time).
+  and its own ``noise`` stream);
+* the server adds the round's times to client k's running averages ``DeltaT^g_k`` (compute
+  time per local step) and ``DeltaT^c_k`` (download + upload time per round) -- measured
+  by the server on receipt, in simulated time -- and sets ``E_k = pi_k E`` for k's next
+  round (:class:`fedsim.servers.asypfl.AsyPFLServer`); client k then downloads the new
+  model (after its think time).
+
+The SimPy processes compute no model (:func:`asypfl_table`): ``E_k`` depends on simulated
+times only, so the timeline is an event table with one server step (kind ``"upload"``)
+per upload and one contribution (``c_read = r_k``, ``c_steps = E_k``).  The replay
+(:func:`run_asypfl`, :func:`fedsim.engine.replay.driver.replay_table`) then runs, per
+upload in step order, the ``E_k`` local steps of Algorithm 1
+(:func:`fedsim.local.asypfl.asypfl_update`, client k's ``noise`` stream) and eq. (4)
+(``omega <- omega + p^k (omega_k - omega^{r_k})``,
+:func:`fedsim.servers.asypfl.asypfl_apply`).
 
 Trace columns as in docs/INTERNALS.md section 4: ``staleness_steps = t - 1 - r_k``,
 ``staleness_time`` = upload time minus read time, ``buffer_fill = 1``, the busy fraction
 (think times), and the recorded metrics of the *global* model.  ``staleness_bound`` is
 ``inf`` (``E_k`` is adaptive, so the cycle-length argument of ``physical_staleness_bound``
 does not apply).  ``info`` holds ``pi`` and ``E_k`` (last values per client), ``dTg``,
-``dTc``, ``p``, ``local_steps`` (per client), ``beta`` (the final personal models, n x d)
-and, when the problem exposes ``f_i_star``, the personalized loss gap ``personal_gap`` =
-``mean_k (f_k(beta_k) - f_k*)`` at the steps ``personal_gap_steps`` (the metric steps:
-step 0, every ``record.every`` steps, the last; n loss evaluations each, an extra metric
-kept in ``info``).  The recorder holds ``beta`` (``RunSetup(personal=...)``), so the
-record metrics ``pers_acc_beta`` / ``pers_loss_beta`` (and their ``val_`` twins) are the
-mean over clients of ``beta_k`` on client k's own held-out rows, at the metric steps,
-after the step's local steps (docs/INTERNALS.md section 4).  The global
-metrics measure ``problem.f = (1/n) sum_k
-f_k``; AsyPFL's eq. (2) weights clients by ``p^k = m_k / m``, which is the same objective
-only for equal sample counts (quadratics; logistic problems with equal ``m_k``).
+``dTc``, ``p``, ``local_steps`` (per client; time only, from the table, recomputed up to
+the divergence step for a diverged run: :func:`time_statistics`), ``beta`` (the final
+personal models, n x d) and, when the problem exposes ``f_i_star``, the personalized loss
+gap ``personal_gap`` = ``mean_k (f_k(beta_k) - f_k*)`` at the steps ``personal_gap_steps``
+(the metric steps; n loss evaluations each, an extra metric kept in ``info``).  The record
+metrics ``pers_acc_beta`` / ``pers_loss_beta`` (and their ``val_`` twins) are the mean over
+clients of ``beta_k`` on client k's own held-out rows, at the metric steps, after the
+step's local steps (the replay's snapshots of the clients' state row 0; docs/INTERNALS.md
+section 4).  The global metrics measure ``problem.f = (1/n) sum_k f_k``; AsyPFL's eq. (2)
+weights clients by ``p^k = m_k / m``, which is the same objective only for equal sample
+counts (quadratics; logistic problems with equal ``m_k``).
 """
 
 from __future__ import annotations
