@@ -10,6 +10,8 @@ the engine, so that the rule modules can build them.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +20,36 @@ import numpy as np
 
 from fedsim.jit import jit
 
-__all__ = ["ClientForm", "ServerForm", "view_draw_round"]
+__all__ = ["ClientForm", "ServerForm", "view_draw_round", "tag_closure", "RngSteps",
+           "rng_draw_round", "round_form"]
+
+
+def _ident(fn: Any) -> str:
+    """Module, name, bytecode, constants and source stamp of a (compiled) function, and
+    of the functions its closure holds."""
+    f = getattr(fn, "py_func", fn)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return repr(fn)
+    try:
+        st = os.stat(code.co_filename)
+        stamp = f"{st.st_mtime_ns}:{st.st_size}"
+    except OSError:
+        stamp = ""
+    inner = [_ident(c.cell_contents) for c in f.__closure__ or ()
+             if callable(c.cell_contents)]
+    return repr((f.__module__, f.__qualname__, code.co_code.hex(), repr(code.co_consts),
+                 stamp, inner))
+
+
+def tag_closure(fn: Any, *leaves: Any) -> Any:
+    """``fn`` (a plain closure, before ``jit``) with its ``__qualname__`` naming a hash of
+    the functions it binds: the on-disk cache of a compiled loop that holds ``fn``
+    (:func:`fedsim.jit.cache_closure`) tells closures of one builder apart by what they
+    bind, not only by their shared code."""
+    h = hashlib.sha256("".join(_ident(x) for x in leaves).encode()).hexdigest()[:16]
+    fn.__qualname__ = f"{fn.__qualname__}[{h}]"
+    return fn
 
 
 @dataclass(frozen=True)
@@ -73,4 +104,39 @@ def _draw_round_src(draw):
 def view_draw_round(draw: Any) -> Any:
     """The default ``draw_round``: the view's compiled ``draw`` once per local step, into
     row ``q`` of ``Z`` (the numbers ``nsteps`` calls of ``sample_batch`` draw)."""
-    return jit(inline=True)(_draw_round_src(draw))
+    return jit(cache=False, inline=True)(tag_closure(_draw_round_src(draw), draw))
+
+
+class RngSteps:
+    """``Z`` of the interpreted path: step q's randomness is the generator itself
+    (``rng``; :func:`rng_draw_round` sets it to the client's stream)."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, rng: np.random.Generator | None) -> None:
+        self.rng = rng
+
+    def __getitem__(self, q: int) -> np.random.Generator:
+        return self.rng
+
+
+def rng_draw_round(vdata, i, gen, nsteps, Z):
+    """Interpreted ``draw_round``: the round's randomness is the stream itself (``Z`` a
+    :class:`RngSteps`); the rule draws from it as it runs."""
+    Z.rng = gen
+    return 0
+
+
+def round_form(rule: Any) -> ClientForm:
+    """Any client rule object with the engines' ``round(i, w0, out, rng)`` (Q local steps
+    from ``w0`` into ``out``, drawing from ``rng``) in the replay's shape, interpreted: the
+    rule's own method, so its numbers (and its counters, on the object) are the engine's.
+    For rules without a compiled form of their own."""
+    def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        rule.round(i, read, out, Z.rng)
+        return 0
+
+    return ClientForm(update=update, draw_round=rng_draw_round, vdata=None, c_rows=0, k=0,
+                      dtype=np.float64, fp=np.zeros(1), compiled=False,
+                      make_z=lambda nsteps: RngSteps(None))
+
