@@ -47,22 +47,47 @@ Choices where the paper is ambiguous (each stated with the words used):
   ``problem.hess_diag`` in O(m d C) without the dense (dC x dC) Hessian.  The full client data
   (not the batch) is used, as the word "expected" says.
 
-The rule is pure NumPy (no SimPy, no time); :meth:`AsyPFLRule.round` writes the uploaded
-``omega_k`` into ``out`` and updates ``beta_k`` in place.
+The rule is written once, :func:`asypfl_update`, in the subset of Python numba compiles,
+in the client-rule signature of the replay (docs/INTERNALS.md section 3)::
+
+    update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt) -> 0
+
+``vdata = (data, work)``: the problem's compiled view data and two work vectors of length
+``d`` (:meth:`AsyPFLRule.data`; the oracles allocate nothing); ``cst`` is client i's state,
+one row: ``beta_k`` (``c_rows = 1``), updated in place; ``read`` the downloaded
+``omega^{r_k}``; ``tread = r_k`` (the decay's tau); ``Z`` the round's ``nsteps = E_k``
+batches (row ``q`` is step ``q``'s ``xi``, used by both gradients); ``fp`` the parameters
+(layout below); ``out`` receives the uploaded ``omega_k``; ``cnt`` is unused (no counters).
+The oracles are bound by :func:`asypfl_update_for`: the view's ``grad`` and its
+``hess_diag`` (``h = diag(grad^2 f_i(w))`` over client i's full data, e.g.
+:func:`fedsim.problems.softmax_view.softmax_hess_diag`).  A problem without a compiled
+view (or with ``fedsim.local.sgd._COMPILED`` off) runs the same function through
+``asypfl_update.py_func`` with the interpreted oracles :func:`problem_batch_grad` /
+:func:`problem_hess_diag` and ``Z`` the list of the round's ``sample_batch`` draws.
+
+``fp`` layout (:meth:`AsyPFLRule.params`): ``[eta, delta, gamma, lam]``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
 from fedsim.errors import check_integer, check_number, require
+from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.registry import ConfigRule, check_step_keys
+from fedsim.local.sgd import round_block, rule_view
 from fedsim.problems.base import Problem
+from fedsim.problems.compiled import CompiledView
 
-__all__ = ["AsyPFLRule", "decay"]
+__all__ = ["AsyPFLRule", "decay", "asypfl_update", "asypfl_update_for", "asypfl_draw_round_for",
+           "problem_batch_grad", "problem_hess_diag", "PARAMS"]
+
+#: the layout of ``fp`` (:meth:`AsyPFLRule.params`)
+PARAMS = ("eta", "delta", "gamma", "lam")
 
 
 def decay(gamma: float, tau: int) -> float:
@@ -70,15 +95,125 @@ def decay(gamma: float, tau: int) -> float:
     return 1.0 / (1.0 + gamma * tau)
 
 
+@jit(cache=False, inline=True)
+def asypfl_update(grad, hess_diag, vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+    """Algorithm 1's ``ClientUpdate``: ``nsteps`` steps (a)-(b) from ``omega_k = read``
+    (module docstring); ``out`` ends as ``omega_k^new``, ``cst[0]`` (``beta_k``) is updated
+    in place.  Per step ``q``, with ``s = 1/(1 + gamma r_k)`` and ``xi = Z[q]``: ``g =
+    g_k(omega_k, xi)``, ``omega_k <- omega_k - (eta s) g`` (a); ``g = g_k(beta_k, xi)``
+    (``beta_k`` not yet changed), plus ``((beta_k - omega_k) h) lam`` with ``h =
+    diag(h(omega_k))`` when ``lam != 0``; ``beta_k <- beta_k - (delta s) g`` (b)."""
+    data, work = vdata
+    eta, delta, gamma, lam = fp[0], fp[1], fp[2], fp[3]
+    s = 1.0 / (1.0 + gamma * tread)
+    es, ds = eta * s, delta * s
+    beta = cst[0]
+    g = work[0]
+    h = work[1]
+    d = out.shape[0]
+    for k in range(d):
+        out[k] = read[k]
+    for q in range(nsteps):
+        grad(data, i, out, Z[q], g)                    # g_k(omega_k^tau, xi)
+        for k in range(d):
+            out[k] = out[k] - es * g[k]                # (a): omega_k^{tau+1}
+        grad(data, i, beta, Z[q], g)                   # g_k(beta_k^tau, xi), same batch
+        if lam != 0.0:
+            hess_diag(data, i, out, h)                 # diag(h(omega_k^{tau+1}))
+            for k in range(d):
+                g[k] = g[k] + ((beta[k] - out[k]) * h[k]) * lam
+        for k in range(d):
+            beta[k] = beta[k] - ds * g[k]              # (b): beta_k^{tau+1}
+    return 0
+
+
+@functools.cache
+def asypfl_update_for(grad: Any, hess_diag: Any) -> Any:
+    """:func:`asypfl_update` with the view's oracles ``grad`` and ``hess_diag`` bound:
+    ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt)``, compiled once per
+    oracle pair (both inlined) and cached on disk (:func:`fedsim.jit.cache_closure`)."""
+    @jit(inline=True)
+    def bound_update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        return asypfl_update(grad, hess_diag, vdata, i, cst, read, tread, Z, nsteps, fp, out,
+                             cnt)
+
+    return cache_closure(bound_update)
+
+
+@functools.cache
+def asypfl_draw_round_for(draw: Any) -> Any:
+    """``draw_round(vdata, i, gen, nsteps, Z)``: the view's one-step ``draw`` for each of
+    the round's ``nsteps`` steps (row ``q`` of ``Z``) on ``vdata[0]`` (the view data inside
+    the rule's ``(data, work)``); the numbers ``nsteps`` calls of ``sample_batch`` draw."""
+    @jit(inline=True)
+    def draw_round(vdata, i, gen, nsteps, Z):
+        data = vdata[0]
+        for q in range(nsteps):
+            draw(data, i, gen, Z[q])
+        return 0
+
+    return cache_closure(draw_round)
+
+
+def problem_batch_grad(view: tuple, i: int, w: np.ndarray, xi: Any, g: np.ndarray) -> int:
+    """The interpreted ``grad`` oracle: ``view = (problem, batch)``; ``g =
+    problem.batch_grad(i, w, xi)`` for the step's batch ``xi``."""
+    g[:] = view[0].batch_grad(i, w, xi)
+    return 0
+
+
+def problem_hess_diag(view: tuple, i: int, w: np.ndarray, h: np.ndarray) -> int:
+    """The interpreted ``hess_diag`` oracle: ``problem.hess_diag(i, w)`` when the problem
+    has it, else the diagonal of ``problem.hess(i, w)``."""
+    p = view[0]
+    fn = getattr(p, "hess_diag", None)
+    h[:] = fn(i, w) if fn is not None else np.diagonal(p.hess(i, w))
+    return 0
+
+
+def _interpreted_update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+    """:func:`asypfl_update` interpreted with :func:`problem_batch_grad` /
+    :func:`problem_hess_diag` (``vdata = ((problem, batch), work)``)."""
+    return asypfl_update.py_func(problem_batch_grad, problem_hess_diag, vdata, i, cst, read,
+                                 tread, Z, nsteps, fp, out, cnt)
+
+
+def _interpreted_draw_round(vdata, i, gen, nsteps, Z):
+    """Interpreted ``draw_round``: ``Z[q] = problem.sample_batch(i, batch, gen)`` for the
+    round's ``nsteps`` steps (``Z`` a list)."""
+    problem, batch = vdata[0]
+    for q in range(nsteps):
+        Z[q] = problem.sample_batch(i, batch, gen)
+    return 0
+
+
+def hess_diag_oracle(cv: CompiledView) -> Any:
+    """The compiled ``hess_diag(data, i, w, h)`` that goes with a view's ``grad`` (the
+    problems' ``*_view`` modules), or ``None``: the problem then runs interpreted."""
+    from fedsim.problems.logistic_view import logistic_hess_diag, logistic_sample_grad
+    from fedsim.problems.quadratic_view import quadratic_hess_diag, quadratic_sample_grad
+    from fedsim.problems.softmax_view import softmax_hess_diag, softmax_sample_grad
+
+    table = {quadratic_sample_grad: quadratic_hess_diag,
+             logistic_sample_grad: logistic_hess_diag,
+             softmax_sample_grad: softmax_hess_diag}
+    return table.get(cv.grad)
+
+
 class AsyPFLRule(ConfigRule):
-    """AsyPFL local steps on ``(omega_k, beta_k)`` (module docstring).
+    """AsyPFL local steps on ``(omega_k, beta_k)``: :func:`asypfl_update` (module docstring).
 
     ``eta`` / ``delta``: steps of the local (global-model) and personal models; ``gamma``:
-    decay factor; ``lam``: elastic weight lambda; ``batch``: ``b``.
+    decay factor; ``lam``: elastic weight lambda; ``batch``: ``b``.  For the replay:
+    ``c_rows = 1`` (``beta_k``), ``draws``/``dtype`` of a step's randomness, the compiled
+    ``compiled_update``/``compiled_draw_round`` (``None`` on the interpreted path),
+    :meth:`data`,
+    :meth:`init_state` and :meth:`params`.
     """
 
     name = "asypfl"
     DEFAULTS = {"eta": 0.01, "batch": 1, "E": 1, "delta": 0.01, "gamma": 0.0}
+    c_rows = 1
 
     @classmethod
     def check_config(cls, name: str, cfg: Any) -> None:
@@ -115,52 +250,95 @@ class AsyPFLRule(ConfigRule):
         self.gamma, self.lam = float(gamma), float(lam)
         self.batch = int(batch)
         self.d = problem.dim
-        # quadratics: the Hessian A_k does not depend on w, so diag(h_k) is cached
-        self._const_h = hasattr(problem, "A_stack")
-        self._hdiag: dict[int, np.ndarray] = {}
-        self._hess_diag = getattr(problem, "hess_diag", None)
-        self._tmp = np.empty(self.d)
+        cv = rule_view(problem, self.batch)
+        hd = hess_diag_oracle(cv) if cv is not None else None
+        self.cv = cv if hd is not None else None
+        self.fast = self.cv is not None
+        self.draws = cv.draws if self.fast else 0
+        self.dtype = cv.dtype if self.fast else None
+        #: the compiled client rule and round draw the replay runs (None: interpreted)
+        self.compiled_update = asypfl_update_for(cv.grad, hd) if self.fast else None
+        self.compiled_draw_round = asypfl_draw_round_for(cv.draw) if self.fast else None
+        self.vdata = self.data()
+        self._fp = self.params()
+        self._cnt = np.zeros(0, dtype=np.int64)
+        self._hd = Bound(hd, self.cv.data) if self.fast else None
+        self._round = Bound(self.compiled_update, self.vdata) if self.fast else None
+        self._blk = np.empty(0)
+
+    def data(self) -> tuple:
+        """``vdata`` of :func:`asypfl_update`: ``(view data, work)``, ``work`` two vectors of
+        length ``d`` (the problem itself and the batch size on the interpreted path)."""
+        view = self.cv.data if self.fast else (self.problem, self.batch)
+        return view, np.empty((2, self.d))
+
+    def params(self) -> np.ndarray:
+        """``fp = [eta, delta, gamma, lam]`` (:data:`PARAMS`)."""
+        return np.array([self.eta, self.delta, self.gamma, self.lam], dtype=np.float64)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.
+        ClientForm`): :func:`asypfl_update_for` with the view's ``grad``/``hess_diag`` and
+        :func:`asypfl_draw_round_for`, or the same function interpreted
+        (:func:`problem_batch_grad`, ``sample_batch`` per step into a list ``Z``); one
+        state row, ``beta_k`` (the personal metrics' row), ``fp`` = :data:`PARAMS`."""
+        from fedsim.local.forms import ClientForm
+
+        if self.fast:
+            return ClientForm(update=self.compiled_update, draw_round=self.compiled_draw_round,
+                              vdata=self.vdata, c_rows=1, k=self.draws, dtype=self.dtype,
+                              fp=self.params(), compiled=True, init_state=self.init_state)
+        return ClientForm(update=_interpreted_update, draw_round=_interpreted_draw_round,
+                          vdata=self.vdata, c_rows=1, k=0, dtype=np.float64, fp=self.params(),
+                          compiled=False, init_state=self.init_state,
+                          make_z=lambda nsteps: [None] * nsteps)
+
+    def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
+        """``beta_k^0 = omega^0`` (module docstring) into ``cst`` (``(c_rows, d)``)."""
+        cst[0] = w0
 
     def fisher_diag(self, i: int, w: np.ndarray) -> np.ndarray:
-        """``diag(h_i(w))`` = the diagonal of ``problem.hess(i, w)`` (module docstring);
-        ``problem.hess_diag(i, w)`` when the problem has it (softmax: O(m d C))."""
-        if self._const_h:
-            h = self._hdiag.get(i)
-            if h is None:
-                h = self._hdiag[i] = np.array(np.diagonal(self.problem.hess(i, w)),
-                                              dtype=np.float64)
-            return h
-        if self._hess_diag is not None:  # softmax: O(m d C), no dense Hessian
-            return self._hess_diag(i, w)
-        return np.array(np.diagonal(self.problem.hess(i, w)), dtype=np.float64)
+        """``diag(h_i(w))`` = the diagonal of ``problem.hess(i, w)`` (module docstring), by the
+        oracle the rule runs (the view's compiled ``hess_diag``, else
+        :func:`problem_hess_diag`)."""
+        h = np.empty(self.d)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if self.fast:
+            self._hd(i, w, h)
+        else:
+            problem_hess_diag((self.problem, self.batch), i, w, h)
+        return h
 
-    def step(self, i: int, omega: np.ndarray, beta: np.ndarray, rng: np.random.Generator,
-             tau: int) -> None:
-        """One local step of Algorithm 1, in place on ``omega`` then ``beta``."""
-        p = self.problem
-        s = decay(self.gamma, tau)
-        xi = p.sample_batch(i, self.batch, rng)
-        g_w = p.batch_grad(i, omega, xi)
-        g_b = p.batch_grad(i, beta, xi)  # at beta_k^tau (before (b) changes it)
-        omega -= (self.eta * s) * g_w  # (a): omega_k^{tau+1}
-        if self.lam != 0.0:
-            h = self.fisher_diag(i, omega)  # h(omega_k^{tau+1})
-            np.subtract(beta, omega, out=self._tmp)
-            self._tmp *= h
-            self._tmp *= self.lam
-            g_b = g_b + self._tmp
-        beta -= (self.delta * s) * g_b  # (b): beta_k^{tau+1}
+    def _block(self, rng: np.random.Generator, i: int, E: int) -> Any:
+        """The round's ``E`` batches: ``(E, draws)`` from the view's block draw, or the list
+        of ``E`` ``sample_batch`` calls on the interpreted path (the same numbers)."""
+        if not self.fast:
+            return [self.problem.sample_batch(i, self.batch, rng) for _ in range(E)]
+        if E * self.draws > self._blk.size:
+            self._blk = np.empty(E * self.draws)
+        return round_block(self.cv, rng, i, E, self.draws, self._blk)
 
     def round(self, i: int, omega0: np.ndarray, beta: np.ndarray, out: np.ndarray,
               rng: np.random.Generator, tau: int, E: int) -> np.ndarray:
         """``E`` local steps from ``omega_k = omega0`` (read only); ``omega_k`` ends in
         ``out`` (the upload), ``beta`` (client i's personal model) is updated in place."""
         require(isinstance(E, (int, np.integer)) and E >= 1, "E_k", E, "must be an integer >= 1")
-        if out is not omega0:
-            np.copyto(out, omega0)
-        for _ in range(int(E)):
-            self.step(i, out, beta, rng, tau)
+        E = int(E)
+        cst = beta.reshape(1, -1)
+        require(np.shares_memory(cst, beta), "beta", beta.shape,
+                "must be a contiguous vector (it is updated in place)")
+        Z = self._block(rng, i, E)
+        if self.fast:
+            self._round(i, cst, omega0, int(tau), Z, E, self._fp, out, self._cnt)
+        else:
+            asypfl_update.py_func(problem_batch_grad, problem_hess_diag, self.vdata, i, cst,
+                                  omega0, int(tau), Z, E, self._fp, out, self._cnt)
         return out
+
+    def step(self, i: int, omega: np.ndarray, beta: np.ndarray, rng: np.random.Generator,
+             tau: int) -> None:
+        """One local step of Algorithm 1, in place on ``omega`` then ``beta``."""
+        self.round(i, omega, beta, omega, rng, tau, 1)
 
     def init(self, w0: np.ndarray) -> np.ndarray:
         """Client state: the personal model ``beta_k^0 = omega^0`` (module docstring)."""

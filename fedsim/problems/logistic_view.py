@@ -31,7 +31,7 @@ from fedsim.problems.row_view import RowsView, dot4, rows_view, squares_into, st
 
 __all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
            "logistic_compiled_view", "logistic_metric_view", "logistic_grad_f",
-           "logistic_metrics", "METRIC_NAMES"]
+           "logistic_metrics", "METRIC_NAMES", "logistic_hess_diag"]
 
 #: the compiled metrics of the global objective, in code order
 METRIC_NAMES = ("grad_sq",)
@@ -125,4 +125,27 @@ def logistic_sample_hvp(view, i, w, v, z, h):
             h[k] += x[k] * c
     for k in range(d):
         h[k] = h[k] / b + nu * v[k]
+    return 0
+
+
+@jit(inline=True)
+def logistic_hess_diag(view, i, w, h):
+    """``h = diag(grad^2 f_i(w)) = sum_j c_j x_jk^2 + nu`` over ALL of client ``i``'s rows
+    (anchor rows included, as in ``LogisticProblem.hess``), ``c_j = (1/m_i) s(t_j) s(-t_j)``,
+    ``t_j = r_j^T w`` (:func:`~fedsim.problems.row_view.dot4`), rows summed in order.  The
+    diagonal of ``LogisticProblem.hess(i, w)`` up to rounding (its sums are BLAS's)."""
+    start, rows, nu = view
+    d = w.shape[0]
+    base = start[i]
+    m = start[i + 1] - base
+    for k in range(d):
+        h[k] = 0.0
+    for r in range(m):
+        x = rows[base + r]
+        t = dot4(x, w, d)
+        c = ((1.0 / m) * (1.0 / (1.0 + math.exp(-t)))) * (1.0 / (1.0 + math.exp(t)))
+        for k in range(d):
+            h[k] += (x[k] * c) * x[k]
+    for k in range(d):
+        h[k] = h[k] + nu
     return 0

@@ -34,7 +34,8 @@ from fedsim.problems.compiled import CompiledView
 
 __all__ = ["quadratic_view", "draws_per_step", "quadratic_draw", "quadratic_sample_grad",
            "quadratic_metric_view", "quadratic_metrics", "quadratic_compiled_view",
-           "METRIC_CODES", "quadratic_prox_data", "quadratic_batch_theta_hat"]
+           "METRIC_CODES", "quadratic_prox_data", "quadratic_batch_theta_hat",
+           "quadratic_hess_diag"]
 
 #: the quadratic's compiled metrics, in code order
 METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
@@ -148,6 +149,16 @@ def quadratic_sample_grad(view, i, w, z, g):
             for j in range(d):
                 e += F[i, k, j] * z[j]
             g[k] = g[k] + e
+    return 0
+
+
+@jit(inline=True)
+def quadratic_hess_diag(view, i, w, h):
+    """``h = diag(grad^2 f_i(w)) = diag(A_i)`` (independent of ``w``; ``At[i, k, k] =
+    A_i[k, k]`` exactly): the diagonal of ``QuadraticProblem.hess(i, w)``."""
+    At = view[0]
+    for k in range(h.shape[0]):
+        h[k] = At[i, k, k]
     return 0
 
 

@@ -37,7 +37,7 @@ from fedsim.problems.row_view import RowsView, rows_view, squares_into, stack_ro
 
 __all__ = ["softmax_view", "softmax_sample_grad", "softmax_sample_hvp", "softmax_rows",
            "softmax_compiled_view", "softmax_metric_view", "softmax_grad_f", "softmax_metrics",
-           "BLOCK_ROWS", "METRIC_NAMES"]
+           "BLOCK_ROWS", "METRIC_NAMES", "softmax_hess_diag"]
 
 #: the compiled metrics of the global objective, in code order
 METRIC_NAMES = ("grad_sq",)
@@ -210,4 +210,38 @@ def softmax_sample_hvp(view, i, w, v, z, h):
         matmul_into(XD[:nr], U[:nr], G, True, 1.0, ab)      # G += X_D^T A U
         r0 += nr
     _finish(G, b, reg, v, h)
+    return 0
+
+
+@jit(inline=True)
+def softmax_hess_diag(view, i, w, h):
+    """``h = diag(grad^2 f_i(w))``: ``h[k C + c] = (1/m_i) sum_r x_rk^2 p_rc (1 - p_rc) +
+    reg`` over ALL of client ``i``'s rows (``SoftmaxProblem.hess_diag``; the diagonal of
+    ``(x x^T) kron (diag(p) - p p^T)`` at ``(k, c)`` is ``x_k^2 p_c (1 - p_c)``), ``BLOCK_ROWS``
+    rows at a time: ``Z = softmax(X_B W)``, ``Z <- Z (1 - Z)``, ``XD <- XD * XD``, ``G +=
+    XD^T Z`` (BLAS, blocks in order).  Equal to ``SoftmaxProblem.hess_diag`` up to rounding."""
+    start, X, y, C, reg, W, V, G, XD, Z, U, ab = view
+    base = start[i]
+    m = start[i + 1] - base
+    d = X.shape[1]
+    _matrix(w, W)
+    G[:, :] = 0.0
+    r0 = 0
+    while r0 < m:
+        nr = min(XD.shape[0], m - r0)
+        for r in range(nr):
+            for k in range(d):
+                XD[r, k] = X[base + r0 + r, k]
+        matmul_into(XD[:nr], W, Z[:nr], False, 0.0, ab)     # X_B W
+        softmax_rows(Z, nr)                                  # P
+        for r in range(nr):
+            for c in range(C):
+                Z[r, c] = Z[r, c] * (1.0 - Z[r, c])         # P (1 - P)
+            for k in range(d):
+                XD[r, k] = XD[r, k] * XD[r, k]              # X_B^2
+        matmul_into(XD[:nr], Z[:nr], G, True, 1.0, ab)      # G += (X_B^2)^T P(1 - P)
+        r0 += nr
+    for k in range(d):
+        for c in range(C):
+            h[k * C + c] = G[k, c] / m + reg
     return 0

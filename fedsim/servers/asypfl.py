@@ -36,21 +36,32 @@ Choices (the paper does not fix them):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from fedsim.errors import FedsimError, require
+from fedsim.jit import jit
 from fedsim.problems.asypfl_constants import asypfl_weights
 
 __all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer",
            "AsyPFLServerRule", "AsyPFLState"]
 
 
-def asypfl_apply(w: np.ndarray, omega_new: np.ndarray, omega_read: np.ndarray,
-                 p_k: float) -> np.ndarray:
-    """In place, eq. (4) with one uploader: ``w <- w + p_k (omega_new - omega_read)``."""
-    w += p_k * (omega_new - omega_read)
-    return w
+@jit(inline=True)
+def asypfl_apply(S, clients, reads, news, k, stale, kind, fp, cnt):
+    """Eq. (4) in the server-rule signature of the replay (docs/INTERNALS.md section 3), in
+    place on the global model ``S[0]`` (``s_rows = 1``): for each of the step's ``k``
+    contributions ``j`` (one per server step in the physical model), ``w <- w + p^{k_j}
+    (news[j] - reads[j])``, coordinate by coordinate, ``k_j = clients[j]``; returns ``k``
+    (the uploads consumed).  ``fp[c] = p^c`` for every client ``c`` (no scalars);
+    ``stale``, ``kind`` and ``cnt`` are not used."""
+    w = S[0]
+    for j in range(k):
+        pk = fp[clients[j]]
+        for c in range(w.shape[0]):
+            w[c] = w[c] + pk * (news[j, c] - reads[j, c])
+    return k
 
 
 def client_weights(problem) -> np.ndarray:
@@ -73,14 +84,20 @@ def staleness_indicator(dTc: np.ndarray, dTg: np.ndarray, p: np.ndarray, k: int,
     if not mask[k]:
         return 1
     ratios = dTc[mask] / (dTg[mask] * p[mask])
-    pi_min = float(np.min(ratios))
+    return _indicator(dTc[k], dTg[k], p[k], float(np.min(ratios)), k)
+
+
+def _indicator(dTc_k: np.float64, dTg_k: np.float64, p_k: np.float64, pi_min: float,
+               k: int) -> int:
+    """``max(1, floor(DeltaT_k^c / (DeltaT_k^g p^k pi_min)))`` given ``pi_min`` (the
+    floor and the ``pi_min = 0`` cases of the module docstring)."""
     if pi_min == 0.0:
-        if dTc[k] == 0.0:
+        if dTc_k == 0.0:
             return 1
         raise FedsimError(
             f"asypfl: pi_min = 0 (a client has no communication time) but client {k} has "
-            f"DeltaT^c = {dTc[k]!r} > 0, so pi_k = DeltaT^c/(DeltaT^g p^k pi_min) is infinite")
-    ratio = float(dTc[k] / (dTg[k] * p[k] * pi_min))
+            f"DeltaT^c = {dTc_k!r} > 0, so pi_k = DeltaT^c/(DeltaT^g p^k pi_min) is infinite")
+    ratio = float(dTc_k / (dTg_k * p_k * pi_min))
     require(math.isfinite(ratio), "pi_k", ratio, "must be finite (DeltaT^g_k > 0 needed)")
     return max(1, int(math.floor(ratio * (1.0 + 1e-12))))
 
@@ -102,6 +119,18 @@ class AsyPFLServer:
         self.comm_time = np.zeros(n)
         self.rounds = np.zeros(n, dtype=np.int64)
         self.pi = np.ones(n, dtype=np.int64)
+        # per client, updated at its reports: DeltaT^c, DeltaT^g and DeltaT^c/(DeltaT^g p^k)
+        # (+inf before any report: never the minimum of staleness_indicator's known ratios)
+        self._dTc = np.zeros(n)
+        self._dTg = np.ones(n)
+        self._ratio = np.full(n, np.inf)
+        self._client = [np.array([k], dtype=np.int32) for k in range(n)]
+        self._stale = np.zeros(1, dtype=np.int64)
+        self._cnt = np.zeros(0, dtype=np.int64)
+
+    def params(self) -> np.ndarray:
+        """``fp`` of :func:`asypfl_apply`: ``p^k`` for every client."""
+        return self.p.copy()
 
     @property
     def dTg(self) -> np.ndarray:
@@ -124,19 +153,28 @@ class AsyPFLServer:
         self.steps[k] += steps
         self.comm_time[k] += comm_time
         self.rounds[k] += 1
+        self._dTc[k] = self.comm_time[k] / self.rounds[k]
+        self._dTg[k] = self.compute_time[k] / self.steps[k]
+        self._ratio[k] = self._dTc[k] / (self._dTg[k] * self.p[k])
 
     def epochs(self, k: int) -> int:
-        """``E_k = pi_k E`` for client k's next round (``pi_k`` recomputed now)."""
-        known = self.rounds > 0
-        pi = staleness_indicator(np.where(known, self.dTc, 0.0), np.where(known, self.dTg, 1.0),
-                                 self.p, k, known)
+        """``E_k = pi_k E`` for client k's next round (``pi_k`` recomputed now):
+        :func:`staleness_indicator` over the clients that reported, from the averages kept
+        up to date by :meth:`report` (the same numbers, O(n) per call)."""
+        if self.rounds[k] == 0:
+            pi = 1
+        else:
+            pi = _indicator(self._dTc[k], self._dTg[k], self.p[k], float(np.min(self._ratio)), k)
         self.pi[k] = pi
         return pi * self.E
 
     def apply(self, w: np.ndarray, k: int, omega_new: np.ndarray,
               omega_read: np.ndarray) -> np.ndarray:
-        """Eq. (4) for an upload of client k computed from ``omega_read``."""
-        return asypfl_apply(w, omega_new, omega_read, float(self.p[k]))
+        """Eq. (4) for an upload of client k computed from ``omega_read``
+        (:func:`asypfl_apply` on one contribution)."""
+        asypfl_apply(w.reshape(1, -1), self._client[k], omega_read.reshape(1, -1),
+                     omega_new.reshape(1, -1), 1, self._stale, 0, self.p, self._cnt)
+        return w
 
 
 class AsyPFLState:
@@ -156,8 +194,29 @@ class AsyPFLServerRule:
     uploader's next round) in the diagnostics.
     """
 
+    #: server state rows: the global model only
+    s_rows = 1
+    #: the compiled server step the replay runs
+    compiled_apply = asypfl_apply
+
     def __init__(self, p: np.ndarray, E: int) -> None:
         self.p, self.E = p, E
+
+    def init_state(self, S: np.ndarray, w0: np.ndarray) -> None:
+        """Row 0 of the replay's server state: ``omega^0``."""
+        S[0] = w0
+
+    def params(self) -> np.ndarray:
+        """``fp`` of :func:`asypfl_apply`: ``p^k`` for every client."""
+        return np.array(self.p, dtype=np.float64)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape (:class:`~fedsim.local.forms.
+        ServerForm`): :func:`asypfl_apply`, one state row (``omega``), ``fp = p^k``."""
+        from fedsim.local.forms import ServerForm
+
+        return ServerForm(apply=asypfl_apply, s_rows=1, fp=self.params(),
+                          init_state=self.init_state)
 
     def init(self, w0: np.ndarray) -> AsyPFLState:
         return AsyPFLState(np.array(w0, dtype=np.float64), AsyPFLServer(self.p, self.E))

@@ -219,7 +219,11 @@ def test_lam_zero_personal_model_is_pure_local_sgd(gamma, tau):
 
 def test_engine_lam_zero_beta_is_local_sgd_on_the_noise_stream():
     """End to end with gamma = 0: beta_k after the run equals local_steps[k] SGD steps on
-    client k's own ``noise`` stream (one batch per step, shared with omega's step)."""
+    client k's own ``noise`` stream (one batch per step, shared with omega's step), by the
+    gradient oracle the rule runs (the quadratic's compiled view, whose ``A_i (w - b_i)`` is
+    summed in index order; ``QuadraticProblem.batch_grad`` uses BLAS, ~1 ulp apart)."""
+    from fedsim.problems.compiled import compiled_view
+
     sc = scenario(12, alg={"lam": 0.0, "gamma": 0.0, "batch": 3}, seed=5,
                   problem={"kind": "quadratic", "n": 2, "dim": 3, "mu": 0.5, "L": 2.0,
                            "noise_sd": 0.5, "seed": 2})
@@ -228,9 +232,11 @@ def test_engine_lam_zero_beta_is_local_sgd_on_the_noise_stream():
     for k in range(2):
         rng = Streams(5, 0).client(k, "noise")
         b = np.zeros(3)
+        cv, g = compiled_view(p, 3), np.empty(3)
         for _ in range(int(tr.info["local_steps"][k])):
-            xi = p.sample_batch(k, 3, rng)
-            b -= 0.2 * p.batch_grad(k, b, xi)
+            z = rng.standard_normal(3)  # the d normals sample_batch draws
+            cv.grad(cv.data, k, b, z, g)
+            b -= 0.2 * g
         np.testing.assert_array_equal(tr.info["beta"][k], b)
 
 
@@ -287,8 +293,17 @@ def test_server_rule_is_eq4(d, pk, seed):
     rng = np.random.default_rng(seed)
     w, new, read = rng.normal(size=(3, d))
     expect = w + pk * (new - read)
-    out = asypfl_apply(w.copy(), new, read, pk)
-    np.testing.assert_array_equal(out, expect)
+    S = w.copy().reshape(1, d)
+    fill = asypfl_apply(S, np.array([0], dtype=np.int32), read.reshape(1, d),
+                        new.reshape(1, d), 1, np.zeros(1, dtype=np.int64), 0,
+                        np.array([pk, 1.0]), np.zeros(0, dtype=np.int64))
+    assert fill == 1
+    np.testing.assert_array_equal(S[0], expect)
+    S2 = w.copy().reshape(1, d)
+    asypfl_apply.py_func(S2, np.array([0], dtype=np.int32), read.reshape(1, d),
+                         new.reshape(1, d), 1, np.zeros(1, dtype=np.int64), 0,
+                         np.array([pk, 1.0]), np.zeros(0, dtype=np.int64))
+    np.testing.assert_array_equal(S2, S)
     srv = AsyPFLServer(np.array([pk, 1.0]), 1)
     np.testing.assert_array_equal(srv.apply(w.copy(), 0, new, read), expect)
 
@@ -503,3 +518,28 @@ def test_fedsim_run_example_end_to_end(tmp_path, capsys):
     assert (df["kind"].iloc[1:] == "upload").all() and (df["buffer_fill"].iloc[1:] == 1).all()
     assert (df["time"].diff().dropna() >= 0).all()
     assert "asypfl-logistic: ok; steps=80" in capsys.readouterr().out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.lists(st.tuples(st.integers(0, 4), st.floats(1e-3, 10.0),
+                                             st.integers(1, 6),
+                                             st.one_of(st.just(0.0), st.floats(1e-3, 10.0))),
+                                   min_size=1, max_size=25))
+def test_server_epochs_are_the_staleness_indicator_of_the_averages(n, reports):
+    """The running averages kept by ``report`` give ``staleness_indicator`` of the
+    ``dTc``/``dTg`` properties over the clients that reported, report after report."""
+    p = np.linspace(1.0, 2.0, n) / np.linspace(1.0, 2.0, n).sum()
+    srv = AsyPFLServer(p, 3)
+    for k, ct, steps, cm in reports:
+        k %= n
+        srv.report(k, ct, steps, cm)
+        known = srv.rounds > 0
+        try:
+            want = staleness_indicator(np.where(known, srv.dTc, 0.0),
+                                       np.where(known, srv.dTg, 1.0), p, k, known)
+        except FedsimError:
+            with pytest.raises(FedsimError, match="pi_min = 0"):
+                srv.epochs(k)
+            return
+        assert srv.epochs(k) == 3 * want
+        assert srv.pi[k] == want

@@ -20,7 +20,7 @@ the order they come in):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,10 @@ class Replayed:
     metric_steps: np.ndarray
     metrics: dict[str, np.ndarray]
     info: dict[str, Any] = field(default_factory=dict)
+    #: the clients' states ``(n, c_rows, d)`` as the replay left them
+    client_state: np.ndarray | None = None
+    #: row 0 of every client's state at each recorded step ``(records, n, d)``, when kept
+    personal: np.ndarray | None = None
 
 
 def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
@@ -90,9 +94,10 @@ def client_form(rule: Any) -> ClientForm:
 
 
 def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPlan,
-               states: Any, w0: np.ndarray) -> Replayed:
+               states: Any, w0: np.ndarray, *, keep_personal: bool = False) -> Replayed:
     """Replay one table from ``w0`` with the clients' noise ``states`` (module
-    docstring)."""
+    docstring); ``keep_personal``: snapshot the clients' state row 0 at the recorded steps
+    even when no personal metric is recorded (``Replayed.personal``)."""
     d = w0.shape[0]
     n = table.n
     T = table.steps_done
@@ -114,7 +119,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     ergo = plan.ergodic
     wsum = np.zeros(d) + hist[0, 0] if ergo else np.zeros(1)
     esnap = np.empty((nrec + 1, d)) if ergo else np.empty((1, 1))
-    prow = 0 if plan.personal and cf.c_rows else -1
+    prow = 0 if (plan.personal or keep_personal) and cf.c_rows else -1
     psnap = np.empty((nrec + 1, n, d)) if prow >= 0 else np.empty((1, 1, 1))
     if prow >= 0:
         psnap[0] = cst[:, prow]
@@ -149,12 +154,14 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     info = {name: int(ccnt[k]) for k, name in enumerate(cf.counters)}
     return Replayed(steps_done=t, diverged_step=t if done < 0 else None,
                     final_w=hist[t & (H - 1), 0].copy(), metric_steps=steps, metrics=metrics,
-                    info=info)
+                    info=info, client_state=cst, personal=psn)
 
 
 def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
                  server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
-                 w0: np.ndarray | None = None) -> list[Trace]:
+                 w0: np.ndarray | None = None,
+                 extra_info: Callable[[Replayed], dict[str, Any]] | None = None,
+                 keep_personal: bool = False) -> list[Trace]:
     """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
     the client and server rules replayed along it.
 
@@ -163,7 +170,10 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     (:func:`fedsim.local.make_client_rule`, the algorithm's ``server``).  A client rule with
     no compiled form runs its own ``round`` (:func:`client_form`), a fresh rule object per
     replicate so that its counters (``Trace.info``) are the replicate's.  ``w0`` (R, d):
-    initial models row by row (default the scenario's ``w^0``)."""
+    initial models row by row (default the scenario's ``w^0``).  A Trace's ``info`` is the
+    table's ``info``, the rule counters and ``extra_info(replayed)`` (facts an execution
+    model derives from the replayed states, e.g. AsyPFL's final ``beta_k``);
+    ``keep_personal``: :func:`replay_one`'s."""
     reps = [int(r) for r in replicates]
     require(len(reps) == len(tables), "replicates", len(reps),
             f"must name one replicate per table ({len(tables)})")
@@ -182,8 +192,9 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
             rule = make_client_rule(a, problem)
             cf = client_form(rule)
         start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
-        res = replay_one(table, cf, sf, plan, streams[k], start)
+        res = replay_one(table, cf, sf, plan, streams[k], start, keep_personal=keep_personal)
         info = {**res.info, **inner_counters(rule)} if fallback else res.info
+        info = {**table.info, **info, **(extra_info(res) if extra_info else {})}
         out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
                                final_w=res.final_w, diverged_step=res.diverged_step,
                                info=info))
