@@ -37,10 +37,13 @@ import math
 from typing import Any
 
 import numpy as np
+import simpy
 
 from fedsim.config import Scenario
+from fedsim.engine.delay_blocks import DelaySampler
+from fedsim.engine.event_columns import EventColumns
 from fedsim.engine.setup import RunSetup
-from fedsim.engine.simpy_fast import at
+from fedsim.engine.simpy_fast import at, stop_event, urgent_at
 from fedsim.errors import require
 from fedsim.local.area import AreaClients
 from fedsim.rng import Streams
@@ -48,7 +51,7 @@ from fedsim.servers.area import StepSizes, theorem7_step_sizes
 from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_area", "step_schedule", "event_probabilities"]
+__all__ = ["run_area", "area_table", "step_schedule", "event_probabilities"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
@@ -170,3 +173,107 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
         rec.info["invariant_max"] = inv["max"]
     rec.info["k"] = server.k
     return log.finish(server.x_s, env.now, math.inf)
+
+
+def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
+    """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra.
+
+    One server step per global iteration k.  A client arrival is a step of kind
+    ``"client"`` with one contribution (client i, ``c_read`` the version of the ``x_s``
+    its round computed from, M local steps, ``c_stale`` = k minus that version); an
+    aggregation is a step of kind ``"server"`` with none.  Algorithm 2: ``c_read`` is the
+    version the server replied with at the client's previous arrival (0 at the start);
+    the iterate model: the version current at the event (``t - 1``).  ``buffer_fill`` is
+    the number of messages since the last aggregation (the aggregation's: the number it
+    consumes).  The delays, the trigger (count, Poisson or periodic timer on the server's
+    ``timer`` stream) and the horizons are the module docstring's and
+    :func:`run_area`'s, event for event; the replay applies :func:`fedsim.local.area.
+    area_client` and :func:`fedsim.servers.area.area_server` along it.
+    """
+    a, dc, tr = scenario.algorithm, scenario.delays, scenario.trigger
+    require(dc.read_at == "request", "delays.read_at", dc.read_at,
+            "must be 'request' for area (the server's reply carries x_s)")
+    n = problem.n
+    M = int(a.get("M"))
+    iterate = a.model == "iterate_model"
+    env = simpy.Environment()
+    done, stop = stop_event(env)
+    log = EventColumns(n=n, steps=scenario.horizon.steps, every=scenario.record.every,
+                       stop=stop)
+    per = M if dc.compute_per == "step" else 1
+    samplers = [DelaySampler(dc.for_client(i), streams.client(i, "delays"), per)
+                for i in range(n)]
+    count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
+    pending = [0]
+    idle = [0]
+    log.busy(0.0, 1.0)
+
+    def aggregate(now: float) -> bool:
+        fill, pending[0] = pending[0], 0
+        return log.step(now, K_SERVER, -1, 0, 0.0, fill)
+
+    def arrival(i: int, t: float, read: int, prev: int, t_read: float) -> bool:
+        """Client i's message at ``t``: its round reads version ``read``; the message
+        counts its staleness from ``prev`` (the version its last round read)."""
+        stale = log.t - prev
+        log.contribution(i, read, M, stale)
+        pending[0] += 1
+        log.client_updates[i] += 1
+        return log.step(t, K_CLIENT, i, stale, t - t_read, pending[0])
+
+    def client_algorithm(i: int):
+        k_read, t_read = 0, 0.0
+        while True:
+            download, compute, upload, think = samplers[i].next_round()
+            t = env.now + download
+            for c in compute:
+                t = t + c
+            t = t + upload
+            yield at(env, t)
+            if log.stopped or arrival(i, t, k_read, k_read, t_read):
+                return
+            k_read, t_read = log.t, t
+            if count is not None and pending[0] >= count and aggregate(t):
+                return
+            if think != 0.0:
+                idle[0] += 1
+                log.busy(t, (n - idle[0]) / n)
+                yield at(env, t + think)
+                idle[0] -= 1
+                log.busy(t + think, (n - idle[0]) / n)
+                if log.stopped:
+                    return
+
+    def client_model(i: int):
+        k_read, t_read = 0, 0.0
+        t = 0.0
+        while True:
+            _download, compute, _upload, _think = samplers[i].next_round()
+            t = t + compute[0]
+            yield at(env, t)
+            if log.stopped:
+                return
+            k = log.t
+            if arrival(i, t, k, k_read, t_read):
+                return
+            k_read, t_read = k, t
+
+    def timer():
+        rng = streams.server("timer")
+        param = tr.rate if tr.kind == "poisson" else tr.period
+        t = env.now
+        while True:
+            t = t + (rng.exponential(1.0 / param) if tr.kind == "poisson" else param)
+            yield at(env, t)
+            if log.stopped or aggregate(t):
+                return
+
+    for i in range(n):
+        env.process(client_model(i) if iterate else client_algorithm(i))
+    if tr.kind in ("poisson", "period"):
+        env.process(timer())
+    t_end = scenario.horizon.time
+    if math.isfinite(t_end):
+        urgent_at(env, t_end).callbacks.append(lambda _ev: log.halt())
+    env.run(until=done)
+    return log.finish(sim_time=env.now, staleness_bound=math.inf, info={"k": log.t})

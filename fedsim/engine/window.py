@@ -19,12 +19,13 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import BLOCK
+from fedsim.engine.event_columns import EventColumns
 from fedsim.engine.setup import RunSetup, inner_counters
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_window"]
+__all__ = ["run_window", "window_table"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -74,3 +75,45 @@ def run_window(scenario: Scenario, problem, streams: Streams, progress: bool,
     rec.info.update(inner_counters(rule))
     rec.info["time_is_step_index"] = True
     return log.finish(w, float(log.t), bound if math.isfinite(bound) else math.inf)
+
+
+def _horizon(scenario: Scenario) -> int:
+    """Steps of the window model: ``horizon.steps``, cut by a time horizon (time is the
+    step index; events at the horizon time are not processed)."""
+    T = scenario.horizon.steps
+    if math.isfinite(scenario.horizon.time):
+        T = min(T, max(0, math.ceil(scenario.horizon.time) - 1))
+    return T
+
+
+def _bound(pmf: np.ndarray) -> float:
+    """``max{s : pi_s > 0}``."""
+    return float(np.max(np.nonzero(pmf > 0)[0]))
+
+
+def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
+    """The window model's event table (REPLAY_SPEC 1; module docstring), no algebra: step
+    t (1-based) is an ``"upload"`` of client ``i_t`` whose round reads ``w^{t-1-s_t}``
+    (``c_read = max(t - 1 - s_t, 0)``, ``c_stale = t - 1 - c_read``), ``i_t`` and ``s_t``
+    drawn from the server's ``events`` stream in blocks, as :func:`run_window` draws them.
+    The replay applies the algorithm's client rule and FedAsync's server rule along it."""
+    a = scenario.algorithm
+    n = problem.n
+    tau = int(a.tau)
+    pmf = np.asarray(a.get("delay_pmf"), dtype=np.float64)
+    pmf = pmf / pmf.sum()
+    T = _horizon(scenario)
+    Q = int(a.get("Q") or 1)
+    log = EventColumns(n=n, steps=T, every=scenario.record.every)
+    ev = streams.server("events")
+    for t in range(T):
+        if t % (BLOCK * 8) == 0:
+            who = ev.integers(0, n, size=BLOCK * 8).tolist()
+            lag = ev.choice(tau + 1, size=BLOCK * 8, p=pmf).tolist()
+        i, s = who[t % (BLOCK * 8)], lag[t % (BLOCK * 8)]
+        omega = t - s if s <= t else 0
+        log.contribution(i, omega, Q, t - omega)
+        log.client_updates[i] += 1
+        log.step(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1)
+    return log.finish(sim_time=float(log.t), staleness_bound=_bound(pmf),
+                      info={"time_is_step_index": True})

@@ -34,9 +34,16 @@ import numpy as np
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.jit import jit
 from fedsim.servers.base import Upload
+from fedsim.trace import KINDS
 
-__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "theorem7_constants",
-           "theorem7_schedule", "theorem7_step_sizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "area_server", "step_at",
+           "S_ROWS", "theorem7_constants", "theorem7_schedule", "theorem7_step_sizes"]
+
+#: rows of the server state in the replay's layout (:func:`area_server`): ``x_s`` (row 0,
+#: the model clients read), ``u_s``, and ``[pending, 0, ...]`` (messages since the last
+#: aggregation)
+S_ROWS = 3
+_K_SERVER = KINDS.index("server")
 
 
 @jit(inline=True)
@@ -55,6 +62,33 @@ def area_apply(x_s, u_s, m, n, arrival):
     return 0
 
 
+@jit(inline=True)
+def area_server(S, clients, reads, news, k, stale, kind, fp, cnt):
+    """The replay's server rule (REPLAY_SPEC 2): one global iteration of [A] Algorithm 1 on
+    ``S`` (rows ``x_s``, ``u_s``, ``[pending]``; :data:`S_ROWS`), ``fp = [n]``.  A step of
+    kind ``"server"`` is the aggregation (:func:`area_apply`; returns the messages it
+    consumed); otherwise each of the ``k`` messages ``news[j]`` is an arrival
+    (:func:`area_apply`; returns the messages pending)."""
+    if kind == _K_SERVER:
+        area_apply(S[0], S[1], S[1], fp[0], False)
+        fill = S[2, 0]
+        S[2, 0] = 0.0
+        return int(fill)
+    for j in range(k):
+        area_apply(S[0], S[1], news[j], fp[0], True)
+        S[2, 0] += 1.0
+    return int(S[2, 0])
+
+
+@jit(inline=True)
+def step_at(sp, k):
+    """``alpha_k`` of the schedule ``sp`` (:attr:`StepSizes.sp`: ``[0, value, 0, 0]``
+    constant, ``[1, 0, c, d]`` for ``c/(k + d)``)."""
+    if sp[0] == 0.0:
+        return sp[1]
+    return sp[2] / (k + sp[3])
+
+
 class StepSizes:
     """``alpha_k`` as a function of the global counter k (``kind``: constant | c_over_k_plus_d)."""
 
@@ -71,11 +105,12 @@ class StepSizes:
             require(c is not None and c > 0, "algorithm.alpha.c", c, "must be > 0")
             require(d is not None and d > 0, "algorithm.alpha.d", d, "must be > 0")
             self.c, self.d = float(c), float(d)
+        #: the schedule as :func:`step_at` reads it (``[kind code, value, c, d]``)
+        self.sp = (np.array([0.0, self.value, 0.0, 0.0]) if kind == "constant"
+                   else np.array([1.0, 0.0, self.c, self.d]))
 
     def __call__(self, k: int) -> float:
-        if self.kind == "constant":
-            return self.value
-        return self.c / (k + self.d)
+        return float(step_at.py_func(self.sp, k))
 
     def table(self, K: int) -> np.ndarray:
         """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
@@ -114,10 +149,22 @@ class AreaServer:
 
 
 class AreaRule:
-    """[A] Algorithm 1 in the server-rule shape (module docstring)."""
+    """[A] Algorithm 1 in the server-rule shape (module docstring), and the replay's
+    (REPLAY_SPEC 2): :func:`area_server` on ``s_rows`` state rows, ``params() = [n]``."""
+
+    s_rows = S_ROWS
+    compiled_apply = staticmethod(area_server)
 
     def __init__(self, n: int) -> None:
         self.n = int(n)
+
+    def init_state(self, S: np.ndarray, w0: np.ndarray) -> None:
+        """``x_{s,0} = w0``, ``u_s = 0``, nothing pending."""
+        S[0] = w0
+        S[1:] = 0.0
+
+    def params(self) -> np.ndarray:
+        return np.array([float(self.n)])
 
     def init(self, w0: np.ndarray) -> AreaServer:
         return AreaServer(w0, self.n)
