@@ -202,13 +202,16 @@ class _StreamDraws:
         S[start:] = self.gen.exponential(self.timer, size=S.size - start)
 
 
-def _fill(out: AreaTables, k: int, draws, n: int, K: int, B: int) -> None:
+def _fill(out: AreaTables, k: int, draws, n: int, K: int, B: int,
+          shares: tuple[float, float]) -> None:
     """Row ``k`` of ``out``: :func:`merge_events` on ``draws``, grown until complete (every
-    client's draws doubled at once, so all streams stay in step)."""
-    first = int(1.5 * K / (n + 1)) + 8
+    client's draws doubled at once, so all streams stay in step).  ``shares``: the largest
+    client's and the timer's expected fractions of the events (the first draws cover 1.5
+    times their share of K; the numbers drawn do not depend on it)."""
+    first = int(1.5 * K * shares[0]) + 8
     C = np.empty((n, -(-first // B) * B))
     draws.clients(C, 0, C.shape[1] // B)
-    S = np.empty(first)
+    S = np.empty(int(1.5 * K * shares[1]) + 8)
     draws.server(S, 0)
     nc = np.full(n, C.shape[1], dtype=np.int64)
     while True:
@@ -241,15 +244,19 @@ def area_tables(scenario: Scenario, replicates: Sequence[int],
         plan = DelayPlan(scenario, q=q)
     col = _compute_column(plan) if (plan.vector and compiled) else None
     timer = 1.0 / scenario.trigger.rate  # the iterate model's Poisson timer (config rule)
+    rates = np.array([1.0 / scenario.delays.for_client(i)["compute"].mean for i in range(n)])
+    total = float(rates.sum()) + scenario.trigger.rate
+    shares = (float(rates.max()) / total, scenario.trigger.rate / total)
     out = AreaTables(R, K)
     if col is not None:
         cs = client_states(scenario.seed, reps, n, "delays")
         ts = server_states(scenario.seed, reps, "timer")
         for k in range(R):
-            _fill(out, k, _CompiledDraws(cs[k], ts[k], plan, col, q, timer), n, K, plan.B)
+            _fill(out, k, _CompiledDraws(cs[k], ts[k], plan, col, q, timer), n, K, plan.B,
+                  shares)
     else:
         bgs = client_bitgens(scenario.seed, reps, n, "delays")
         for k in range(R):
             _fill(out, k, _StreamDraws(scenario, int(reps[k]), bgs[k], q, timer), n, K,
-                  max(4, 16 // q))
+                  max(4, 16 // q), shares)
     return out
