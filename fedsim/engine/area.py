@@ -205,8 +205,6 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
                 for i in range(n)]
     count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
     pending = [0]
-    idle = [0]
-    log.busy(0.0, 1.0)
 
     def aggregate(now: float) -> bool:
         fill, pending[0] = pending[0], 0
@@ -217,8 +215,8 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
         counts its staleness from ``prev`` (the version its last round read)."""
         stale = log.t - prev
         log.contribution(i, read, M, stale)
+        log.completed(i)
         pending[0] += 1
-        log.client_updates[i] += 1
         return log.step(t, K_CLIENT, i, stale, t - t_read, pending[0])
 
     def client_algorithm(i: int):
@@ -236,11 +234,9 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
             if count is not None and pending[0] >= count and aggregate(t):
                 return
             if think != 0.0:
-                idle[0] += 1
-                log.busy(t, (n - idle[0]) / n)
+                gate = log.idle_start(t)
                 yield at(env, t + think)
-                idle[0] -= 1
-                log.busy(t + think, (n - idle[0]) / n)
+                log.idle_end(t + think, gate)
                 if log.stopped:
                     return
 

@@ -104,7 +104,7 @@ def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any
     pmf = pmf / pmf.sum()
     T = _horizon(scenario)
     Q = int(a.get("Q") or 1)
-    log = EventColumns(n=n, steps=T, every=scenario.record.every)
+    log = EventColumns(n=n, steps=T, every=scenario.record.every, busy=False)
     ev = streams.server("events")
     for t in range(T):
         if t % (BLOCK * 8) == 0:
@@ -113,7 +113,7 @@ def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any
         i, s = who[t % (BLOCK * 8)], lag[t % (BLOCK * 8)]
         omega = t - s if s <= t else 0
         log.contribution(i, omega, Q, t - omega)
-        log.client_updates[i] += 1
+        log.completed(i)
         log.step(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1)
     return log.finish(sim_time=float(log.t), staleness_bound=_bound(pmf),
                       info={"time_is_step_index": True})

@@ -46,7 +46,8 @@ from fedsim.local.sgd import RngSteps, SGDRule, problem_sample_grad, round_block
 from fedsim.servers.area import StepSizes, step_at
 
 __all__ = ["AreaClients", "AreaState", "AreaClientRule", "area_update",
-           "area_update_for", "area_client", "area_client_for", "C_ROWS", "FP_ITERATE"]
+           "area_update_for", "area_client_for", "area_client_interpreted", "C_ROWS",
+           "FP_ITERATE"]
 
 
 @jit(cache=False, inline=True)
@@ -70,39 +71,13 @@ def area_update(client_round, grad, view, i, x_s, x, y, m, Z, alpha, M, g, itera
     return 0
 
 
-#: rows of a client's state in the replay's layout (:func:`area_client`): local model x_i,
+#: rows of a client's state in the replay's layout (:func:`area_client_for`): local model x_i,
 #: memory y_i, and the round's gradient scratch
 C_ROWS = 3
-#: ``fp`` of :func:`area_client`: entries 0-3 the step schedule
+#: ``fp`` of :func:`area_client_for`: entries 0-3 the step schedule
 #: (:attr:`fedsim.servers.area.StepSizes.sp`), entry 4 1.0 for the iterate model, 0.0
 #: for Algorithm 2
 FP_ITERATE = 4
-
-
-@jit(cache=False, inline=True)
-def area_client(client_round, grad, vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
-    """The replay's client rule (REPLAY_SPEC 2): :func:`area_update` of client ``i`` on its
-    state ``cst`` (rows ``x_i``, ``y_i``, scratch; :data:`C_ROWS`) from the server model
-    ``read`` of version ``tread``, with ``alpha_{tread}`` of the schedule in ``fp``
-    (:func:`fedsim.servers.area.step_at`: Algorithm 1 replies ``x_s`` with ``alpha_k`` at
-    iteration k; the iterate model computes from ``x_{s,k}`` with ``alpha_k``) and
-    ``nsteps = M`` local steps; the message ``m_i`` into ``out``."""
-    area_update(client_round, grad, vdata, i, read, cst[0], cst[1], out, Z,
-                step_at(fp, tread), nsteps, cst[2], fp[FP_ITERATE] != 0.0)
-    return 0
-
-
-@functools.cache
-def area_client_for(grad: Any) -> Any:
-    """:func:`area_client` with :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad``
-    bound: ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt)`` (REPLAY_SPEC 2),
-    compiled once per oracle and cached on disk, as :func:`area_update_for`."""
-    @jit
-    def bound_client(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
-        return area_client(sgd_round, grad, vdata, i, cst, read, tread, Z, nsteps, fp, out,
-                           cnt)
-
-    return cache_closure(bound_client)
 
 
 @functools.cache
@@ -116,6 +91,42 @@ def area_update_for(grad: Any) -> Any:
         return area_update(sgd_round, grad, view, i, x_s, x, y, m, Z, alpha, M, g, iterate)
 
     return cache_closure(bound_update)
+
+
+def _area_client_src(event: Any, round_fn: Any, grad: Any, step: Any) -> Any:
+    """The replay's client rule on the functions it calls (compiled, or their ``py_func``:
+    one source for both paths)."""
+
+    def area_client(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        """REPLAY_SPEC 2: :func:`area_update` of client ``i`` on its state ``cst`` (rows
+        ``x_i``, ``y_i``, scratch; :data:`C_ROWS`) from the server model ``read`` of
+        version ``tread``, with ``alpha_{tread}`` of the schedule in ``fp``
+        (:func:`fedsim.servers.area.step_at`; Algorithm 1 replies ``x_s`` with ``alpha_k``
+        at iteration k, the iterate model computes from ``x_{s,k}`` with ``alpha_k``) and
+        ``nsteps = M`` local steps; the message ``m_i`` into ``out``."""
+        event(round_fn, grad, vdata, i, read, cst[0], cst[1], out, Z, step(fp, tread), nsteps,
+              cst[2], fp[FP_ITERATE] != 0.0)
+        return 0
+
+    return area_client
+
+
+@functools.cache
+def area_client_for(grad: Any) -> Any:
+    """AREA's client rule in the replay's uniform shape ``update(vdata, i, cst, read, tread,
+    Z, nsteps, fp, out, cnt)`` (REPLAY_SPEC 2), :func:`area_update` with
+    :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad`` bound, compiled inline (as
+    ``fedsim.local.sgd.sgd_update_for``)."""
+    return jit(cache=False, inline=True)(_area_client_src(area_update, sgd_round, grad,
+                                                          step_at))
+
+
+def area_client_interpreted() -> Any:
+    """The same rule interpreted: ``area_update.py_func`` with ``sgd_round.py_func``, the
+    problem's Python oracle (:func:`~fedsim.local.sgd.problem_sample_grad`; ``vdata =
+    (problem, batch)``, ``Z`` a :class:`~fedsim.local.sgd.RngSteps`)."""
+    return _area_client_src(area_update.py_func, sgd_round.py_func, problem_sample_grad,
+                            step_at.py_func)
 
 
 class AreaState:
@@ -219,7 +230,7 @@ class AreaClients(ConfigRule):
 
 
 class AreaClientRule:
-    """AREA's client rule in the replay's shape (REPLAY_SPEC 2): :func:`area_client` on
+    """AREA's client rule in the replay's shape (REPLAY_SPEC 2): :func:`area_client_for` on
     :data:`C_ROWS` state rows per client, the M-step SGD kernel ``sgd`` (its compiled view
     gives the oracle and the draws of a step), the step schedule ``steps`` and the model
     (``iterate``: [A] Appendix A; else Algorithm 2)."""
@@ -235,7 +246,8 @@ class AreaClientRule:
         #: the numbers one local step draws (0 on the interpreted path, which draws from
         #: the client's generator itself)
         self.k = int(sgd.draws)
-        self.update = None if self.cv is None else area_client_for(self.cv.grad)
+        self.update = (area_client_interpreted() if self.cv is None
+                       else area_client_for(self.cv.grad))
 
     def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
         """``x_{i,0} = y_{i,0} = x_{s,0}`` (scratch row zeroed)."""
@@ -256,11 +268,6 @@ class AreaClientRule:
 
     def run(self, i: int, cst: np.ndarray, read: np.ndarray, tread: int, Z: Any,
             fp: np.ndarray, out: np.ndarray, cnt: np.ndarray) -> None:
-        """One event of client ``i``: the compiled :func:`area_client`, or the same function
-        interpreted with the problem's Python oracle (:func:`problem_sample_grad`)."""
-        if self.update is not None:
-            self.update(self.cv.data, i, cst, read, tread, Z, self.M, fp, out, cnt)
-        else:  # area_client's body, interpreted (it calls the compiled step_at/area_update)
-            area_update.py_func(sgd_round.py_func, problem_sample_grad, self.sgd.view, i, read,
-                                cst[0], cst[1], out, Z, float(step_at.py_func(fp, tread)),
-                                self.M, cst[2], fp[FP_ITERATE] != 0.0)
+        """One event of client ``i``: :func:`area_client_for`'s compiled rule, or the same
+        source interpreted (:func:`area_client_interpreted`)."""
+        self.update(self.sgd.view, i, cst, read, tread, Z, self.M, fp, out, cnt)
