@@ -47,8 +47,8 @@ import numpy as np
 
 from fedsim.errors import require
 
-__all__ = ["Trace", "Recorder", "KINDS", "METRICS", "HELD_OUT", "PERSONAL", "VALIDATION",
-           "metric_functions"]
+__all__ = ["Trace", "Recorder", "running_averages", "KINDS", "METRICS", "HELD_OUT", "PERSONAL",
+           "VALIDATION", "metric_functions"]
 
 KINDS: tuple[str, ...] = ("init", "upload", "aggregate", "client", "server")
 #: metrics of the clients' own personal models (``Recorder.personal``, e.g. AsyPFL's beta_k)
@@ -140,6 +140,22 @@ class Trace:
                 and self.diverged_step == other.diverged_step
                 and self.steps_done == other.steps_done
                 and same(self.sim_time, other.sim_time))
+
+
+def running_averages(metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``metrics`` plus ``avg_<name>`` for every metric but ``ergodic_f_gap``: at record
+    ``k`` the mean of records ``0 .. k-1`` (NaN at ``k = 0``).  The one home of the running
+    averages of every engine and the replay."""
+    out = dict(metrics)
+    for name, v in metrics.items():
+        if name == "ergodic_f_gap":
+            continue
+        v = np.asarray(v, dtype=np.float64)
+        csum = np.concatenate(([0.0], np.cumsum(v)[:-1]))
+        cnt = np.arange(v.size, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            out[f"avg_{name}"] = np.where(cnt > 0, csum / np.maximum(cnt, 1), np.nan)
+    return out
 
 
 def metric_functions(problem, names: list[str] | tuple[str, ...], maml_alpha: float | None,
@@ -350,14 +366,7 @@ class Recorder:
             metrics[name] = np.asarray(self.m_vals[k], dtype=np.float64)
         if self.ergodic:
             metrics["ergodic_f_gap"] = np.asarray(self.m_ergo, dtype=np.float64)
-        for name in list(metrics):
-            if name == "ergodic_f_gap":
-                continue
-            v = metrics[name]
-            csum = np.concatenate(([0.0], np.cumsum(v)[:-1]))
-            cnt = np.arange(v.size, dtype=np.float64)
-            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                metrics[f"avg_{name}"] = np.where(cnt > 0, csum / np.maximum(cnt, 1), np.nan)
+        metrics = running_averages(metrics)
         ct = np.asarray(self.conc_t, dtype=np.float64)
         cb = np.asarray(self.conc_b, dtype=np.float64)
         if ct.size and sim_time > ct[0]:

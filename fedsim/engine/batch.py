@@ -37,7 +37,6 @@ from fedsim.engine.replay import replay_fedasync
 from fedsim.engine.replay import supports as _replay_supports
 from fedsim.engine.replay.area import replay_area, supports_area
 from fedsim.engine.setup import check_problem, problem_for
-from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.errors import check_integer, require
 from fedsim.trace import Trace
 
@@ -49,13 +48,6 @@ def supports(scenario: Scenario) -> bool:
     require(isinstance(scenario, Scenario), "scenario", type(scenario).__name__,
             "must be a fedsim.config.Scenario")
     return _replay_supports(scenario) or supports_area(scenario)
-
-
-def _bound(scenario: Scenario) -> float:
-    """The engine's staleness bound of a replayed (FedAsync, every-upload) scenario."""
-    Q = int(scenario.algorithm.get("Q"))
-    return physical_staleness_bound(scenario.delays, scenario.problem.n, Q,
-                                    scenario.delays.compute_per == "step", 1)
 
 
 def run_batch(scenario: Scenario, replicates: Sequence[int], *,
@@ -71,5 +63,4 @@ def run_batch(scenario: Scenario, replicates: Sequence[int], *,
     if supports_area(scenario):
         return replay_area(scenario, reps, problem, staleness_bound=math.inf)
     res = replay_fedasync(scenario, reps, keep_timeline=True)
-    bound = _bound(scenario)
-    return [res.trace(k, staleness_bound=bound) for k in range(len(reps))]
+    return [res.trace(k) for k in range(len(reps))]

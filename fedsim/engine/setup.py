@@ -28,8 +28,8 @@ from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.trace import Recorder
 
-__all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "check_problem",
-           "inner_counters"]
+__all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "metric_params",
+           "check_problem", "inner_counters"]
 
 _PROBLEMS: dict[str, Any] = {}
 _PROBLEM_CACHE = 8
@@ -61,14 +61,21 @@ def initial_model(problem, scenario: Scenario | None = None) -> np.ndarray:
     return np.full(problem.dim, float(w0))
 
 
-def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
-    """The metric recorder; MAML alpha / Moreau lam default to the client rule's."""
+def metric_params(scenario: Scenario) -> tuple[float | None, float | None]:
+    """``(maml_alpha, me_lam)`` of the recorded metrics: ``record.maml_alpha`` /
+    ``record.me_lam``, defaulting to the client rule's ``alpha`` / ``lam``."""
     a, r = scenario.algorithm, scenario.record
     alpha = r.maml_alpha
     if alpha is None and a.client_rule in ("maml", "fomaml", "hfmaml"):
         alpha = float(a.alpha)
     lam = r.me_lam if r.me_lam is not None else (a.lam if a.client_rule == "moreau" else None)
-    return Recorder(problem, r.metrics, r.every, problem.n, capacity, alpha, lam)
+    return alpha, lam
+
+
+def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
+    """The metric recorder (:func:`metric_params`)."""
+    r = scenario.record
+    return Recorder(problem, r.metrics, r.every, problem.n, capacity, *metric_params(scenario))
 
 
 def check_problem(scenario: Scenario, problem) -> None:

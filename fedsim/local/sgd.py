@@ -40,12 +40,13 @@ import numpy as np
 from fedsim.errors import require
 from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
+from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView, compiled_view
 
-__all__ = ["SGDRule", "sgd_round", "sgd_round_for", "problem_sample_grad", "RngSteps",
-           "rule_view", "round_block"]
+__all__ = ["SGDRule", "sgd_round", "sgd_round_for", "sgd_update_for", "problem_sample_grad",
+           "RngSteps", "rule_view", "round_block"]
 
 #: Run a problem's compiled view when it has one; ``False`` forces the interpreted
 #: per-step ``sample_batch``/``batch_grad`` path (the same numbers).
@@ -107,6 +108,33 @@ def sgd_round_for(grad: Any) -> Any:
         return sgd_round(grad, view, i, w_read, out, Z, eta, Q, g)
 
     return cache_closure(bound_round)
+
+
+def _sgd_update_src(round_fn: Any, grad: Any) -> Any:
+    def sgd_update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        return round_fn(grad, vdata, i, read, out, Z, fp[0], nsteps, cst[0])
+    return sgd_update
+
+
+@functools.cache
+def sgd_update_for(grad: Any) -> Any:
+    """:func:`sgd_round` in the replay's uniform client shape
+    ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt)``
+    (:mod:`fedsim.engine.replay.kernel`), the oracle ``grad`` bound, compiled inline.
+    ``fp = [eta]``; ``cst`` is one row, the gradient scratch; no counters."""
+    return jit(cache=False, inline=True)(tag_closure(_sgd_update_src(sgd_round, grad), grad))
+
+
+def _interpreted_update() -> Any:
+    """The same update interpreted (``sgd_round.py_func`` with :func:`problem_sample_grad`;
+    ``Z`` a :class:`RngSteps`)."""
+    return _sgd_update_src(sgd_round.py_func, problem_sample_grad)
+
+
+def _rng_draw_round(vdata, i, gen, nsteps, Z):
+    """Interpreted ``draw_round``: the round's randomness is the stream itself."""
+    Z.rng = gen
+    return 0
 
 
 def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
@@ -191,3 +219,17 @@ class SGDRule(ConfigRule, StepRule):
              eta: float | None = None) -> np.ndarray:
         """One local step in place (draws one step's randomness from ``rng``)."""
         return self.round(i, w, w, rng, eta, 1)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape (:class:`~fedsim.engine.replay.kernel.
+        ClientForm`): :func:`sgd_update_for` with the view's ``grad`` and ``draw`` per step,
+        or the same function interpreted (``fp = [eta]``, one scratch row)."""
+        fp = np.array([self.eta])
+        if self.fast:
+            cv = self.cv
+            return ClientForm(update=sgd_update_for(cv.grad), draw_round=view_draw_round(cv.draw),
+                              vdata=cv.data, c_rows=1, k=cv.draws, dtype=cv.dtype, fp=fp,
+                              compiled=True)
+        return ClientForm(update=_interpreted_update(), draw_round=_rng_draw_round,
+                          vdata=self.view, c_rows=1, k=0, dtype=np.float64, fp=fp,
+                          compiled=False, make_z=lambda nsteps: RngSteps(None))

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from fedsim.jit import jit
+from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
 
-__all__ = ["fedasync_apply", "FedAsyncRule"]
+__all__ = ["fedasync_apply", "fedasync_step", "FedAsyncRule"]
 
 
 @jit(inline=True)
@@ -42,6 +43,16 @@ def fedasync_apply(w, read, new, beta):
     return 0
 
 
+@jit(inline=True)
+def fedasync_step(S, clients, reads, news, k, stale, kind, fp, cnt):
+    """[P] Alg. 1 line 4 in the replay's uniform server shape
+    (:mod:`fedsim.engine.replay.kernel`): :func:`fedasync_apply` on row 0 of ``S`` for each
+    of the step's ``k`` uploads; ``fp = [beta]``; returns the fill ``k``."""
+    for c in range(k):
+        fedasync_apply(S[0], reads[c], news[c], fp[0])
+    return k
+
+
 class FedAsyncRule:
     """[P] Alg. 1 line 4 in the server-rule shape; the state is the model ``w``
     (:func:`fedasync_apply` per upload)."""
@@ -51,6 +62,11 @@ class FedAsyncRule:
 
     def init(self, w0: np.ndarray) -> np.ndarray:
         return np.array(w0, dtype=np.float64)
+
+    def replay_form(self) -> Any:
+        """This rule in the replay's uniform shape: :func:`fedasync_step`, one state row
+        (the model), ``fp = [beta]``."""
+        return ServerForm(apply=fedasync_step, s_rows=1, fp=np.array([self.beta]))
 
     def apply(self, state: np.ndarray, uploads: Sequence[Upload]) -> tuple[np.ndarray,
                                                                             dict[str, Any]]:

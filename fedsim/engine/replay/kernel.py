@@ -1,97 +1,147 @@
-"""The one replay loop: a client rule and a server rule applied along a timeline (compiled).
+"""The one replay loop: a client rule and a server rule applied along an event table.
 
-For an asynchronous timeline in which every server step consumes one upload (FedAsync =
-[P] Algorithm 1, and every algorithm whose server rule has the same shape), step ``t``
-(``t = t0 + 1 + j`` for row ``j`` of the chunk) is
+:func:`table_kernel` ``(draw_round, update, apply)`` returns the loop
+``run_table(...)`` that replays steps ``t0 + 1 .. t1`` of one replicate's
+:class:`~fedsim.engine.replay.table.EventTable` (REPLAY_SPEC sections 2-3).  At step ``t``,
+for each of its contributions ``p = ptr[t-1] .. ptr[t] - 1`` (arrival order):
 
-1. ``draw(view, i, stream(states, i), Z[q])`` for ``q < Q``: the randomness of the round
-   of the uploader ``i = client[j]``, drawn from its own stream (row ``i`` of ``states``,
-   :mod:`fedsim.engine.replay.streams`).  The rounds of a client are sequential (a round
-   reads after the previous one uploaded), so drawing them at their uploads, in step
-   order, consumes each stream round after round as the engine does (which draws a round
-   at its read); rounds still in flight at the end are never drawn, and the streams
-   serve nothing else;
-2. ``client_round(grad, view, i, w^{omega}, new, Z, eta, Q, g)``: the uploader runs its
-   round from the model it read at step ``omega[j]``;
-3. ``server_apply(w, w^{omega}, new, beta)``: the server step on a copy of ``w^{t-1}``.
+1. ``draw_round(vdata, i, gen, nsteps, Z)``: the randomness of the round of client
+   ``i = c_client[p]`` (``nsteps = c_steps[p]`` local steps), from its own ``noise`` stream
+   ``gen`` (row ``i`` of ``states``, :mod:`fedsim.engine.replay.streams`).  A client's
+   rounds are sequential and consumed in arrival order, so drawing a round when the step
+   consuming it is replayed consumes each stream round after round as the engine does
+   (which draws at the read); rounds never consumed are never drawn;
+2. ``update(vdata, i, cst[i], read, tread, Z, nsteps, cfp, news[c], ccnt)``: the client
+   rule from ``read`` = row 0 of the server state after step ``tread = c_read[p]`` (copied
+   into ``reads[c]``), ``cst[i]`` the client's state ``(c_rows, d)``;
+3. once the step's ``k`` messages are in: ``S = hist[t]`` gets a copy of ``hist[t-1]`` and
+   ``fill = apply(S, clients, reads, news, k, stale, kind[t-1], sfp, scnt)``.
 
-The models live in a ring ``hist`` of ``H`` (a power of two) past models, ``hist[t & (H -
-1)]`` being ``w^t``; the caller keeps ``H`` above every staleness still to come.  Metrics
-are evaluated by the problem's compiled ``metrics(mview, codes, w, out)`` at the steps
-that are multiples of ``every`` (``grid[t // every]``).  Divergence uses the engine's rule
-(``not w.w <= DIVERGE_NORM^2``): the loop stops at that step, writes its metrics into
-``last`` and returns its row, so the replicate is frozen there.
+The server states live in a ring ``hist`` ``(H, s_rows, d)`` (``H`` a power of two above
+the table's :meth:`~fedsim.engine.replay.table.EventTable.max_lag`), ``hist[t & (H-1)]``
+the state after step ``t``; row 0 is the global model.  Divergence uses the engine's rule
+on row 0 (``not w.w <= DIVERGE_NORM^2``): the loop stops at that step and returns ``-t``
+(the replicate is frozen there).  At the recorded steps ``rec[isnap[0]] == t`` the loop
+snapshots row 0 into ``snap[isnap[0]]`` (and the diverged model into the next row), and,
+with ``ergo``, the running sum ``sum_{k<t} w^k`` into ``esnap`` (``ergodic_f_gap``,
+``fedsim.trace.Recorder``'s ``wsum``: the additions in step order), and with ``prow >= 0``
+row ``prow`` of every client's state into ``psnap[isnap[0]]`` (personal metrics);
+:mod:`fedsim.engine.replay.metrics` turns snapshots into metrics.  ``fills[t-1]`` gets
+the server rule's fill (the caller checks it against the table's ``buffer_fill``).
 
-The rules and the problem's oracles are bound by :func:`replay_kernel`, which returns the
-loop compiled for one combination ``(client_round, grad, draw, server_apply, metrics)``:
-they are closure constants of the loop, so numba inlines them (they are compiled with
-``jit(inline=True)``; passed as arguments, each call would cost tens of nanoseconds, more
-than the arithmetic of a d = 10 step) and the loop never names an algorithm.  The
-signature of the compiled loop holds only arrays and numbers, so it is cached on disk,
-one entry per combination, found again by other processes
-(:func:`fedsim.jit.cache_closure`).
+Plugging a rule in
+------------------
+A client rule provides, in its module under ``fedsim/local/`` (:mod:`fedsim.local.sgd` is
+the worked example: ``sgd_update_for`` and ``SGDRule.replay_form``):
+
+* ``update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt) -> 0`` compiled with
+  ``jit(inline=True)``, its oracles bound as closure constants by a cached builder
+  (``functools.cache``; the closure tagged with what it binds,
+  :func:`fedsim.local.forms.tag_closure`, so that the loop's disk cache tells them
+  apart); ``fp`` its float64 parameters (layout documented in its module), ``cnt`` its
+  int64 counters.  It must not allocate: scratch rows belong in
+  ``cst`` (``c_rows`` counts them) or in the view's data;
+* ``draw_round(vdata, i, gen, nsteps, Z) -> 0``; the default,
+  :func:`fedsim.local.forms.view_draw_round`, calls the view's ``draw`` per step;
+* ``replay_form()`` on the rule object: a :class:`fedsim.local.forms.ClientForm`, compiled,
+  or for a problem without a compiled view the same functions interpreted (``.py_func``
+  with the interpreted oracles; ``Z`` is then whatever its ``draw_round`` fills, e.g. a
+  :class:`fedsim.local.sgd.RngSteps` holding the stream).
+
+A server rule provides ``apply(S, clients, reads, news, k, stale, kind, fp, cnt) -> fill``
+in its module under ``fedsim/servers/`` (:func:`fedsim.servers.fedasync.fedasync_step`)
+and ``replay_form()`` on its rule object (a :class:`fedsim.local.forms.ServerForm`).
+Nothing here changes: the loop is built per combination ``(draw_round, update, apply)``
+and cached on disk (its signature holds only arrays and numbers).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fedsim.engine.replay.streams import stream
 from fedsim.jit import cache_closure, jit
 
-__all__ = ["replay_kernel"]
-
-_KERNELS: dict[tuple, Any] = {}
+__all__ = ["table_kernel", "python_kernel", "python_stream"]
 
 
-def replay_kernel(client_round: Any, grad: Any, draw: Any, server_apply: Any,
-                  metrics: Any) -> Any:
-    """The compiled loop ``replay_chunk(view, mview, codes, hist, t0, client, omega, states,
-    Z, eta, Q, beta, every, g, new, grid, last, div2)`` for these rules and oracles
-    (module docstring; built once per combination and process)."""
-    key = (client_round, grad, draw, server_apply, metrics)
-    kern = _KERNELS.get(key)
-    if kern is None:
-        kern = _KERNELS[key] = _make(client_round, grad, draw, server_apply, metrics)
-    return kern
+def python_stream(states: Any, i: int) -> Any:
+    """The interpreted loop's stream of client ``i``: ``states`` is a list of NumPy
+    ``Generator``s (the compiled loop's :func:`~fedsim.engine.replay.streams.stream`)."""
+    return states[i]
 
 
-def _make(client_round, grad, draw, server_apply, metrics):
-    @jit(nrt=False)
-    def replay_chunk(view, mview, codes, hist, t0, client, omega, states, Z, eta, Q, beta,
-                     every, g, new, grid, last, div2):
-        """Steps ``t0 + 1 .. t0 + len(client)`` (module docstring); returns the number of
-        steps done, or ``-(j + 1)`` on a divergence at row ``j`` (its metrics then in
-        ``last``)."""
+def _loop_src(draw_round, update, apply, get_stream):
+    """The loop's one source; ``get_stream`` is :func:`stream` compiled and
+    :func:`python_stream` interpreted."""
+
+    def run_table(vdata, t0, t1, ptr, kind, c_client, c_read, c_steps, c_stale, hist, cst,
+                  states, Z, clients, reads, news, stale, cfp, sfp, ccnt, scnt, rec, isnap,
+                  snap, ergo, wsum, esnap, prow, psnap, div2, fills):
+        """Steps ``t0 + 1 .. t1`` (module docstring); returns ``t1`` or ``-t`` when the
+        model diverged at step ``t``."""
         H = hist.shape[0]
         mask = H - 1
-        d = hist.shape[1]
-        S = client.shape[0]
-        col = t0 // every + 1  # the next recorded step is col * every
-        nxt = col * every
-        for j in range(S):
-            t = t0 + 1 + j
-            read = hist[omega[j] & mask]
-            i = client[j]
-            gen = stream(states, i)
-            for q in range(Q):
-                draw(view, i, gen, Z[q])
-            client_round(grad, view, i, read, new, Z, eta, Q, g)
-            w = hist[t & mask]
+        d = hist.shape[2]
+        s_rows = hist.shape[1]
+        nrec = rec.shape[0]
+        for t in range(t0 + 1, t1 + 1):
+            a = ptr[t - 1]
+            k = ptr[t] - a
+            for c in range(k):
+                p = a + c
+                i = c_client[p]
+                tr = c_read[p]
+                ns = c_steps[p]
+                src = hist[tr & mask, 0]
+                rd = reads[c]
+                for m in range(d):
+                    rd[m] = src[m]
+                draw_round(vdata, i, get_stream(states, i), ns, Z)
+                update(vdata, i, cst[i], rd, tr, Z, ns, cfp, news[c], ccnt)
+                clients[c] = i
+                stale[c] = c_stale[p]
+            S = hist[t & mask]
             prev = hist[(t - 1) & mask]
-            for k in range(d):
-                w[k] = prev[k]
-            server_apply(w, read, new, beta)
+            for r in range(s_rows):
+                for m in range(d):
+                    S[r, m] = prev[r, m]
+            fills[t - 1] = apply(S, clients, reads, news, k, stale, kind[t - 1], sfp, scnt)
+            w = S[0]
             nrm = 0.0
-            for k in range(d):
-                nrm += w[k] * w[k]
-            if not nrm <= div2:
-                metrics(mview, codes, w, last)
-                return -(j + 1)
-            if t == nxt:
-                metrics(mview, codes, w, grid[col])
-                col += 1
-                nxt += every
-        return S
+            for m in range(d):
+                nrm += w[m] * w[m]
+            j = isnap[0]
+            bad = not nrm <= div2
+            if bad or (j < nrec and rec[j] == t):
+                for m in range(d):
+                    snap[j, m] = w[m]
+                    if ergo:
+                        esnap[j, m] = wsum[m]
+                if prow >= 0:
+                    for i2 in range(cst.shape[0]):
+                        for m in range(d):
+                            psnap[j, i2, m] = cst[i2, prow, m]
+                if bad:
+                    return -t
+                isnap[0] = j + 1
+            if ergo:
+                for m in range(d):
+                    wsum[m] = wsum[m] + w[m]
+        return t1
 
-    return cache_closure(replay_chunk)
+    return run_table
+
+
+@functools.cache
+def table_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
+    """The compiled loop for these rules (module docstring), built once per combination
+    and process, cached on disk; allocation-free (``jit(nrt=False)``)."""
+    fn = _loop_src(draw_round, update, apply, stream)
+    return cache_closure(jit(nrt=False)(fn))
+
+
+def python_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
+    """The same loop interpreted (streams: a list of NumPy ``Generator``s)."""
+    return _loop_src(draw_round, update, apply, python_stream)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,10 +48,12 @@ from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant
 from fedsim.engine.replay.delay_streams import ENGINE_BLOCK, ClientDelayStream, DelayPlan
 from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.table import EventTable, busy_curve
 from fedsim.errors import check_sim_time
+from fedsim.trace import KINDS
 
 __all__ = ["ClientDelayStream", "DelayPlan", "FedAsyncTimeline", "TimelineChunk",
-           "ENGINE_BLOCK", "timeline_arrays"]
+           "ENGINE_BLOCK", "timeline_arrays", "uploads_table"]
 
 EV_READ, EV_UPLOAD, EV_THINK = 0, 1, 2
 
@@ -384,3 +387,41 @@ def timeline_arrays(scenario: Scenario, replicate: int, steps: int,
     return TimelineChunk(f.step0, *(np.concatenate([getattr(p, name) for p in parts])
                                     for name in ("time", "client", "omega", "t_read", "b_time",
                                                  "b_delta", "b_gate", "b_before", "round")))
+
+
+def uploads_table(n: int, Q: int, chunks: list[TimelineChunk], *, steps: int,
+                  stop_by_time: bool, horizon_time: float, every: int,
+                  staleness_bound: float) -> EventTable:
+    """The :class:`~fedsim.engine.replay.table.EventTable` of a one-upload-per-step
+    timeline (FedAsync's physical model) from its chunks, ``steps`` server steps: each step
+    an ``"upload"`` consuming the round read at ``omega`` (``Q`` local steps), staleness
+    ``t - 1 - omega`` (clipped at 0) and ``time - t_read``; the busy curve by
+    ``Recorder.busy``'s rule over the events the engine processed before it stopped
+    (module docstring, *Stop*)."""
+    T = int(steps)
+
+    def col(name: str, dt: Any) -> np.ndarray:
+        parts = [getattr(c, name) for c in chunks]
+        return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)
+
+    time, client = col("time", np.float64)[:T], col("client", np.int64)[:T]
+    omega, t_read = col("omega", np.int64)[:T], col("t_read", np.float64)[:T]
+    bt, bd = col("b_time", np.float64), col("b_delta", np.int64)
+    bg, bb = col("b_gate", np.int64), col("b_before", np.int64)
+    stale = (np.arange(T, dtype=np.int64) - omega).clip(0)
+    sim_time = float(horizon_time) if stop_by_time else (float(time[-1]) if T else 0.0)
+    ok = (bg <= T) if stop_by_time else (
+        (bg < T) & ((bd > 0) | (bb < T) | (bt == sim_time)))
+    ct, cb = busy_curve(n, bt[ok], bd[ok])
+    ms = np.arange(0, T + 1, every, dtype=np.int64)
+    if T % every:
+        ms = np.append(ms, T)
+    return EventTable(
+        time=time, kind=np.full(T, KINDS.index("upload"), np.int8), client=client,
+        staleness_steps=stale, staleness_time=time - t_read, buffer_fill=np.ones(T, np.int32),
+        ptr=np.arange(T + 1, dtype=np.int64), c_client=client, c_read=omega,
+        c_steps=np.full(T, Q, np.int32), c_stale=stale, sim_time=sim_time, steps_done=T,
+        client_updates=np.bincount(client, minlength=n), concurrency_time=ct,
+        concurrency_busy=cb, metric_steps=ms, staleness_bound=staleness_bound,
+        u_client=client, u_before=np.arange(T, dtype=np.int64), b_time=bt, b_delta=bd,
+        b_gate=bg, b_before=bb)

@@ -11,18 +11,24 @@ import pytest
 
 PROG = r"""
 import numpy as np
-from fedsim.engine.replay.kernel import replay_kernel
-from fedsim.local.sgd import sgd_round
+from fedsim.engine.replay.kernel import table_kernel, view_draw_round
+from fedsim.local.sgd import sgd_update_for
 from fedsim.problems import QuadraticProblem
-from fedsim.servers.fedasync import fedasync_apply
+from fedsim.servers.fedasync import fedasync_step
 from fedsim.engine.replay.streams import client_states
 p = QuadraticProblem([np.eye(2)] * 3, np.zeros((3, 2)), noise_cov=np.eye(2) * 0.01)
 cv = p.compiled_view(1)
-k = replay_kernel(sgd_round, cv.grad, cv.draw, fedasync_apply, cv.metrics)
-hist = np.zeros((8, 2)); grid = np.empty((6, 1)); last = np.empty(1)
-k(cv.data, cv.mdata, np.zeros(1, np.int64), hist, 0, np.array([0, 1, 2, 0, 1]),
-  np.zeros(5, np.int64), client_states(1, [0], 3, "noise")[0], np.empty((2, 2)), 0.1, 2,
-  1.0, 1, np.empty(2), np.empty(2), grid, last, 1e300)
+k = table_kernel(view_draw_round(cv.draw), sgd_update_for(cv.grad), fedasync_step)
+T = 5
+i8, i4 = np.int64, np.int32
+hist = np.zeros((8, 1, 2)); snap = np.empty((T + 2, 2))
+k(cv.data, 0, T, np.arange(T + 1, dtype=i8), np.ones(T, np.int8),
+  np.array([0, 1, 2, 0, 1], i4), np.zeros(T, i8), np.full(T, 2, i4), np.zeros(T, i8),
+  hist, np.zeros((3, 1, 2)), client_states(1, [0], 3, "noise")[0], np.empty((2, 2)),
+  np.zeros(1, i4), np.zeros((1, 2)), np.zeros((1, 2)), np.zeros(1, i8), np.array([0.1]),
+  np.array([1.0]), np.zeros(1, i8), np.zeros(1, i8), np.arange(T + 1, dtype=i8),
+  np.ones(1, i8), snap, False, np.zeros(1), np.empty((1, 1)), -1, np.empty((1, 1, 1)),
+  1e300, np.zeros(T, i8))
 print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))
 """
 

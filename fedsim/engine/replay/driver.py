@@ -1,0 +1,168 @@
+"""``replay_table``: the rules of a scenario applied along R event tables, one Trace each.
+
+The one driver every execution model's replay goes through (REPLAY_SPEC section 3).  Per
+replicate ``r`` (each on its own, so that nothing depends on the others, their number or
+the order they come in):
+
+1. the ``noise`` streams ``fedsim.rng.Streams(seed, r).client(i, "noise")`` -- as PCG64
+   state rows (:func:`fedsim.engine.replay.streams.client_states`, keys of
+   :func:`fedsim.engine.replay.seeding.stream_keys`) for the compiled loop, as NumPy
+   ``Generator``\\ s for the interpreted one;
+2. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` over the whole table
+   (compiled when both rule forms are; else :func:`~fedsim.engine.replay.kernel.
+   python_kernel`, the same source interpreted, with the interpreted oracles);
+3. the metrics from the snapshots (:class:`fedsim.engine.replay.metrics.MetricPlan`) and
+   the Trace (:meth:`fedsim.engine.replay.table.EventTable.trace`), truncated at a
+   divergence as the engine truncates it.
+
+:func:`replay_one` is step 2 and 3 for one table, returning :class:`Replayed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.config import Scenario
+from fedsim.engine.replay.kernel import python_kernel, table_kernel
+from fedsim.engine.replay.metrics import MetricPlan
+from fedsim.engine.replay.seeding import client_bitgens
+from fedsim.engine.replay.streams import client_states
+from fedsim.engine.replay.table import EventTable
+from fedsim.engine.setup import initial_model, metric_params, problem_for
+from fedsim.errors import require
+from fedsim.local.forms import ClientForm, ServerForm
+from fedsim.problems.compiled import compiled_view
+from fedsim.trace import DIVERGE_NORM, Trace
+
+__all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams"]
+
+_DIV2 = DIVERGE_NORM * DIVERGE_NORM
+
+
+@dataclass
+class Replayed:
+    """One replicate replayed: ``steps_done``, ``diverged_step`` (``None``: did not
+    diverge), the final server state row 0 ``final_w``, the records ``metric_steps`` /
+    ``metrics`` (no running averages), the counters ``info``."""
+
+    steps_done: int
+    diverged_step: int | None
+    final_w: np.ndarray
+    metric_steps: np.ndarray
+    metrics: dict[str, np.ndarray]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
+    """The metric plan of ``scenario`` (compiled view metrics when they serve; a view's
+    metrics do not depend on the batch size)."""
+    batch = scenario.algorithm.get("batch")
+    cv = compiled_view(problem, int(batch) if batch is not None else 1)
+    return MetricPlan(problem, scenario.record.metrics, cv, *metric_params(scenario))
+
+
+def noise_streams(seed: int, replicates: Sequence[int], n: int, compiled: bool) -> list[Any]:
+    """Per replicate, the clients' ``noise`` streams: a ``(n, 6)`` state-row array
+    (compiled) or a list of NumPy ``Generator``\\ s."""
+    if compiled:
+        st = client_states(seed, replicates, n, "noise")
+        return [st[k] for k in range(len(replicates))]
+    gen = np.random.Generator
+    return [[gen(bg) for bg in row] for row in client_bitgens(seed, replicates, n, "noise")]
+
+
+def _forms(client_rule: Any, server_rule: Any) -> tuple[ClientForm, ServerForm]:
+    cf = client_rule if isinstance(client_rule, ClientForm) else client_rule.replay_form()
+    sf = server_rule if isinstance(server_rule, ServerForm) else server_rule.replay_form()
+    return cf, sf
+
+
+def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPlan,
+               states: Any, w0: np.ndarray) -> Replayed:
+    """Replay one table from ``w0`` with the clients' noise ``states`` (module
+    docstring)."""
+    d = w0.shape[0]
+    n = table.n
+    T = table.steps_done
+    kern = (table_kernel if cf.compiled else python_kernel)(cf.draw_round, cf.update, sf.apply)
+    H = 1 << table.max_lag().bit_length()
+    hist = np.empty((H, sf.s_rows, d))
+    if sf.init_state is None:
+        hist[0][:] = w0
+    else:
+        sf.init_state(hist[0], w0)
+    cst = np.zeros((n, cf.c_rows, d))
+    if cf.init_state is not None:
+        for i in range(n):
+            cf.init_state(cst[i], w0)
+    rec = table.metric_steps
+    nrec = rec.size
+    snap = np.empty((nrec + 1, d))
+    snap[0] = hist[0, 0]
+    ergo = plan.ergodic
+    wsum = np.zeros(d) + hist[0, 0] if ergo else np.zeros(1)
+    esnap = np.empty((nrec + 1, d)) if ergo else np.empty((1, 1))
+    prow = 0 if plan.personal and cf.c_rows else -1
+    psnap = np.empty((nrec + 1, n, d)) if prow >= 0 else np.empty((1, 1, 1))
+    if prow >= 0:
+        psnap[0] = cst[:, prow]
+    isnap = np.ones(1, dtype=np.int64)
+    ptr = table.ptr
+    kmax = max(1, int(np.diff(ptr).max())) if T else 1
+    smax = max(1, int(table.c_steps.max())) if table.c_steps.size else 1
+    Z = cf.make_z(smax) if cf.make_z is not None else np.empty((smax, cf.k), dtype=cf.dtype)
+    clients = np.zeros(kmax, dtype=np.int32)
+    reads, news = np.zeros((kmax, d)), np.zeros((kmax, d))
+    stale = np.zeros(kmax, dtype=np.int64)
+    ccnt = np.zeros(max(cf.ncnt, 1), dtype=np.int64)
+    scnt = np.zeros(max(sf.ncnt, 1), dtype=np.int64)
+    fills = np.zeros(max(T, 1), dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        done = kern(cf.vdata, 0, T, ptr, table.kind, table.c_client, table.c_read, table.c_steps,
+                    table.c_stale, hist, cst, states, Z, clients, reads, news, stale, cf.fp,
+                    sf.fp, ccnt, scnt, rec, isnap, snap, ergo, wsum, esnap, prow, psnap,
+                    _DIV2, fills)
+    t = -done if done < 0 else done
+    require(np.array_equal(fills[:t], table.buffer_fill[:t]), "server rule fill",
+            fills[:t].tolist()[:8], "must equal the table's buffer_fill")
+    j = int(isnap[0])
+    if done < 0:
+        steps = np.append(rec[:j], t)
+        rows = j + 1
+    else:
+        steps, rows = rec, nrec
+    esn = esnap[:rows] if ergo else None
+    psn = psnap[:rows] if prow >= 0 else None
+    metrics = plan.values(steps, snap[:rows], esn, psn)
+    info = {name: int(ccnt[k]) for k, name in enumerate(cf.counters)}
+    return Replayed(steps_done=t, diverged_step=t if done < 0 else None,
+                    final_w=hist[t & (H - 1), 0].copy(), metric_steps=steps, metrics=metrics,
+                    info=info)
+
+
+def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any,
+                 server_rule: Any, *, replicates: Sequence[int], problem: Any = None,
+                 w0: np.ndarray | None = None) -> list[Trace]:
+    """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
+    the client and server rules (rule objects with ``replay_form()``, or their
+    :class:`~fedsim.engine.replay.kernel.ClientForm` / ``ServerForm``) replayed along it.
+    ``w0`` (R, d): initial models row by row (default the scenario's ``w^0``)."""
+    reps = [int(r) for r in replicates]
+    require(len(reps) == len(tables), "replicates", len(reps),
+            f"must name one replicate per table ({len(tables)})")
+    problem = problem_for(scenario) if problem is None else problem
+    cf, sf = _forms(client_rule, server_rule)
+    plan = metric_plan(scenario, problem)
+    streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
+    out = []
+    for k, table in enumerate(tables):
+        start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
+        res = replay_one(table, cf, sf, plan, streams[k], start)
+        out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
+                               final_w=res.final_w, diverged_step=res.diverged_step,
+                               info=res.info))
+    return out

@@ -1,0 +1,115 @@
+"""The recorded metrics of a replayed run, from its snapshots: the one place they are computed.
+
+The replay loop (:mod:`fedsim.engine.replay.kernel`) keeps the global model at every
+recorded step (``snap``), the running sum ``sum_{k<t} w^k`` there when ``ergodic_f_gap``
+is recorded (``esnap``) and the clients' personal models when a personal metric is
+(``psnap``).  :class:`MetricPlan` turns them into the values ``fedsim.trace.Recorder``
+records:
+
+* on a problem whose compiled view computes every recorded metric
+  (:meth:`~fedsim.problems.compiled.CompiledView.has_metrics`, ``f_gap`` for the ergodic
+  one), with the view's compiled ``metrics`` -- the very closed forms the problem's own
+  methods call, so bitwise the Recorder's numbers;
+* else with the Recorder's Python metric functions (:func:`fedsim.trace.metric_functions`:
+  held-out and validation accuracy, the MAML/Moreau ones, the personal ``pers_*``).
+
+``ergodic_f_gap`` at step ``t`` is ``f_gap(wsum / t)`` (NaN at ``t = 0``), the Recorder's
+rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from fedsim.jit import cache_closure, jit
+from fedsim.problems.compiled import CompiledView
+from fedsim.trace import PERSONAL, metric_functions
+
+__all__ = ["MetricPlan", "metric_rows_for"]
+
+
+@functools.cache
+def metric_rows_for(metrics: Any) -> Any:
+    """``rows(mdata, codes, W, out)``: the view's compiled ``metrics`` of every row of ``W``
+    into the rows of ``out`` (compiled once per view kind, cached on disk)."""
+    @jit
+    def rows(mdata, codes, W, out):
+        for r in range(W.shape[0]):
+            metrics(mdata, codes, W[r], out[r])
+        return 0
+
+    return cache_closure(rows)
+
+
+def _is_personal(name: str) -> bool:
+    return name in PERSONAL or name.removeprefix("val_") in PERSONAL
+
+
+class MetricPlan:
+    """How the metrics ``names`` of ``problem`` are computed from snapshots (module
+    docstring); ``cv``: the problem's compiled view or ``None``; ``maml_alpha``/``me_lam``:
+    as :func:`fedsim.engine.setup.metric_params` resolves them."""
+
+    def __init__(self, problem: Any, names: Any, cv: CompiledView | None,
+                 maml_alpha: float | None, me_lam: float | None) -> None:
+        self.names = list(names)
+        self.ergodic = "ergodic_f_gap" in self.names
+        self.plain = [m for m in self.names if m != "ergodic_f_gap"]
+        self.personal = any(_is_personal(m) for m in self.names)
+        want = self.plain + (["f_gap"] if self.ergodic else [])
+        self.cv = cv if cv is not None and cv.has_metrics(want) else None
+        if self.cv is not None:
+            self.codes = self.cv.codes(self.plain)
+            self.ecode = self.cv.codes(["f_gap"] if self.ergodic else [])
+            self.rows = metric_rows_for(self.cv.metrics)
+        else:
+            self._models: np.ndarray | None = None
+            self.fns = metric_functions(problem, self.plain, maml_alpha, me_lam,
+                                        personal=lambda: self._models)
+            if self.ergodic:
+                (_, self.efn), = metric_functions(problem, ["f_gap"], maml_alpha, me_lam)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the view's compiled metrics serve every recorded one."""
+        return self.cv is not None
+
+    def values(self, steps: np.ndarray, snap: np.ndarray, esnap: np.ndarray | None = None,
+               psnap: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """``{name: values}`` at ``steps`` (row ``r`` of the snapshots is step
+        ``steps[r]``), in the Recorder's order (``ergodic_f_gap`` last)."""
+        m = steps.size
+        out: dict[str, np.ndarray] = {}
+        with np.errstate(all="ignore"):
+            if self.cv is not None:
+                vals = np.empty((m, len(self.plain)))
+                if self.plain and m:
+                    self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)
+                cols = {name: vals[:, k].copy() for k, name in enumerate(self.plain)}
+                if self.ergodic:
+                    e = np.full((m, 1), math.nan)
+                    pos = steps > 0
+                    if pos.any():
+                        xbar = esnap[:m][pos] / steps[pos][:, None].astype(np.float64)
+                        ev = np.empty((int(pos.sum()), 1))
+                        self.rows(self.cv.mdata, self.ecode, np.ascontiguousarray(xbar), ev)
+                        e[pos] = ev
+                    cols["ergodic_f_gap"] = e[:, 0]
+            else:
+                cols = {name: np.empty(m) for name in self.plain}
+                for r in range(m):
+                    if psnap is not None:
+                        self._models = psnap[r]
+                    for name, fn in self.fns:
+                        cols[name][r] = fn(snap[r])
+                if self.ergodic:
+                    cols["ergodic_f_gap"] = np.array(
+                        [self.efn(esnap[r] / int(steps[r])) if steps[r] > 0 else math.nan
+                         for r in range(m)], dtype=np.float64)
+        for name in self.plain + (["ergodic_f_gap"] if self.ergodic else []):
+            out[name] = np.asarray(cols[name], dtype=np.float64)  # the Recorder's order
+        return out

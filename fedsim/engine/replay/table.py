@@ -1,0 +1,218 @@
+"""The event table: what an execution model's timeline writer hands to the replay.
+
+One :class:`EventTable` is one replicate's timeline (docs/INTERNALS.md section 3): the
+server steps (these ARE the Trace's timeline columns), the client contributions each step
+consumes, in the order the server rule consumes them, and the run's per-run facts.  No
+model value is in it: the writer (SimPy, or a compiled or vectorised timeline tested
+bitwise equal to SimPy) draws only the ``delays``, ``timer``, ``events`` and ``sampling``
+streams; the replay (:mod:`fedsim.engine.replay.kernel`) applies the rules along it.
+
+*Steps* (``T`` rows, row ``t - 1`` is server step ``t``): ``time`` f8, ``kind`` i1
+(:data:`fedsim.trace.KINDS` code), ``client`` i4 (-1: the server, or several clients),
+``staleness_steps`` i8, ``staleness_time`` f8, ``buffer_fill`` i4; ``ptr`` i8 ``(T + 1,)``:
+the contributions of step ``t`` are rows ``ptr[t-1]:ptr[t]`` (``ptr[t-1] == ptr[t]``: a step
+that consumes none).
+
+*Contributions* (``P`` rows, arrival order): ``c_client`` i4; ``c_read`` i8 (the server
+version, = step index, of the model the round started from; 0 = ``w^0``); ``c_steps`` i4
+(local steps of the round); ``c_stale`` i8 (the staleness the server rule is given).
+
+*Per run*: ``sim_time``, ``steps_done``, ``client_updates`` i8 ``(n,)``, the busy curve
+``concurrency_time``/``concurrency_busy`` of the run as it ended, ``metric_steps`` (the
+steps the engine records when the run does not diverge: ``0, every, 2 every, ...`` and the
+last step), ``staleness_bound``, ``info`` (timeline-only facts).
+
+*Divergence truncation.*  A replay that finds the model diverged at step ``t`` stops there;
+:meth:`EventTable.truncated` gives what the engine reports then.  It needs
+
+* ``u_client`` i4 / ``u_before`` i8 (one row per completed round, in processing order):
+  the client and the server steps done when its upload was processed; the engine has
+  counted the rounds with ``u_before < t`` (the upload that makes step ``t`` included);
+* the busy events ``b_time`` f8, ``b_delta`` i8 (+1: a client starts idling, -1: it stops),
+  ``b_gate`` i8 and ``b_before`` i8 (an idle start: the step of the upload that started it;
+  an idle end: that same gate, and the steps done when the end was processed): the engine
+  has processed an event with ``b_gate < t`` when it precedes step ``t``'s upload
+  (``b_before < t``), or is an idle start, or happened at step ``t``'s time (SimPy runs the
+  events at the stop time that are already due).  With no busy events the curve is the
+  constant 1 (no think times).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.errors import require
+from fedsim.trace import Trace, running_averages
+
+__all__ = ["EventTable", "busy_curve"]
+
+_STEP_COLS = {"time": np.float64, "kind": np.int8, "client": np.int32,
+              "staleness_steps": np.int64, "staleness_time": np.float64,
+              "buffer_fill": np.int32}
+_CONTRIB_COLS = {"c_client": np.int32, "c_read": np.int64, "c_steps": np.int32,
+                 "c_stale": np.int64}
+_UPLOAD_COLS = {"u_client": np.int32, "u_before": np.int64}
+_BUSY_COLS = {"b_time": np.float64, "b_delta": np.int64, "b_gate": np.int64,
+              "b_before": np.int64}
+
+
+def busy_curve(n: int, b_time: np.ndarray, b_delta: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The busy-fraction step curve ``(times, fractions)`` from ``(n - idle) / n`` after
+    each event, starting at ``(0, 1)`` (``fedsim.trace.Recorder.busy``'s rule: a change at
+    the time of the previous one replaces it)."""
+    idle = np.cumsum(b_delta)
+    busy = (n - idle) / n
+    t = np.concatenate(([0.0], b_time))
+    b = np.concatenate(([1.0], busy))
+    last = np.append(t[1:] != t[:-1], True)
+    return t[last], b[last]
+
+
+@dataclass(frozen=True)
+class EventTable:
+    """One replicate's timeline (module docstring).  Build it with keyword arguments; the
+    arrays are converted to their dtypes and their shapes checked (``FedsimError`` naming
+    the column)."""
+
+    time: np.ndarray
+    kind: np.ndarray
+    client: np.ndarray
+    staleness_steps: np.ndarray
+    staleness_time: np.ndarray
+    buffer_fill: np.ndarray
+    ptr: np.ndarray
+    c_client: np.ndarray
+    c_read: np.ndarray
+    c_steps: np.ndarray
+    c_stale: np.ndarray
+    sim_time: float
+    steps_done: int
+    client_updates: np.ndarray
+    concurrency_time: np.ndarray
+    concurrency_busy: np.ndarray
+    metric_steps: np.ndarray
+    staleness_bound: float
+    u_client: np.ndarray
+    u_before: np.ndarray
+    b_time: np.ndarray = field(default_factory=lambda: np.empty(0))
+    b_delta: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    b_gate: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    b_before: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cast = object.__setattr__
+        for cols in (_STEP_COLS, _CONTRIB_COLS, _UPLOAD_COLS, _BUSY_COLS):
+            for name, dt in cols.items():
+                a = np.ascontiguousarray(getattr(self, name), dtype=dt)
+                require(a.ndim == 1, f"EventTable.{name}", a.shape, "must be one-dimensional")
+                cast(self, name, a)
+        cast(self, "ptr", np.ascontiguousarray(self.ptr, dtype=np.int64))
+        cast(self, "client_updates", np.ascontiguousarray(self.client_updates, dtype=np.int64))
+        cast(self, "metric_steps", np.ascontiguousarray(self.metric_steps, dtype=np.int64))
+        for name in ("concurrency_time", "concurrency_busy"):
+            cast(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
+        require(self.concurrency_busy.shape == self.concurrency_time.shape,
+                "EventTable.concurrency_busy", self.concurrency_busy.shape,
+                f"must have the shape of concurrency_time {self.concurrency_time.shape}")
+        cast(self, "sim_time", float(self.sim_time))
+        cast(self, "steps_done", int(self.steps_done))
+        cast(self, "staleness_bound", float(self.staleness_bound))
+        T = self.steps_done
+        for name in _STEP_COLS:
+            require(getattr(self, name).size == T, f"EventTable.{name}",
+                    getattr(self, name).size, f"must have steps_done = {T} rows")
+        P = self.c_client.size
+        for name in _CONTRIB_COLS:
+            require(getattr(self, name).size == P, f"EventTable.{name}",
+                    getattr(self, name).size, f"must have {P} rows (as c_client)")
+        require(self.u_before.size == self.u_client.size, "EventTable.u_before",
+                self.u_before.size, f"must have {self.u_client.size} rows (as u_client)")
+        for name in _BUSY_COLS:
+            require(getattr(self, name).size == self.b_time.size, f"EventTable.{name}",
+                    getattr(self, name).size, f"must have {self.b_time.size} rows (as b_time)")
+        ptr = self.ptr
+        require(ptr.shape == (T + 1,), "EventTable.ptr", ptr.shape, f"must be ({T + 1},)")
+        require(ptr[0] == 0 and ptr[-1] == P and bool(np.all(np.diff(ptr) >= 0)),
+                "EventTable.ptr", f"[{ptr[0]} .. {ptr[-1]}]",
+                f"must rise from 0 to the {P} contributions")
+        if P:
+            steps = self.contribution_steps()
+            require(bool(np.all((self.c_read >= 0) & (self.c_read < steps))),
+                    "EventTable.c_read", int(self.c_read.min()),
+                    "must name a model older than the step consuming it")
+            require(int(self.c_steps.min()) >= 0, "EventTable.c_steps", int(self.c_steps.min()),
+                    "must be >= 0")
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """The number of clients."""
+        return int(self.client_updates.size)
+
+    def contribution_steps(self) -> np.ndarray:
+        """The step consuming each contribution, ``(P,)`` int64."""
+        return np.repeat(np.arange(1, self.steps_done + 1, dtype=np.int64), np.diff(self.ptr))
+
+    def max_lag(self) -> int:
+        """The largest ``t - c_read`` of a contribution (1 with none): the replay's ring
+        must hold more models than this."""
+        if self.c_read.size == 0:
+            return 1
+        return max(1, int((self.contribution_steps() - self.c_read).max()))
+
+    def columns(self, t: int | None = None) -> dict[str, np.ndarray]:
+        """The Trace's timeline columns up to step ``t`` (default: all), with the row of
+        step 0 (time 0, kind 0, client -1, zeros) first."""
+        t = self.steps_done if t is None else int(t)
+        z = np.zeros(1)
+        return {"time": np.concatenate((z, self.time[:t])),
+                "kind_code": np.concatenate((np.zeros(1, np.int8), self.kind[:t])),
+                "client": np.concatenate(([-1], self.client[:t])).astype(np.int64),
+                "staleness_steps": np.concatenate(([0], self.staleness_steps[:t])
+                                                  ).astype(np.int64),
+                "staleness_time": np.concatenate((z, self.staleness_time[:t])),
+                "buffer_fill": np.concatenate(([0], self.buffer_fill[:t])).astype(np.int64)}
+
+    def truncated(self, t: int) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """``(sim_time, client_updates, concurrency_time, concurrency_busy)`` the engine
+        reports for a run stopped by a divergence at step ``t`` (module docstring)."""
+        t = int(t)
+        sim_time = float(self.time[t - 1])
+        counts = np.bincount(self.u_client[self.u_before < t], minlength=self.n
+                             ).astype(np.int64)
+        ok = (self.b_gate < t) & ((self.b_delta > 0) | (self.b_before < t)
+                                  | (self.b_time == sim_time))
+        ct, cb = busy_curve(self.n, self.b_time[ok], self.b_delta[ok])
+        return sim_time, counts, ct, cb
+
+    def trace(self, *, metric_steps: np.ndarray, metrics: dict[str, np.ndarray],
+              final_w: np.ndarray, diverged_step: int | None,
+              info: dict[str, Any] | None = None) -> Trace:
+        """The engine's :class:`~fedsim.trace.Trace` of this replicate, from the replayed
+        metrics (``metric_steps``/``metrics``: the records as the engine keeps them, no
+        running averages yet) and final model."""
+        if diverged_step is None:
+            t = self.steps_done
+            sim_time, counts = self.sim_time, self.client_updates.copy()
+            ct, cb = self.concurrency_time.copy(), self.concurrency_busy.copy()
+        else:
+            t = int(diverged_step)
+            sim_time, counts, ct, cb = self.truncated(t)
+        if ct.size and sim_time > ct[0]:
+            dur = np.diff(np.append(ct, sim_time))
+            conc_mean = float(np.sum(dur * cb) / (sim_time - ct[0]))
+        else:
+            conc_mean = float(cb[-1]) if cb.size else math.nan
+        return Trace(**self.columns(t), metric_steps=np.asarray(metric_steps, np.int64),
+                     metrics=running_averages(metrics), client_updates=counts,
+                     concurrency_time=ct, concurrency_busy=cb, concurrency_mean=conc_mean,
+                     diverged=diverged_step is not None, diverged_step=diverged_step,
+                     final_w=np.array(final_w, dtype=np.float64), steps_done=t,
+                     sim_time=float(sim_time), staleness_bound=self.staleness_bound,
+                     info=dict(info or {}))
