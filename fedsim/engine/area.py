@@ -42,20 +42,22 @@ import simpy
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.event_columns import EventColumns
-from fedsim.engine.setup import RunSetup
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.table import EventTable
+from fedsim.engine.setup import initial_model
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
 from fedsim.errors import require
-from fedsim.local.area import AreaClients
+from fedsim.local import make_client_rule
+from fedsim.local.area import AreaClientRule
 from fedsim.rng import Streams
-from fedsim.servers.area import StepSizes, theorem7_step_sizes
-from fedsim.servers.base import Upload
+from fedsim.servers.area import AreaRule, StepSizes, theorem7_step_sizes
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_area", "area_table", "step_schedule", "event_probabilities"]
+__all__ = ["run_area", "area_table", "area_client_rule", "area_invariant", "step_schedule",
+           "event_probabilities"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
-_NO_UPLOADS: tuple[Upload, ...] = ()
 
 
 def event_probabilities(scenario: Scenario) -> tuple[np.ndarray, float]:
@@ -82,100 +84,76 @@ def step_schedule(scenario: Scenario, problem) -> StepSizes:
     return StepSizes(s.kind, s.value, s.c, s.d)
 
 
+def area_client_rule(scenario: Scenario, problem) -> AreaClientRule:
+    """AREA's client rule of ``scenario``: the registered client rule's M-step SGD kernel,
+    the step schedule (:func:`step_schedule`) and the model."""
+    a = scenario.algorithm
+    return AreaClientRule(sgd=make_client_rule(a, problem), steps=step_schedule(scenario, problem),
+                          iterate=a.model == "iterate_model")
+
+
 def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec: Any = None,
              *, check_invariant: bool = False) -> Trace:
-    """Simulate AREA; ``check_invariant`` records ``max |x_s + u_s - ybar|`` in ``info``."""
+    """AREA's run: its event table (:func:`area_table`) replayed through the one replay
+    (:func:`fedsim.engine.replay.driver.replay_table`) with the client rule
+    :func:`fedsim.local.area.area_client_for` and the server rule
+    :func:`fedsim.servers.area.area_server`.  ``info["k"]``: the global iterations done;
+    ``check_invariant`` records ``max |x_s + u_s - ybar|`` (:func:`area_invariant`) in
+    ``info["invariant_max"]``."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    a = scenario.algorithm
-    require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
-            "must be 'request' for area (the server's reply carries x_s)")
-    rule = spec.server(a, problem)
-    run = RunSetup(scenario, problem, streams, progress)
-    env, sgd, rec, log, n = run.env, run.rule, run.rec, run.log, run.n
-    alpha = step_schedule(scenario, problem)
-    server = rule.init(run.w)
-    clients = AreaClients(run.w, n, sgd)
-    noise = run.make_noise()
-    samplers = run.make_samplers()
-    inv = {"max": 0.0}
-    iterate = a.model == "iterate_model"
-    count = run.trigger_count()
-    rec.busy(0.0, 1.0)
-
-    def check() -> None:
-        if check_invariant:
-            r = server.x_s + server.u_s - clients.y.mean(axis=0)
-            inv["max"] = max(inv["max"], float(np.max(np.abs(r))))
-
-    def aggregate() -> bool:
-        _, diag = rule.apply(server, _NO_UPLOADS)
-        check()
-        return log.log(env.now, K_SERVER, -1, 0, 0.0, diag["fill"], server.x_s)
-
-    def arrival(i: int, k_read: int, m: np.ndarray) -> None:
-        rule.apply(server, (Upload(i, None, m, server.k - k_read),))
-
-    def client_algorithm(i: int):
-        x_recv = server.x_s.copy()
-        a_recv = alpha(0)
-        k_read, t_read = 0, 0.0
-        while True:
-            download, compute, upload, think = samplers[i].next_round()
-            t = env.now + download
-            for c in compute:
-                t = t + c
-            t = t + upload
-            yield at(env, t)
-            if log.stopped:
-                return
-            m = clients.event(i, x_recv, a_recv, noise[i], False)
-            stale_steps = server.k - k_read
-            arrival(i, k_read, m)
-            rec.client_updates[i] += 1
-            check()
-            if log.log(t, K_CLIENT, i, stale_steps, t - t_read, server.pending, server.x_s):
-                return
-            np.copyto(x_recv, server.x_s)
-            a_recv = alpha(server.k)
-            k_read, t_read = server.k, t
-            if count is not None and server.pending >= count and aggregate():
-                return
-            if think != 0.0:
-                yield from run.think_pause(t, think)
-                if log.stopped:
-                    return
-
-    def client_model(i: int):
-        k_read, t_read = 0, 0.0
-        t = 0.0
-        while True:
-            _download, compute, _upload, _think = samplers[i].next_round()
-            t = t + compute[0]
-            yield at(env, t)
-            if log.stopped:
-                return
-            k = server.k
-            m = clients.event(i, server.x_s, alpha(k), noise[i], True)
-            arrival(i, k_read, m)
-            rec.client_updates[i] += 1
-            check()
-            if log.log(t, K_CLIENT, i, k - k_read, t - t_read, server.pending, server.x_s):
-                return
-            k_read, t_read = k, t
-
-    for i in range(n):
-        env.process(client_model(i) if iterate else client_algorithm(i))
-    run.start_timer(aggregate)
-    run.run_until_done()
+    table = area_table(scenario, problem, streams, progress)
+    cr = area_client_rule(scenario, problem)
+    server = spec.server(scenario.algorithm, problem)
+    tr = replay_table(scenario, [table], cr.replay_form(), server.replay_form(),
+                      replicates=[streams.replicate], problem=problem)[0]
+    tr.info["k"] = tr.steps_done
     if check_invariant:
-        rec.info["invariant_max"] = inv["max"]
-    rec.info["k"] = server.k
-    return log.finish(server.x_s, env.now, math.inf)
+        tr.info["invariant_max"] = area_invariant(scenario, problem, table, streams.replicate,
+                                                  tr.steps_done)
+    return tr
 
 
-def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
+def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: int,
+                   steps: int) -> float:
+    """``max_t |x_{s,t} + u_{s,t} - mean_i y_{i,t}|`` over steps ``1..steps`` of ``table``
+    ([A] Appendix A: 0 up to rounding): a diagnostic walk through the same rule functions
+    as the replay, called per step from Python (:meth:`AreaClientRule.run`,
+    :func:`fedsim.servers.area.area_server`), each round's numbers drawn from the client's
+    ``noise`` stream as the engine draws them (:meth:`AreaClientRule.draw_round`)."""
+    cr = area_client_rule(scenario, problem)
+    sf = AreaRule(problem.n).replay_form()
+    n, d = problem.n, problem.dim
+    w0 = initial_model(problem, scenario)
+    hist = np.empty((steps + 1, sf.s_rows, d))
+    sf.init_state(hist[0], w0)
+    cst = np.empty((n, cr.c_rows, d))
+    for i in range(n):
+        cr.init_state(cst[i], w0)
+    streams = Streams(scenario.seed, replicate)
+    gens = [streams.client(i, "noise") for i in range(n)]
+    blk = np.empty(cr.M * cr.k)
+    fp = cr.params()
+    news, reads = np.zeros((n, d)), np.zeros((n, d))
+    cnt = np.zeros(1, dtype=np.int64)
+    worst = 0.0
+    for t in range(1, steps + 1):
+        lo, hi = int(table.ptr[t - 1]), int(table.ptr[t])
+        for c, p in enumerate(range(lo, hi)):
+            i, tr = int(table.c_client[p]), int(table.c_read[p])
+            reads[c] = hist[tr, 0]
+            cr.run(i, cst[i], reads[c], tr, cr.draw_round(gens[i], i, blk), fp, news[c], cnt)
+        hist[t] = hist[t - 1]
+        sf.apply(hist[t], table.c_client[lo:hi], reads, news, hi - lo, table.c_stale[lo:hi],
+                 int(table.kind[t - 1]), sf.fp, cnt)
+        gap = hist[t, 0] + hist[t, 1] - cst[:, 1].mean(axis=0)
+        worst = max(worst, float(np.max(np.abs(gap))))
+    return worst
+
+
+def area_table(scenario: Scenario, problem, streams: Streams,
+               progress: bool = False) -> EventTable:
     """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra.
 
     One server step per global iteration k.  A client arrival is a step of kind
@@ -199,7 +177,7 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
     env = simpy.Environment()
     done, stop = stop_event(env)
     log = EventColumns(n=n, steps=scenario.horizon.steps, every=scenario.record.every,
-                       stop=stop)
+                       stop=stop, progress=progress)
     per = M if dc.compute_per == "step" else 1
     samplers = [DelaySampler(dc.for_client(i), streams.client(i, "delays"), per)
                 for i in range(n)]
@@ -272,4 +250,4 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
     if math.isfinite(t_end):
         urgent_at(env, t_end).callbacks.append(lambda _ev: log.halt())
     env.run(until=done)
-    return log.finish(sim_time=env.now, staleness_bound=math.inf, info={"k": log.t})
+    return EventTable(**log.finish(sim_time=env.now, staleness_bound=math.inf))

@@ -30,8 +30,17 @@ class EventColumns:
     """Append-only event-table columns of one replicate (module docstring)."""
 
     def __init__(self, *, n: int, steps: int | None, every: int, stop: Any = None,
-                 busy: bool = True) -> None:
+                 busy: bool = True, progress: bool = False) -> None:
         self.T = steps if steps is not None else sys.maxsize
+        self.pbar = None
+        self.next_prog = sys.maxsize
+        if progress:  # the steps written (fedsim.engine.steplog.StepLog's bar)
+            from tqdm import tqdm
+
+            self.pbar = tqdm(total=steps, file=sys.stderr, unit="step", mininterval=0.5,
+                             leave=False)
+            self.pstride = max(1, (steps or 100000) // 200)
+            self.next_prog = self.pstride
         self.every = int(every)
         self.t = 0
         self.stopped = False
@@ -85,6 +94,9 @@ class EventColumns:
         self.stale_time.append(stale_time)
         self.fill.append(fill)
         self.ptr.append(len(self.c_client))
+        if self.t >= self.next_prog:
+            self.pbar.update(self.t - self.pbar.n)
+            self.next_prog = self.t + self.pstride
         if self.t >= self.T:
             self.halt()
             return True
@@ -123,6 +135,9 @@ class EventColumns:
                info: dict[str, Any] | None = None) -> dict[str, Any]:
         """The table's fields (module docstring)."""
         T = self.t
+        if self.pbar is not None:
+            self.pbar.update(T - self.pbar.n)
+            self.pbar.close()
         ms = list(range(0, T + 1, self.every))
         if ms[-1] != T:
             ms.append(T)

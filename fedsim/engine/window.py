@@ -20,7 +20,10 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import BLOCK
 from fedsim.engine.event_columns import EventColumns
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup, inner_counters
+from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
 from fedsim.trace import KINDS, Trace
@@ -32,10 +35,29 @@ K_UPLOAD = KINDS.index("upload")
 
 def run_window(scenario: Scenario, problem, streams: Streams, progress: bool,
                spec: Any = None) -> Trace:
-    """Simulate the window model (module docstring)."""
+    """The window model (module docstring): its event table (:func:`window_table`)
+    replayed (:func:`fedsim.engine.replay.driver.replay_table`) with the algorithm's client
+    rule and FedAsync's server rule, in their replay forms.  A client rule with no replay
+    form yet (``replay_form``) is still simulated and computed here step by step
+    (:func:`_run_window_computing`)."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
+    rule = make_client_rule(scenario.algorithm, problem)
+    if not hasattr(rule, "replay_form"):
+        return _run_window_computing(scenario, problem, streams, progress, spec)
+    table = window_table(scenario, problem, streams, progress)
+    server = spec.server(scenario.algorithm, problem)
+    tr = replay_table(scenario, [table], rule.replay_form(), server.replay_form(),
+                      replicates=[streams.replicate], problem=problem)[0]
+    tr.info.update(table.info)
+    return tr
+
+
+def _run_window_computing(scenario: Scenario, problem, streams: Streams, progress: bool,
+                          spec: Any) -> Trace:
+    """The window model simulated and computed step by step with the rule objects (the
+    path of client rules without a replay form)."""
     a = scenario.algorithm
     n = problem.n
     tau = int(a.tau)
@@ -91,7 +113,8 @@ def _bound(pmf: np.ndarray) -> float:
     return float(np.max(np.nonzero(pmf > 0)[0]))
 
 
-def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any]:
+def window_table(scenario: Scenario, problem, streams: Streams,
+                 progress: bool = False) -> EventTable:
     """The window model's event table (REPLAY_SPEC 1; module docstring), no algebra: step
     t (1-based) is an ``"upload"`` of client ``i_t`` whose round reads ``w^{t-1-s_t}``
     (``c_read = max(t - 1 - s_t, 0)``, ``c_stale = t - 1 - c_read``), ``i_t`` and ``s_t``
@@ -104,7 +127,8 @@ def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any
     pmf = pmf / pmf.sum()
     T = _horizon(scenario)
     Q = int(a.get("Q") or 1)
-    log = EventColumns(n=n, steps=T, every=scenario.record.every, busy=False)
+    log = EventColumns(n=n, steps=T, every=scenario.record.every, busy=False,
+                       progress=progress)
     ev = streams.server("events")
     for t in range(T):
         if t % (BLOCK * 8) == 0:
@@ -115,5 +139,5 @@ def window_table(scenario: Scenario, problem, streams: Streams) -> dict[str, Any
         log.contribution(i, omega, Q, t - omega)
         log.completed(i)
         log.step(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1)
-    return log.finish(sim_time=float(log.t), staleness_bound=_bound(pmf),
-                      info={"time_is_step_index": True})
+    return EventTable(**log.finish(sim_time=float(log.t), staleness_bound=_bound(pmf),
+                                   info={"time_is_step_index": True}))

@@ -41,13 +41,50 @@ import numpy as np
 
 from fedsim.errors import check_integer, require
 from fedsim.jit import Bound, cache_closure, jit
+from fedsim.local.forms import ClientForm, tag_closure
 from fedsim.local.registry import ConfigRule
 from fedsim.local.sgd import RngSteps, SGDRule, problem_sample_grad, round_block, sgd_round
-from fedsim.servers.area import StepSizes, step_at
 
-__all__ = ["AreaClients", "AreaState", "AreaClientRule", "area_update",
+__all__ = ["AreaClients", "AreaState", "AreaClientRule", "StepSizes", "step_at", "area_update",
            "area_update_for", "area_client_for", "area_client_interpreted", "C_ROWS",
            "FP_ITERATE"]
+
+
+@jit(inline=True)
+def step_at(sp, k):
+    """``alpha_k`` of the schedule ``sp`` (:attr:`StepSizes.sp`: ``[0, value, 0, 0]``
+    constant, ``[1, 0, c, d]`` for ``c/(k + d)``)."""
+    if sp[0] == 0.0:
+        return sp[1]
+    return sp[2] / (k + sp[3])
+
+
+class StepSizes:
+    """``alpha_k`` as a function of the global counter k (``kind``: constant | c_over_k_plus_d)."""
+
+    def __init__(self, kind: str, value: float | None = None, c: float | None = None,
+                 d: float | None = None) -> None:
+        require(kind in ("constant", "c_over_k_plus_d"), "algorithm.alpha.kind", kind,
+                "must be 'constant' or 'c_over_k_plus_d'")
+        self.kind = kind
+        if kind == "constant":
+            require(value is not None and value > 0, "algorithm.alpha.value", value,
+                    "must be > 0")
+            self.value = float(value)
+        else:
+            require(c is not None and c > 0, "algorithm.alpha.c", c, "must be > 0")
+            require(d is not None and d > 0, "algorithm.alpha.d", d, "must be > 0")
+            self.c, self.d = float(c), float(d)
+        #: the schedule as :func:`step_at` reads it (``[kind code, value, c, d]``)
+        self.sp = (np.array([0.0, self.value, 0.0, 0.0]) if kind == "constant"
+                   else np.array([1.0, 0.0, self.c, self.d]))
+
+    def __call__(self, k: int) -> float:
+        return float(step_at.py_func(self.sp, k))
+
+    def table(self, K: int) -> np.ndarray:
+        """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
+        return np.array([self(k) for k in range(int(K))], dtype=np.float64)
 
 
 @jit(cache=False, inline=True)
@@ -117,8 +154,8 @@ def area_client_for(grad: Any) -> Any:
     Z, nsteps, fp, out, cnt)`` (REPLAY_SPEC 2), :func:`area_update` with
     :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad`` bound, compiled inline (as
     ``fedsim.local.sgd.sgd_update_for``)."""
-    return jit(cache=False, inline=True)(_area_client_src(area_update, sgd_round, grad,
-                                                          step_at))
+    return jit(cache=False, inline=True)(
+        tag_closure(_area_client_src(area_update, sgd_round, grad, step_at), grad))
 
 
 def area_client_interpreted() -> Any:
@@ -271,3 +308,14 @@ class AreaClientRule:
         """One event of client ``i``: :func:`area_client_for`'s compiled rule, or the same
         source interpreted (:func:`area_client_interpreted`)."""
         self.update(self.sgd.view, i, cst, read, tread, Z, self.M, fp, out, cnt)
+
+    def replay_form(self) -> ClientForm:
+        """This rule in the replay's uniform shape (:class:`fedsim.local.forms.ClientForm`):
+        :func:`area_client_for` (or :func:`area_client_interpreted`), ``fp`` =
+        :meth:`params`, :data:`C_ROWS` state rows set by :meth:`init_state`; the round's
+        randomness as the SGD rule draws it (its form's ``draw_round``, ``k``, ``dtype``,
+        ``vdata`` and ``make_z``)."""
+        sf = self.sgd.replay_form()
+        return ClientForm(update=self.update, draw_round=sf.draw_round, vdata=sf.vdata,
+                          c_rows=C_ROWS, k=sf.k, dtype=sf.dtype, fp=self.params(),
+                          compiled=sf.compiled, init_state=self.init_state, make_z=sf.make_z)

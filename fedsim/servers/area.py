@@ -8,7 +8,8 @@ back ``x_s`` and ``alpha_k``; when the aggregation criterion fires: ``x_s <- x_s
 ``x_s + u_s - mean_i y_i = 0`` holds after every event ([A] Appendix A, ``zbar_k = 0``);
 the engine checks it in tests to 1e-12.
 
-Step sizes ``alpha_k``: constant, ``c/(k + d)``, or [A] Theorem 7's
+Step sizes ``alpha_k``: constant, ``c/(k + d)`` (:class:`fedsim.local.area.StepSizes`, with
+the client rule that applies them, re-exported here), or [A] Theorem 7's
 ``1/(p_min M gamma k / 48 + 1/D)`` (= ``c/(k+d)`` with c, d of THEORY_SPEC 6.b, H7.4), the
 latter built by :func:`theorem7_step_sizes` (the arithmetic of ``fedsim.theory.area.step_size``,
 kept here so that the engine never imports ``theory``; ``tests/rules`` checks both give
@@ -33,11 +34,13 @@ import numpy as np
 
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.jit import jit
+from fedsim.local.area import StepSizes
+from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
 from fedsim.trace import KINDS
 
-__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "area_server", "step_at",
-           "S_ROWS", "theorem7_constants", "theorem7_schedule", "theorem7_step_sizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "area_server", "S_ROWS",
+           "theorem7_constants", "theorem7_schedule", "theorem7_step_sizes"]
 
 #: rows of the server state in the replay's layout (:func:`area_server`): ``x_s`` (row 0,
 #: the model clients read), ``u_s``, and ``[pending, 0, ...]`` (messages since the last
@@ -78,43 +81,6 @@ def area_server(S, clients, reads, news, k, stale, kind, fp, cnt):
         area_apply(S[0], S[1], news[j], fp[0], True)
         S[2, 0] += 1.0
     return int(S[2, 0])
-
-
-@jit(inline=True)
-def step_at(sp, k):
-    """``alpha_k`` of the schedule ``sp`` (:attr:`StepSizes.sp`: ``[0, value, 0, 0]``
-    constant, ``[1, 0, c, d]`` for ``c/(k + d)``)."""
-    if sp[0] == 0.0:
-        return sp[1]
-    return sp[2] / (k + sp[3])
-
-
-class StepSizes:
-    """``alpha_k`` as a function of the global counter k (``kind``: constant | c_over_k_plus_d)."""
-
-    def __init__(self, kind: str, value: float | None = None, c: float | None = None,
-                 d: float | None = None) -> None:
-        require(kind in ("constant", "c_over_k_plus_d"), "algorithm.alpha.kind", kind,
-                "must be 'constant' or 'c_over_k_plus_d'")
-        self.kind = kind
-        if kind == "constant":
-            require(value is not None and value > 0, "algorithm.alpha.value", value,
-                    "must be > 0")
-            self.value = float(value)
-        else:
-            require(c is not None and c > 0, "algorithm.alpha.c", c, "must be > 0")
-            require(d is not None and d > 0, "algorithm.alpha.d", d, "must be > 0")
-            self.c, self.d = float(c), float(d)
-        #: the schedule as :func:`step_at` reads it (``[kind code, value, c, d]``)
-        self.sp = (np.array([0.0, self.value, 0.0, 0.0]) if kind == "constant"
-                   else np.array([1.0, 0.0, self.c, self.d]))
-
-    def __call__(self, k: int) -> float:
-        return float(step_at.py_func(self.sp, k))
-
-    def table(self, K: int) -> np.ndarray:
-        """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
-        return np.array([self(k) for k in range(int(K))], dtype=np.float64)
 
 
 class AreaServer:
@@ -165,6 +131,11 @@ class AreaRule:
 
     def params(self) -> np.ndarray:
         return np.array([float(self.n)])
+
+    def replay_form(self) -> ServerForm:
+        """:func:`area_server` as a :class:`fedsim.local.forms.ServerForm`."""
+        return ServerForm(apply=area_server, s_rows=S_ROWS, fp=self.params(),
+                          init_state=self.init_state)
 
     def init(self, w0: np.ndarray) -> AreaServer:
         return AreaServer(w0, self.n)

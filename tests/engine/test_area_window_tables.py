@@ -1,22 +1,43 @@
-"""AREA (both models) and the window model as event tables (REPLAY_SPEC 1-2): the table's
-step columns equal today's engine's Trace columns bit for bit, and the table replayed
-through the rules' uniform entry points (:func:`fedsim.local.area.area_client`,
-:func:`fedsim.servers.area.area_server`; the window model with its client rule and
-FedAsync's server) gives today's Trace (``Trace.equals``): quadratic, norm and softmax
-digits, Poisson / count / periodic triggers, think pauses, time horizons, divergence."""
+"""AREA (both models) and the window model as event tables replayed by the one replay
+(REPLAY_SPEC 1-2): the table's step columns equal the Trace columns of the engine that
+computed per event (frozen from main at bd440e6 in ``data/area_window_traces.pkl.xz``, by
+``tests/engine/data/README``'s recipe) bit for bit, and ``fedsim.engine.run`` (table ->
+:func:`fedsim.engine.replay.driver.replay_table` with :func:`fedsim.local.area.
+area_client_for` / :func:`fedsim.servers.area.area_server`, the window model with its
+client rule and FedAsync's server) gives that engine's Trace (``Trace.equals``):
+quadratic, norm and softmax digits, Poisson / count / periodic triggers, think pauses,
+time horizons, divergence, the interpreted path."""
 
 from __future__ import annotations
+
+import functools
+import lzma
+import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine import run
-from fedsim.engine.area import area_table
+from fedsim.engine import run, run_batch
+from fedsim.engine.area import area_invariant, area_table
 from fedsim.engine.setup import problem_for
 from fedsim.engine.window import window_table
 from fedsim.rng import Streams
-from tests.engine.table_replay_py import replay_area_py, replay_window_py
+from fedsim.trace import Trace
+
+_REF = Path(__file__).parent / "data" / "area_window_traces.pkl.xz"
+
+
+@functools.cache
+def _frozen() -> dict:
+    with lzma.open(_REF, "rb") as f:
+        return pickle.load(f)
+
+
+def frozen(name: str, r: int) -> Trace:
+    """Replicate ``r`` of case ``name`` as the per-event engine of main computed it."""
+    return Trace(**_frozen()[f"{name}/{r}"])
 
 QUAD = {"kind": "quadratic", "n": 5, "dim": 3, "mu": 0.2, "L": 1.0, "heterogeneity": 1.0,
         "noise_sd": 0.1, "shared_hessian": False, "seed": 0}
@@ -103,16 +124,23 @@ def test_table_columns_and_replay_equal_the_engine(name, r) -> None:
     p = problem_for(sc)
     area = sc.algorithm.name == "area"
     tab = (area_table if area else window_table)(sc, p, Streams(sc.seed, r))
-    ref = run(sc, r)
+    ref = frozen(name, r)
     T = ref.steps_done
     for tc, kc in COLS:
-        np.testing.assert_array_equal(getattr(ref, tc)[1:], tab[kc][:T], err_msg=tc)
-    assert tab["ptr"].size == tab["steps_done"] + 1
-    assert np.array_equal(np.bincount(tab["c_client"], minlength=p.n), tab["client_updates"])
-    out = (replay_area_py if area else replay_window_py)(sc, p, tab, r)
+        np.testing.assert_array_equal(getattr(ref, tc)[1:], getattr(tab, kc)[:T], err_msg=tc)
+    assert np.array_equal(np.bincount(tab.c_client, minlength=p.n), tab.client_updates)
+    out = run(sc, r)
     assert out.equals(ref)
     if ref.diverged:
-        assert tab["steps_done"] > T  # the table runs on; the replay stops at divergence
+        assert tab.steps_done > T  # the table runs on; the replay stops at divergence
+
+
+@pytest.mark.parametrize("name", ["it-quad-thm7", "alg-digits", "win-diverge"])
+def test_run_batch_equals_the_engine_per_replicate(name) -> None:
+    """``run_batch`` (R replicates) gives each replicate's frozen trace, whatever R."""
+    sc = CASES[name]
+    for r, tr in zip([2, 0], run_batch(sc, [2, 0]), strict=True):
+        assert tr.equals(frozen(name, r))
 
 
 def test_area_contributions_read_the_version_the_engine_read() -> None:
@@ -120,20 +148,19 @@ def test_area_contributions_read_the_version_the_engine_read() -> None:
     first) with no contribution at aggregations; the iterate model reads t - 1."""
     sc = CASES["alg-quad-poisson-ckd"]
     tab = area_table(sc, problem_for(sc), Streams(sc.seed, 0))
-    ptr, kind = tab["ptr"], tab["kind"]
+    ptr, kind = tab.ptr, tab.kind
     last = {}
-    for t in range(1, tab["steps_done"] + 1):
+    for t in range(1, tab.steps_done + 1):
         rows = range(ptr[t - 1], ptr[t])
         assert len(rows) == (1 if kind[t - 1] == 3 else 0)
         for p in rows:
-            i = int(tab["c_client"][p])
+            i = int(tab.c_client[p])
             prev = last.get(i, 0)
-            assert tab["c_read"][p] == prev and tab["c_stale"][p] == t - 1 - prev
+            assert tab.c_read[p] == prev and tab.c_stale[p] == t - 1 - prev
             last[i] = t
     sc = CASES["it-quad-thm7"]
     tab = area_table(sc, problem_for(sc), Streams(sc.seed, 0))
-    steps = np.repeat(np.arange(1, tab["steps_done"] + 1), np.diff(tab["ptr"]))
-    assert np.array_equal(tab["c_read"], steps - 1)
+    assert np.array_equal(tab.c_read, tab.contribution_steps() - 1)
 
 
 @pytest.mark.parametrize("name", ["alg-quad-poisson-ckd", "alg-norm", "it-quad-thm7"])
@@ -141,22 +168,30 @@ def test_invariant_holds_along_the_replay(name) -> None:
     """[A] Appendix A: ``x_s + u_s = mean_i y_i`` after every event."""
     sc = CASES[name]
     p = problem_for(sc)
-    tr = replay_area_py(sc, p, area_table(sc, p, Streams(sc.seed, 0)), 0, invariant=True)
-    assert tr.info["invariant_max"] <= 1e-12
+    tab = area_table(sc, p, Streams(sc.seed, 0))
+    assert area_invariant(sc, p, tab, 0, tab.steps_done) <= 1e-12
 
 
 @pytest.mark.parametrize("model", ["algorithm", "iterate_model"])
-def test_interpreted_rules_replay_the_table_as_the_engine_runs(model, monkeypatch) -> None:
-    """A problem without a compiled view: the same rules run through ``py_func`` with the
-    problem's Python oracle, and the replayed Trace is the engine's."""
+def test_interpreted_rules_replay_as_the_compiled_ones(model, monkeypatch) -> None:
+    """A problem without a compiled view: the same rule sources run interpreted (the
+    interpreted kernel, the problem's Python oracle): the same timeline, and metrics and
+    final model within 1e-10 relative of the compiled replay (the oracle's NumPy products
+    sum in another order: ~1e-17 seen)."""
     import fedsim.local.sgd as sgd_mod
 
-    monkeypatch.setattr(sgd_mod, "_COMPILED", False)
     alg = _area(model, 2, CONST)
     trig = {"kind": "poisson", "rate": 2.0} if model == "iterate_model" else {
         "kind": "every_k", "count": 2}
     sc = _sc(QUAD, alg, delays=EXP, trigger=trig, steps=120, every=9)
-    p = problem_for(sc)
-    tab = area_table(sc, p, Streams(sc.seed, 2))
-    out = replay_area_py(sc, p, tab, 2)
-    assert out.equals(run(sc, 2))
+    compiled = run(sc, 2)
+    monkeypatch.setattr(sgd_mod, "_COMPILED", False)
+    from fedsim.engine.area import area_client_rule
+
+    assert not area_client_rule(sc, problem_for(sc)).replay_form().compiled
+    out = run(sc, 2)
+    for tc, _ in COLS:
+        np.testing.assert_array_equal(getattr(out, tc), getattr(compiled, tc))
+    np.testing.assert_allclose(out.final_w, compiled.final_w, rtol=1e-10, atol=0)
+    np.testing.assert_allclose(out.metrics["f_gap"], compiled.metrics["f_gap"], rtol=1e-10,
+                               atol=1e-300)
