@@ -1,13 +1,19 @@
 """``run(scenario, replicate=0, progress=False) -> Trace``: dispatch from a table.
 
+An asynchronous physical run is a table then a replay: its runner writes the replicate's
+:class:`~fedsim.engine.replay.table.EventTable` (:data:`TABLE_WRITERS`) and
+:func:`fedsim.engine.replay.driver.replay_table` applies the client and server rules along
+it, as :func:`fedsim.engine.run_batch` does for many replicates.
+
 The algorithm registry (:mod:`fedsim.algorithms`) says which engine runner executes each
 of an algorithm's execution models (``Algorithm.runners``: execution model -> runner
 key); :data:`RUNNERS` maps a runner key to the function that simulates it.  The engine
 never looks at an algorithm's name.  Runner keys:
 
-* ``"fedasync_fast"`` -- one upload = one server step, callback clients
-  (:mod:`fedsim.engine.fedasync_fast`);
-* ``"physical"`` -- buffered asynchronous clients (:mod:`fedsim.engine.physical`);
+* ``"fedasync_fast"`` -- one upload = one server step: the compiled event loop or the
+  vectorised merge writes the table (:func:`fedsim.engine.replay.fedasync.fedasync_tables`);
+* ``"physical"`` -- buffered asynchronous clients, SimPy writes the table
+  (:class:`fedsim.engine.physical.AsyncRun`);
 * ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
 * ``"sync"`` -- synchronous rounds (:mod:`fedsim.engine.sync`);
 * ``"area"`` -- AREA's algorithm and iterate model (:mod:`fedsim.engine.area`);
@@ -18,7 +24,7 @@ Every runner has the signature ``runner(scenario, problem, streams, progress, sp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +33,10 @@ from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import run_asypfl
-from fedsim.engine.fedasync_fast import FastAsyncRun
 from fedsim.engine.physical import AsyncRun
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.fedasync import fedasync_tables
+from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for
 from fedsim.engine.sync import run_sync
 from fedsim.engine.window import run_window
@@ -36,21 +44,50 @@ from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
-__all__ = ["run", "RUNNERS", "runner_for", "make_async_run"]
+__all__ = ["run", "RUNNERS", "TABLE_WRITERS", "table_writer", "replay_tables", "runner_for",
+           "make_async_run"]
 
 
-def _physical(scenario, problem, streams, progress, spec) -> Trace:
-    return AsyncRun(scenario, problem, streams, progress, spec).run()
+def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
+    spec = get_algorithm(scenario.algorithm.name)
+    return [AsyncRun(scenario, problem, Streams(scenario.seed, r), False, spec).table()
+            for r in replicates]
 
 
-def _fedasync_fast(scenario, problem, streams, progress, spec) -> Trace:
-    return FastAsyncRun(scenario, problem, streams, progress, spec).run()
+def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
+                     ) -> list[EventTable]:
+    return fedasync_tables(scenario, list(replicates), n=problem.n,
+                           Q=int(scenario.algorithm.get("Q")))
+
+
+#: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``:
+#: the execution models whose runner writes a table; ``run`` and ``run_batch`` replay it
+TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
+    "fedasync_fast": _fedasync_tables,
+    "physical": _physical_tables,
+}
+
+
+def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
+    """The table writer of ``scenario``'s execution model (registry, then
+    :data:`TABLE_WRITERS`), or ``None`` when its runner computes as it simulates."""
+    key = get_algorithm(scenario.algorithm.name).runners[scenario.algorithm.model]
+    return TABLE_WRITERS.get(key)
+
+
+def replay_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
+    """Table then replay for ``replicates`` (the scenario's model must write a table)."""
+    tables = table_writer(scenario)(scenario, problem, replicates)
+    return replay_table(scenario, tables, replicates=replicates, problem=problem)
+
+
+def _replayed(scenario, problem, streams, progress, spec) -> Trace:
+    return replay_tables(scenario, problem, [streams.replicate])[0]
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
 RUNNERS: dict[str, Callable[..., Trace]] = {
-    "fedasync_fast": _fedasync_fast,
-    "physical": _physical,
+    **{key: _replayed for key in TABLE_WRITERS},
     "window": run_window,
     "sync": run_sync,
     "area": run_area,
@@ -60,11 +97,10 @@ RUNNERS: dict[str, Callable[..., Trace]] = {
 
 def make_async_run(scenario: Scenario, problem, streams: Streams,
                    progress: bool = False) -> AsyncRun:
-    """The asynchronous physical run object of ``scenario`` (the fast FedAsync one when the
-    registry says so), not yet started: for tests and ``benchmarks/engine.py --memory``."""
+    """The asynchronous physical timeline writer of ``scenario``, not yet started
+    (``.run()``: table then replay): for tests and ``benchmarks/engine.py --memory``."""
     spec = get_algorithm(scenario.algorithm.name)
-    fast = spec.runners[scenario.algorithm.model] == "fedasync_fast"
-    return (FastAsyncRun if fast else AsyncRun)(scenario, problem, streams, progress, spec)
+    return AsyncRun(scenario, problem, streams, progress, spec)
 
 
 def runner_for(scenario: Scenario) -> tuple[Callable[..., Trace], Any]:

@@ -1,24 +1,31 @@
-"""The straightforward asynchronous engine: the specification the fast engine must match.
+"""The straightforward asynchronous engine: the oracle the table -> replay path must match.
 
-Same scenarios as :mod:`fedsim.engine.physical`'s asynchronous physical model (FedAsync, FedBuff,
-AS-FedAvg), written the obvious way: a client process reads the model, then yields one
+The asynchronous physical model (FedAsync, FedBuff, AS-FedAvg; :mod:`fedsim.engine.physical`
+writes its timeline, the replay applies the rules), simulated and computed together the
+obvious way: a client process reads the model, then yields one
 ``env.timeout`` for the download, one per local step (``compute_per = "step"``; one for
 the whole computation otherwise) and one for the upload, applies each local step with
 ``rule.step`` (noise drawn one step at a time from the client's ``noise`` stream) at that
 step's simulated time, hands the upload to the server rule's ``apply`` (one server step
 per upload when the algorithm declares it, else through the buffer), and finally thinks.
 Delays come from the same
-:class:`~fedsim.engine.delay_blocks.DelaySampler`.  It is several times slower and exists so that
-``tests/engine/test_engine_reference.py`` can check that the fast engine's traces are identical.
+:class:`~fedsim.engine.delay_blocks.DelaySampler`.  The metrics are recorded as it goes
+(:class:`~fedsim.engine.steplog.StepLog`, the Recorder's functions), the run stops at a
+divergence.  It is many times slower and exists so that
+``tests/engine/test_engine_reference.py`` can check that ``fedsim.engine.run``'s traces
+are identical.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.physical import K_UPLOAD, AsyncRun
-from fedsim.engine.setup import problem_for
+from fedsim.engine.physical import K_AGG, K_UPLOAD
+from fedsim.engine.setup import RunSetup, inner_counters, problem_for
+from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.rng import Streams
 from fedsim.servers.base import Upload
 from fedsim.trace import Trace
@@ -26,8 +33,52 @@ from fedsim.trace import Trace
 __all__ = ["ReferenceRun", "run_reference"]
 
 
-class ReferenceRun(AsyncRun):
+class ReferenceRun(RunSetup):
     """The per-step client process (module docstring)."""
+
+    def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool,
+                 spec: Any) -> None:
+        super().__init__(scenario, problem, streams, progress)
+        self.spec = spec
+        self.server = spec.server(scenario.algorithm, problem)
+        self.w = self.server.init(self.w)
+        self.samplers = self.make_samplers(lean=True)
+        self.noise = self.make_noise(lean=True)
+        self.count = self.trigger_count()
+        self.pending: list[tuple[Upload, float]] = []
+        self.counts = [0] * self.n
+        self.rec.busy(0.0, 1.0)
+        self.bound = physical_staleness_bound(scenario.delays, self.n, self.rule.Q,
+                                              scenario.delays.compute_per == "step",
+                                              self.count)
+
+    def run(self) -> Trace:
+        for i in range(self.n):
+            self.env.process(self._client(i))
+        self.start_timer(lambda: bool(self.pending) and self._aggregate())
+        self.run_until_done()
+        self.rec.client_updates[:] = self.counts
+        self.rec.info.update(inner_counters(self.rule))
+        return self.log.finish(self.w, self.env.now, self.bound)
+
+    def _receive(self, i: int, read, new, omega: int, t_read: float) -> bool:
+        """Buffer one upload; aggregate when the count trigger fires.  True: stop."""
+        self.pending.append((Upload(i, read.copy(), new.copy(), self.log.t - omega), t_read))
+        if self.count is not None and len(self.pending) >= self.count:
+            return self._aggregate()
+        return False
+
+    def _aggregate(self) -> bool:
+        """One server step from the buffered uploads (the server rule's ``apply``)."""
+        log, now = self.log, self.env.now
+        ups = [u for u, _ in self.pending]
+        stale_steps = max(u.staleness for u in ups)
+        stale_time = max(now - tr for _, tr in self.pending)
+        self.w, diag = self.server.apply(self.w, ups)
+        k = diag["fill"]
+        who = ups[0].client if k == 1 else -1
+        self.pending.clear()
+        return log.log(now, K_AGG, who, stale_steps, stale_time, k, self.w)
 
     def _client(self, i: int):
         env, log = self.env, self.log

@@ -22,7 +22,7 @@ import simpy
 from fedsim.config import Scenario, build_problem
 from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
-from fedsim.engine.steplog import StepLog
+from fedsim.engine.steplog import StepLog, TableLog
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.rng import Streams
@@ -100,11 +100,14 @@ class RunSetup:
     ``simulate = False`` makes no SimPy environment (the window model has no events);
     ``personal`` (n x dim) are the clients' own personal models when the algorithm keeps
     them (AsyPFL's beta_k), attached to the recorder before step 0 is recorded.
+    ``table = True``: a timeline writer -- no recorder, the log is a
+    :class:`~fedsim.engine.steplog.TableLog` (no model, no metric).
     """
 
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool, *,
                  log_model: np.ndarray | None = None, steps: int | None = None,
-                 simulate: bool = True, personal: np.ndarray | None = None) -> None:
+                 simulate: bool = True, personal: np.ndarray | None = None,
+                 table: bool = False) -> None:
         self.scenario = scenario
         self.algorithm = scenario.algorithm
         self.problem = problem
@@ -112,8 +115,10 @@ class RunSetup:
         self.n, self.d = problem.n, problem.dim
         self.rule = make_client_rule(scenario.algorithm, problem)
         self.w = initial_model(problem, scenario)
-        self.rec = make_recorder(scenario, problem)
-        self.rec.personal = personal
+        self.writes_table = table
+        self.rec = None if table else make_recorder(scenario, problem)
+        if not table:
+            self.rec.personal = personal
         self.env: simpy.Environment | None = None
         stop: Callable[[], None] | None = None
         if simulate:
@@ -121,8 +126,11 @@ class RunSetup:
             self.done, stop = stop_event(self.env)
         self.stop = stop
         T = scenario.horizon.steps if steps is None else steps
-        self.log = StepLog(self.rec, T, self.w if log_model is None else log_model, progress,
-                           stop)
+        if table:
+            self.log = TableLog(T, stop)
+        else:
+            self.log = StepLog(self.rec, T, self.w if log_model is None else log_model,
+                               progress, stop)
         self.idle = [0]  # clients thinking (busy fraction (n - idle) / n)
 
     # -- per-client streams -------------------------------------------------------------
@@ -190,7 +198,8 @@ class RunSetup:
 
         The client reads ``model`` into ``snap`` when the download is requested
         (``arrival`` false) or when it completes (``delays.read_at``), then computes and
-        uploads; times add up as ``((t_read + download) + c_1 + ...) + upload``.  Returns
+        uploads; times add up as ``((t_read + download) + c_1 + ...) + upload``
+        (``model = None``: a timeline writer, nothing is copied).  Returns
         ``(omega, t_read, t_upload)`` -- ``omega`` the server step read -- or ``None`` if the
         run stopped meanwhile.  Use as ``got = yield from setup.read_and_upload(...)``.
         """
@@ -201,7 +210,8 @@ class RunSetup:
             yield at(env, t)
             if log.stopped:
                 return None
-        np.copyto(snap, model)
+        if model is not None:
+            np.copyto(snap, model)
         omega = log.t
         t_read = t
         if not arrival:
@@ -218,9 +228,16 @@ class RunSetup:
         """Generator: a client thinks from ``t`` to ``t + th`` and is not busy meanwhile;
         the busy fraction ``(n - idle)/n`` is recorded at both ends.  Use as
         ``yield from setup.think_pause(t, th)`` inside a client process."""
-        idle, n, rec = self.idle, self.n, self.rec
+        idle, n, rec, log = self.idle, self.n, self.rec, self.log
         idle[0] += 1
-        rec.busy(t, (n - idle[0]) / n)
+        gate = log.t
+        if self.writes_table:
+            log.busy(t, 1, gate)
+        else:
+            rec.busy(t, (n - idle[0]) / n)
         yield at(self.env, t + th)
         idle[0] -= 1
-        rec.busy(t + th, (n - idle[0]) / n)
+        if self.writes_table:
+            log.busy(t + th, -1, gate)
+        else:
+            rec.busy(t + th, (n - idle[0]) / n)

@@ -20,7 +20,8 @@ import numpy as np
 
 from fedsim.jit import jit
 
-__all__ = ["ClientForm", "ServerForm", "view_draw_round", "tag_closure"]
+__all__ = ["ClientForm", "ServerForm", "view_draw_round", "tag_closure", "RngSteps",
+           "rng_draw_round", "round_form"]
 
 
 def _ident(fn: Any) -> str:
@@ -104,3 +105,38 @@ def view_draw_round(draw: Any) -> Any:
     """The default ``draw_round``: the view's compiled ``draw`` once per local step, into
     row ``q`` of ``Z`` (the numbers ``nsteps`` calls of ``sample_batch`` draw)."""
     return jit(cache=False, inline=True)(tag_closure(_draw_round_src(draw), draw))
+
+
+class RngSteps:
+    """``Z`` of the interpreted path: step q's randomness is the generator itself
+    (``rng``; :func:`rng_draw_round` sets it to the client's stream)."""
+
+    __slots__ = ("rng",)
+
+    def __init__(self, rng: np.random.Generator | None) -> None:
+        self.rng = rng
+
+    def __getitem__(self, q: int) -> np.random.Generator:
+        return self.rng
+
+
+def rng_draw_round(vdata, i, gen, nsteps, Z):
+    """Interpreted ``draw_round``: the round's randomness is the stream itself (``Z`` a
+    :class:`RngSteps`); the rule draws from it as it runs."""
+    Z.rng = gen
+    return 0
+
+
+def round_form(rule: Any) -> ClientForm:
+    """Any client rule object with the engines' ``round(i, w0, out, rng)`` (Q local steps
+    from ``w0`` into ``out``, drawing from ``rng``) in the replay's shape, interpreted: the
+    rule's own method, so its numbers (and its counters, on the object) are the engine's.
+    For rules without a compiled form of their own."""
+    def update(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        rule.round(i, read, out, Z.rng)
+        return 0
+
+    return ClientForm(update=update, draw_round=rng_draw_round, vdata=None, c_rows=0, k=0,
+                      dtype=np.float64, fp=np.zeros(1), compiled=False,
+                      make_z=lambda nsteps: RngSteps(None))
+

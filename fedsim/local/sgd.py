@@ -40,7 +40,7 @@ import numpy as np
 from fedsim.errors import require
 from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
-from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
+from fedsim.local.forms import ClientForm, RngSteps, rng_draw_round, tag_closure, view_draw_round
 from fedsim.local.registry import ConfigRule
 from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView, compiled_view
@@ -131,12 +131,6 @@ def _interpreted_update() -> Any:
     return _sgd_update_src(sgd_round.py_func, problem_sample_grad)
 
 
-def _rng_draw_round(vdata, i, gen, nsteps, Z):
-    """Interpreted ``draw_round``: the round's randomness is the stream itself."""
-    Z.rng = gen
-    return 0
-
-
 def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Generator,
                         g: np.ndarray) -> int:
     """The interpreted oracle of any problem: ``view = (problem, batch)``; ``g =
@@ -144,18 +138,6 @@ def problem_sample_grad(view: tuple, i: int, w: np.ndarray, rng: np.random.Gener
     problem, batch = view
     g[:] = problem.batch_grad(i, w, problem.sample_batch(i, batch, rng))
     return 0
-
-
-class RngSteps:
-    """``Z`` of the interpreted path: step q's randomness is the generator itself."""
-
-    __slots__ = ("rng",)
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-
-    def __getitem__(self, q: int) -> np.random.Generator:
-        return self.rng
 
 
 class SGDRule(ConfigRule, StepRule):
@@ -230,6 +212,6 @@ class SGDRule(ConfigRule, StepRule):
             return ClientForm(update=sgd_update_for(cv.grad), draw_round=view_draw_round(cv.draw),
                               vdata=cv.data, c_rows=1, k=cv.draws, dtype=cv.dtype, fp=fp,
                               compiled=True)
-        return ClientForm(update=_interpreted_update(), draw_round=_rng_draw_round,
+        return ClientForm(update=_interpreted_update(), draw_round=rng_draw_round,
                           vdata=self.view, c_rows=1, k=0, dtype=np.float64, fp=fp,
                           compiled=False, make_z=lambda nsteps: RngSteps(None))

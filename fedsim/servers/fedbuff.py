@@ -11,6 +11,11 @@ Weights: ``"none"`` (s = 1), ``"inverse_sqrt"`` (s = 1/sqrt(1 + tau), FedBuff's 
 ``"polynomial"`` (s = (1 + tau)^(-a), FedAsync of Xie et al.).  With ``K = 1``, ``s = 1`` and
 ``eta_g = beta`` this is FedAsync exactly: ``0 + Delta`` and ``Delta / 1`` are exact, so the
 iterates are bit-identical (tests/test_server_rules.py).
+
+The rule is written once, compiled: :func:`fedbuff_message` and :func:`fedbuff_mix`, bound
+into the buffered step by :func:`fedsim.servers.buffer.buffered_apply_for`
+(:data:`fedbuff_step`).  ``fp = [server_lr, weight code (0 none, 1 inverse_sqrt,
+2 polynomial), exponent]``.
 """
 
 from __future__ import annotations
@@ -20,27 +25,66 @@ import math
 import numpy as np
 
 from fedsim.errors import require
-from fedsim.servers.base import Upload
-from fedsim.servers.buffer import BufferedAverage
+from fedsim.jit import jit
+from fedsim.servers.buffer import BufferedAverage, buffered_apply_for
 
-__all__ = ["FedBuffServer", "staleness_weight"]
+__all__ = ["FedBuffServer", "staleness_weight", "fedbuff_message", "fedbuff_mix",
+           "fedbuff_step", "WEIGHTS"]
+
+#: staleness weight kinds, by their code in ``fp[1]``
+WEIGHTS = ("none", "inverse_sqrt", "polynomial")
+
+
+@jit(inline=True)
+def _weight(code, tau, exponent):
+    """``s(tau)`` of weight kind ``code`` (:data:`WEIGHTS`)."""
+    if code == 1:
+        return 1.0 / math.sqrt(1.0 + tau)
+    if code == 2:
+        return (1.0 + tau) ** (-exponent)
+    return 1.0
 
 
 def staleness_weight(kind: str, tau: int, exponent: float = 0.5) -> float:
     """The weight ``s(tau)`` of an update with staleness ``tau >= 0``."""
-    if kind == "none":
-        return 1.0
-    if kind == "inverse_sqrt":
-        return 1.0 / math.sqrt(1.0 + tau)
-    if kind == "polynomial":
-        return (1.0 + tau) ** (-exponent)
-    require(False, "algorithm.staleness_weight", kind,
-            "must be one of ['none', 'inverse_sqrt', 'polynomial']")
-    return 1.0  # pragma: no cover
+    require(kind in WEIGHTS, "algorithm.staleness_weight", kind, f"must be one of {list(WEIGHTS)}")
+    return float(_weight.py_func(WEIGHTS.index(kind), tau, exponent))
+
+
+@jit(inline=True)
+def fedbuff_message(out, read, new, tau, fp):
+    """``out = s(tau) (read - new)`` (no multiplication for ``s = 1``)."""
+    code = int(fp[1])
+    for m in range(out.shape[0]):
+        out[m] = read[m] - new[m]
+    if code != 0:
+        s = _weight(code, tau, fp[2])
+        for m in range(out.shape[0]):
+            out[m] = out[m] * s
+    return 0
+
+
+@jit(inline=True)
+def fedbuff_mix(w, mean, fp):
+    """``w -= server_lr * mean`` (no multiplication for ``server_lr = 1``)."""
+    lr = fp[0]
+    for m in range(w.shape[0]):
+        v = mean[m]
+        if lr != 1.0:
+            v = v * lr
+        w[m] = w[m] - v
+    return 0
+
+
+#: the FedBuff server step in the replay's uniform shape
+fedbuff_step = buffered_apply_for(fedbuff_message, fedbuff_mix)
 
 
 class FedBuffServer(BufferedAverage):
-    """Buffer state (``acc``, ``fill``) and the aggregation step."""
+    """FedBuff's parameters and the server-rule shape (:data:`fedbuff_step`)."""
+
+    step = staticmethod(fedbuff_step)
+    message = staticmethod(fedbuff_message)
 
     def __init__(self, dim: int, server_lr: float = 1.0, weight: str = "none",
                  exponent: float = 0.5) -> None:
@@ -51,22 +95,10 @@ class FedBuffServer(BufferedAverage):
         self.exponent = float(exponent)
 
     def add(self, delta: np.ndarray, tau: int) -> None:
-        """Buffer one upload ``delta`` of staleness ``tau`` (``delta`` may be overwritten)."""
-        if self.weight != "none":
-            np.multiply(delta, staleness_weight(self.weight, tau, self.exponent), out=delta)
-        self.add_message(delta)
+        """Buffer one pseudo-gradient ``delta`` of staleness ``tau`` (as the upload
+        ``read = delta``, ``new = 0``: ``delta - 0`` is exact)."""
+        self.add_upload(delta, np.zeros_like(delta), tau)
 
-    def message(self, u: Upload) -> np.ndarray:
-        """``s(tau) (w_read - w_new)``."""
-        delta = self._msg
-        np.subtract(u.read, u.new, out=delta)
-        if self.weight != "none":
-            np.multiply(delta, staleness_weight(self.weight, u.staleness, self.exponent),
-                        out=delta)
-        return delta
-
-    def mix(self, w: np.ndarray, mean: np.ndarray) -> None:
-        """``w -= server_lr * mean``."""
-        if self.server_lr != 1.0:
-            np.multiply(mean, self.server_lr, out=mean)
-        np.subtract(w, mean, out=w)
+    def params(self) -> np.ndarray:
+        """``fp = [server_lr, weight code, exponent]``."""
+        return np.array([self.server_lr, float(WEIGHTS.index(self.weight)), self.exponent])

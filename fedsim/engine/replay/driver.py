@@ -26,19 +26,22 @@ from typing import Any
 
 import numpy as np
 
+from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.replay.kernel import python_kernel, table_kernel
 from fedsim.engine.replay.metrics import MetricPlan
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.setup import initial_model, metric_params, problem_for
+from fedsim.engine.setup import initial_model, inner_counters, metric_params, problem_for
 from fedsim.errors import require
-from fedsim.local.forms import ClientForm, ServerForm
+from fedsim.local import make_client_rule
+from fedsim.local.forms import ClientForm, ServerForm, round_form
 from fedsim.problems.compiled import compiled_view
 from fedsim.trace import DIVERGE_NORM, Trace
 
-__all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams"]
+__all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams",
+           "client_form"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 
@@ -75,10 +78,15 @@ def noise_streams(seed: int, replicates: Sequence[int], n: int, compiled: bool) 
     return [[gen(bg) for bg in row] for row in client_bitgens(seed, replicates, n, "noise")]
 
 
-def _forms(client_rule: Any, server_rule: Any) -> tuple[ClientForm, ServerForm]:
-    cf = client_rule if isinstance(client_rule, ClientForm) else client_rule.replay_form()
-    sf = server_rule if isinstance(server_rule, ServerForm) else server_rule.replay_form()
-    return cf, sf
+def client_form(rule: Any) -> ClientForm:
+    """A client rule's replay form: its own ``replay_form()`` (compiled, or the same
+    functions interpreted), else its ``round`` method wrapped
+    (:func:`fedsim.local.forms.round_form`)."""
+    if isinstance(rule, ClientForm):
+        return rule
+    if hasattr(rule, "replay_form"):
+        return rule.replay_form()
+    return round_form(rule)
 
 
 def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPlan,
@@ -144,25 +152,39 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
                     info=info)
 
 
-def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any,
-                 server_rule: Any, *, replicates: Sequence[int], problem: Any = None,
+def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
+                 server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
                  w0: np.ndarray | None = None) -> list[Trace]:
     """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
-    the client and server rules (rule objects with ``replay_form()``, or their
-    :class:`~fedsim.engine.replay.kernel.ClientForm` / ``ServerForm``) replayed along it.
-    ``w0`` (R, d): initial models row by row (default the scenario's ``w^0``)."""
+    the client and server rules replayed along it.
+
+    ``client_rule``/``server_rule``: rule objects (or their
+    :class:`~fedsim.local.forms.ClientForm` / ``ServerForm``); default the scenario's
+    (:func:`fedsim.local.make_client_rule`, the algorithm's ``server``).  A client rule with
+    no compiled form runs its own ``round`` (:func:`client_form`), a fresh rule object per
+    replicate so that its counters (``Trace.info``) are the replicate's.  ``w0`` (R, d):
+    initial models row by row (default the scenario's ``w^0``)."""
     reps = [int(r) for r in replicates]
     require(len(reps) == len(tables), "replicates", len(reps),
             f"must name one replicate per table ({len(tables)})")
     problem = problem_for(scenario) if problem is None else problem
-    cf, sf = _forms(client_rule, server_rule)
+    a = scenario.algorithm
+    rule = make_client_rule(a, problem) if client_rule is None else client_rule
+    cf = client_form(rule)
+    fallback = not isinstance(rule, ClientForm) and not hasattr(rule, "replay_form")
+    srv = get_algorithm(a.name).server(a, problem) if server_rule is None else server_rule
+    sf = srv if isinstance(srv, ServerForm) else srv.replay_form()
     plan = metric_plan(scenario, problem)
     streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
     out = []
     for k, table in enumerate(tables):
+        if fallback and client_rule is None and k > 0:
+            rule = make_client_rule(a, problem)
+            cf = client_form(rule)
         start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
         res = replay_one(table, cf, sf, plan, streams[k], start)
+        info = {**res.info, **inner_counters(rule)} if fallback else res.info
         out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
                                final_w=res.final_w, diverged_step=res.diverged_step,
-                               info=res.info))
+                               info=info))
     return out

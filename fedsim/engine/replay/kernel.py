@@ -46,7 +46,8 @@ the worked example: ``sgd_update_for`` and ``SGDRule.replay_form``):
 * ``replay_form()`` on the rule object: a :class:`fedsim.local.forms.ClientForm`, compiled,
   or for a problem without a compiled view the same functions interpreted (``.py_func``
   with the interpreted oracles; ``Z`` is then whatever its ``draw_round`` fills, e.g. a
-  :class:`fedsim.local.sgd.RngSteps` holding the stream).
+  :class:`fedsim.local.forms.RngSteps` holding the stream; :func:`fedsim.local.forms.
+  round_form` wraps any rule object's own ``round`` so).
 
 A server rule provides ``apply(S, clients, reads, news, k, stale, kind, fp, cnt) -> fill``
 in its module under ``fedsim/servers/`` (:func:`fedsim.servers.fedasync.fedasync_step`)
@@ -86,6 +87,8 @@ def _loop_src(draw_round, update, apply, get_stream):
         d = hist.shape[2]
         s_rows = hist.shape[1]
         nrec = rec.shape[0]
+        j = isnap[0]
+        nxt = rec[j] if j < nrec else -1
         for t in range(t0 + 1, t1 + 1):
             a = ptr[t - 1]
             k = ptr[t] - a
@@ -105,30 +108,37 @@ def _loop_src(draw_round, update, apply, get_stream):
             S = hist[t & mask]
             prev = hist[(t - 1) & mask]
             for r in range(s_rows):
+                Sr = S[r]
+                pr = prev[r]
                 for m in range(d):
-                    S[r, m] = prev[r, m]
+                    Sr[m] = pr[m]
             fills[t - 1] = apply(S, clients, reads, news, k, stale, kind[t - 1], sfp, scnt)
             w = S[0]
             nrm = 0.0
             for m in range(d):
                 nrm += w[m] * w[m]
-            j = isnap[0]
             bad = not nrm <= div2
-            if bad or (j < nrec and rec[j] == t):
+            if bad or t == nxt:
+                sj = snap[j]
                 for m in range(d):
-                    snap[j, m] = w[m]
-                    if ergo:
-                        esnap[j, m] = wsum[m]
+                    sj[m] = w[m]
+                if ergo:
+                    ej = esnap[j]
+                    for m in range(d):
+                        ej[m] = wsum[m]
                 if prow >= 0:
                     for i2 in range(cst.shape[0]):
                         for m in range(d):
                             psnap[j, i2, m] = cst[i2, prow, m]
                 if bad:
+                    isnap[0] = j
                     return -t
-                isnap[0] = j + 1
+                j += 1
+                nxt = rec[j] if j < nrec else -1
             if ergo:
                 for m in range(d):
                     wsum[m] = wsum[m] + w[m]
+        isnap[0] = j
         return t1
 
     return run_table

@@ -35,8 +35,9 @@ __all__ = ["MetricPlan", "metric_rows_for"]
 @functools.cache
 def metric_rows_for(metrics: Any) -> Any:
     """``rows(mdata, codes, W, out)``: the view's compiled ``metrics`` of every row of ``W``
-    into the rows of ``out`` (compiled once per view kind, cached on disk)."""
-    @jit
+    into the rows of ``out`` (compiled once per view kind, cached on disk; no reference
+    counting, as in the replay loop)."""
+    @jit(nrt=False)
     def rows(mdata, codes, W, out):
         for r in range(W.shape[0]):
             metrics(mdata, codes, W[r], out[r])
