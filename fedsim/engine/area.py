@@ -34,18 +34,16 @@ modes unless every delay is bounded; not derived for AREA).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
-import simpy
 
 from fedsim.config import Scenario
-from fedsim.engine.delay_blocks import DelaySampler
-from fedsim.engine.event_columns import EventColumns
 from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.setup import initial_model
-from fedsim.engine.simpy_fast import at, stop_event, urgent_at
+from fedsim.engine.setup import RunSetup, initial_model
+from fedsim.engine.simpy_fast import at
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.local.area import AreaClientRule
@@ -103,7 +101,11 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    table = area_table(scenario, problem, streams, progress)
+    bar = _progress_bar(scenario) if progress else None
+    table = area_table(scenario, problem, streams)
+    if bar is not None:
+        bar.update(table.steps_done)
+        bar.close()
     cr = area_client_rule(scenario, problem)
     server = spec.server(scenario.algorithm, problem)
     tr = replay_table(scenario, [table], cr.replay_form(), server.replay_form(),
@@ -113,6 +115,13 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
         tr.info["invariant_max"] = area_invariant(scenario, problem, table, streams.replicate,
                                                   tr.steps_done)
     return tr
+
+
+def _progress_bar(scenario: Scenario) -> Any:
+    """A bar of the steps written (the table is written whole, then replayed)."""
+    from tqdm import tqdm
+
+    return tqdm(total=scenario.horizon.steps, file=sys.stderr, unit="step", leave=False)
 
 
 def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: int,
@@ -152,48 +161,42 @@ def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: in
     return worst
 
 
-def area_table(scenario: Scenario, problem, streams: Streams,
-               progress: bool = False) -> EventTable:
-    """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra.
+def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
+    """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra
+    (:class:`~fedsim.engine.setup.RunSetup` with ``table=True``: a
+    :class:`~fedsim.engine.steplog.TableLog`).
 
     One server step per global iteration k.  A client arrival is a step of kind
     ``"client"`` with one contribution (client i, ``c_read`` the version of the ``x_s``
-    its round computed from, M local steps, ``c_stale`` = k minus that version); an
-    aggregation is a step of kind ``"server"`` with none.  Algorithm 2: ``c_read`` is the
-    version the server replied with at the client's previous arrival (0 at the start);
-    the iterate model: the version current at the event (``t - 1``).  ``buffer_fill`` is
-    the number of messages since the last aggregation (the aggregation's: the number it
-    consumes).  The delays, the trigger (count, Poisson or periodic timer on the server's
-    ``timer`` stream) and the horizons are the module docstring's and
-    :func:`run_area`'s, event for event; the replay applies :func:`fedsim.local.area.
-    area_client` and :func:`fedsim.servers.area.area_server` along it.
+    its round computed from, M local steps, ``c_stale`` = k minus the version its last
+    round read); an aggregation is a step of kind ``"server"`` with none.  Algorithm 2:
+    ``c_read`` is the version the server replied with at the client's previous arrival (0
+    at the start); the iterate model: the version current at the event (``t - 1``).
+    ``buffer_fill`` is the number of messages since the last aggregation (the
+    aggregation's: the number it consumes).  The delays, the trigger (count, Poisson or
+    periodic timer on the server's ``timer`` stream), think pauses and the horizons are
+    the module docstring's, event for event.
     """
-    a, dc, tr = scenario.algorithm, scenario.delays, scenario.trigger
-    require(dc.read_at == "request", "delays.read_at", dc.read_at,
+    require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
             "must be 'request' for area (the server's reply carries x_s)")
-    n = problem.n
-    M = int(a.get("M"))
-    iterate = a.model == "iterate_model"
-    env = simpy.Environment()
-    done, stop = stop_event(env)
-    log = EventColumns(n=n, steps=scenario.horizon.steps, every=scenario.record.every,
-                       stop=stop, progress=progress)
-    per = M if dc.compute_per == "step" else 1
-    samplers = [DelaySampler(dc.for_client(i), streams.client(i, "delays"), per)
-                for i in range(n)]
-    count = {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
+    run = RunSetup(scenario, problem, streams, False, table=True)
+    env, log = run.env, run.log
+    M = int(run.rule.Q)
+    iterate = scenario.algorithm.model == "iterate_model"
+    samplers = run.make_samplers()
+    count = run.trigger_count()
     pending = [0]
 
-    def aggregate(now: float) -> bool:
+    def aggregate() -> bool:
         fill, pending[0] = pending[0], 0
-        return log.step(now, K_SERVER, -1, 0, 0.0, fill)
+        return log.step(env.now, K_SERVER, -1, 0, 0.0, fill)
 
     def arrival(i: int, t: float, read: int, prev: int, t_read: float) -> bool:
         """Client i's message at ``t``: its round reads version ``read``; the message
         counts its staleness from ``prev`` (the version its last round read)."""
         stale = log.t - prev
-        log.contribution(i, read, M, stale)
-        log.completed(i)
+        log.upload(i)
+        log.contribute(i, read, M, stale)
         pending[0] += 1
         return log.step(t, K_CLIENT, i, stale, t - t_read, pending[0])
 
@@ -209,12 +212,10 @@ def area_table(scenario: Scenario, problem, streams: Streams,
             if log.stopped or arrival(i, t, k_read, k_read, t_read):
                 return
             k_read, t_read = log.t, t
-            if count is not None and pending[0] >= count and aggregate(t):
+            if count is not None and pending[0] >= count and aggregate():
                 return
             if think != 0.0:
-                gate = log.idle_start(t)
-                yield at(env, t + think)
-                log.idle_end(t + think, gate)
+                yield from run.think_pause(t, think)
                 if log.stopped:
                     return
 
@@ -232,22 +233,9 @@ def area_table(scenario: Scenario, problem, streams: Streams,
                 return
             k_read, t_read = k, t
 
-    def timer():
-        rng = streams.server("timer")
-        param = tr.rate if tr.kind == "poisson" else tr.period
-        t = env.now
-        while True:
-            t = t + (rng.exponential(1.0 / param) if tr.kind == "poisson" else param)
-            yield at(env, t)
-            if log.stopped or aggregate(t):
-                return
-
-    for i in range(n):
+    for i in range(run.n):
         env.process(client_model(i) if iterate else client_algorithm(i))
-    if tr.kind in ("poisson", "period"):
-        env.process(timer())
-    t_end = scenario.horizon.time
-    if math.isfinite(t_end):
-        urgent_at(env, t_end).callbacks.append(lambda _ev: log.halt())
-    env.run(until=done)
-    return EventTable(**log.finish(sim_time=env.now, staleness_bound=math.inf))
+    run.start_timer(aggregate)
+    run.run_until_done()
+    return log.table(n=run.n, sim_time=env.now, every=scenario.record.every,
+                     staleness_bound=math.inf)

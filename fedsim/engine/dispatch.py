@@ -39,7 +39,7 @@ from fedsim.engine.replay.fedasync import fedasync_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for
 from fedsim.engine.sync import run_sync
-from fedsim.engine.window import run_window
+from fedsim.engine.window import window_tables
 from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import Trace
@@ -65,6 +65,7 @@ def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
 TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "fedasync_fast": _fedasync_tables,
     "physical": _physical_tables,
+    "window": window_tables,
 }
 
 
@@ -88,7 +89,6 @@ def _replayed(scenario, problem, streams, progress, spec) -> Trace:
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
-    "window": run_window,
     "sync": run_sync,
     "area": run_area,
     "asypfl": run_asypfl,
