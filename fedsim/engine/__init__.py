@@ -7,9 +7,9 @@ One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one i
 * :mod:`~fedsim.engine.dispatch`      -- :func:`run` and the runner table;
 * :mod:`~fedsim.engine.setup`         -- what every mode starts from (problem, ``w^0``,
   recorder, stop, horizon, timer, think pause, counters);
-* :mod:`~fedsim.engine.physical`      -- asynchronous physical model, buffered uploads;
-* :mod:`~fedsim.engine.fedasync_fast` -- its FedAsync hot path (one event per round);
-* :mod:`~fedsim.engine.reference`     -- the per-step specification of both;
+* :mod:`~fedsim.engine.physical`      -- asynchronous physical model: SimPy writes its event
+  table (no algebra); the replay applies the rules (:mod:`fedsim.engine.replay.driver`);
+* :mod:`~fedsim.engine.reference`     -- the per-step oracle that computes as it simulates;
 * :mod:`~fedsim.engine.window`, :mod:`~fedsim.engine.sync`, :mod:`~fedsim.engine.area`,
   :mod:`~fedsim.engine.asypfl` -- the other execution models;
 * :mod:`~fedsim.engine.delay_blocks`, :mod:`~fedsim.engine.steplog`,
@@ -17,8 +17,8 @@ One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one i
 * :mod:`~fedsim.engine.simpy_fast`    -- the only access to SimPy's private fields;
 * :mod:`~fedsim.engine.batch`         -- :func:`run_batch` and :func:`supports`: the batched
   replay where it applies, else a loop over :func:`run`;
-* :mod:`~fedsim.engine.replay`        -- the vectorised timelines and batched NumPy replay
-  (no SimPy; issue 10).
+* :mod:`~fedsim.engine.replay`        -- event tables, compiled timelines and the one
+  compiled replay (no SimPy).
 """
 
 from fedsim.engine.batch import run_batch, supports

@@ -35,12 +35,13 @@ from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import run_asypfl
 from fedsim.engine.physical import AsyncRun
 from fedsim.engine.replay.driver import replay_table
-from fedsim.engine.replay.fedasync import fedasync_tables
+from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.setup import check_problem, problem_for
+from fedsim.engine.setup import check_problem, problem_for, trigger_count
 from fedsim.engine.sync import run_sync
 from fedsim.engine.window import window_tables
 from fedsim.errors import require
+from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
@@ -49,7 +50,15 @@ __all__ = ["run", "RUNNERS", "TABLE_WRITERS", "table_writer", "replay_tables", "
 
 
 def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
+    """A count trigger: the upload timeline compiled or vectorised, grouped into steps
+    (no contention: the clients' cycles do not depend on the server); a timer trigger:
+    SimPy (:class:`~fedsim.engine.physical.AsyncRun`)."""
     spec = get_algorithm(scenario.algorithm.name)
+    K = trigger_count(scenario)
+    if K is not None:
+        return upload_tables(scenario, list(replicates), n=problem.n,
+                             Q=int(make_client_rule(scenario.algorithm, problem).Q), K=int(K),
+                             per_upload=bool(spec.step_per_upload))
     return [AsyncRun(scenario, problem, Streams(scenario.seed, r), False, spec).table()
             for r in replicates]
 

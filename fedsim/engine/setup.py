@@ -29,7 +29,7 @@ from fedsim.rng import Streams
 from fedsim.trace import Recorder
 
 __all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "metric_params",
-           "check_problem", "inner_counters"]
+           "check_problem", "inner_counters", "trigger_count"]
 
 _PROBLEMS: dict[str, Any] = {}
 _PROBLEM_CACHE = 8
@@ -76,6 +76,13 @@ def make_recorder(scenario: Scenario, problem, capacity: int = 2) -> Recorder:
     """The metric recorder (:func:`metric_params`)."""
     r = scenario.record
     return Recorder(problem, r.metrics, r.every, problem.n, capacity, *metric_params(scenario))
+
+
+def trigger_count(scenario: Scenario) -> int | None:
+    """Uploads per aggregation of a count trigger (``every_upload``: 1), else None (a
+    timer)."""
+    tr = scenario.trigger
+    return {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
 
 
 def check_problem(scenario: Scenario, problem) -> None:
@@ -159,9 +166,8 @@ class RunSetup:
 
     # -- trigger, timer, horizon --------------------------------------------------------
     def trigger_count(self) -> int | None:
-        """Uploads per aggregation of a count trigger (``every_upload``: 1), else None."""
-        tr = self.scenario.trigger
-        return {"every_upload": 1, "every_k": tr.count}.get(tr.kind)
+        """Uploads per aggregation of a count trigger (:func:`trigger_count`)."""
+        return trigger_count(self.scenario)
 
     def start_timer(self, fire: Callable[[], bool]) -> None:
         """A Poisson or periodic aggregation timer (server ``timer`` stream), if the trigger

@@ -6,8 +6,7 @@ engine computes arrival times by the very additions the per-step reference engin
 that float: ``now + (t - now)`` can differ from ``t`` in the last bit, which would change a
 trace.  So events are pushed onto SimPy's event heap directly, with SimPy's documented
 entry layout ``(time, priority, event id, event)`` (``simpy.core.Environment.schedule``
-does the same push with ``now + delay``).  The FedAsync hot path also re-arms one event
-object per client instead of allocating a ``Timeout`` per round.
+does the same push with ``now + delay``).
 
 Everything here depends on SimPy 4's internals, so ``setup.cfg`` pins ``simpy>=4.1,<5``
 (tested with 4.1.2); nothing else in fedsim may read a private SimPy attribute.
@@ -52,7 +51,7 @@ def pusher(env: simpy.Environment) -> tuple[list[Any], Any]:
     pushes ``(t, NORMAL, next(ids), event)`` itself (one ``heappush`` per round, no
     function call in between; the layout of :func:`at`).  The event must be a triggered
     event whose ``callbacks`` list is set (SimPy sets it to ``None`` once processed, so one
-    object can be re-armed, :mod:`fedsim.engine.fedasync_fast`)."""
+    object can be re-armed)."""
     return env._queue, env._eid
 
 

@@ -20,7 +20,7 @@ import pytest
 from fedsim.config import Scenario
 from fedsim.engine import run, run_batch
 from fedsim.engine.dispatch import make_async_run
-from fedsim.engine.replay.fedasync import fedasync_tables
+from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import problem_for
 from fedsim.errors import FedsimError
@@ -100,6 +100,37 @@ def test_simpy_writer_table_is_the_compiled_fedasync_timeline(delays):
         assert (a.sim_time, a.steps_done, a.staleness_bound) == (
             b.sim_time, b.steps_done, b.staleness_bound)
         for t in (1, 7, a.steps_done // 2, a.steps_done):  # divergence truncation agrees
+            for x, y in zip(a.truncated(t), b.truncated(t), strict=True):
+                assert np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("name, K, delays", [
+    ("fedbuff", 3, {"think": {"kind": "exponential", "rate": 3.0}, "read_at": "arrival"}),
+    ("asfedavg", 2, {"compute": {"kind": "constant", "value": 1.0},
+                     "think": {"kind": "constant", "value": 0.5}}),
+    ("fedbuff", 1, {"compute_per": "step"})])
+def test_simpy_writer_table_is_the_grouped_upload_timeline(name, K, delays):
+    """A count trigger: the SimPy writer's table is the compiled upload timeline grouped
+    ``K`` uploads a step (ties of constant delays included), its truncations too."""
+    d = json.loads(json.dumps(BASE))
+    d["algorithm"] = {"name": name, "Q": 2, "eta": 0.05, "buffer": K,
+                      **({"client_rule": "upload"} if name == "asfedavg" else {})}
+    d["trigger"] = {"kind": "every_k", "count": K} if K > 1 else {"kind": "every_upload"}
+    d["delays"] = {**d["delays"], **delays}
+    d["horizon"] = {"steps": 150}
+    sc = Scenario.from_dict(d)
+    p = problem_for(sc)
+    for r in (0, 2):
+        a = make_async_run(sc, p, Streams(sc.seed, r)).table()
+        b = upload_tables(sc, [r], n=p.n, Q=2, K=K, per_upload=False)[0]
+        for f in ("time", "kind", "client", "staleness_steps", "staleness_time",
+                  "buffer_fill", "ptr", "c_client", "c_read", "c_steps", "c_stale",
+                  "client_updates", "concurrency_time", "concurrency_busy", "metric_steps",
+                  "u_client", "u_before"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+        assert (a.sim_time, a.steps_done, a.staleness_bound) == (
+            b.sim_time, b.steps_done, b.staleness_bound)
+        for t in (1, 7, a.steps_done // 2, a.steps_done):
             for x, y in zip(a.truncated(t), b.truncated(t), strict=True):
                 assert np.array_equal(x, y)
 

@@ -1,24 +1,25 @@
-"""Replicates in lockstep (issue 10): a vectorised schedule and a batched NumPy replay.
+"""Event tables and the one replay (docs/INTERNALS.md section 3).
 
-* :mod:`fedsim.engine.replay.event_timeline` -- the FedAsync physical timeline of one
-  replicate by a compiled copy of the engine's event loop (Constant/Exponential delays);
+* :mod:`fedsim.engine.replay.table` -- ``EventTable``: one replicate's timeline (steps,
+  the contributions each consumes, per-run facts), what every timeline writer produces;
+* :mod:`fedsim.engine.replay.event_timeline` -- the physical model's upload timeline of one
+  replicate by a compiled copy of its event loop (Constant/Exponential delays);
 * :mod:`fedsim.engine.replay.timeline` -- the same timeline as cumulative sums of each
   client's renewal stream and a merge (no SimPy), in chunks, for any delay model; both
-  bitwise the event sequence of ``fedsim.engine.run``.
+  bitwise the SimPy writer's; ``uploads_table`` groups it into server steps;
 * :mod:`fedsim.engine.replay.streams` -- ``fedsim.rng``'s PCG64 streams as state rows, drawn
-  from compiled code (NumPy's numbers and states, bit for bit).
+  from compiled code (NumPy's numbers and states, bit for bit);
 * :mod:`fedsim.engine.replay.seeding` -- many ``fedsim.rng`` client streams at once (the
-  ``SeedSequence`` hash vectorised; the same bits at ~1/10 of the cost).
-* :mod:`fedsim.engine.replay.kernel` -- the one compiled replay loop: a client rule and a
-  server rule (bound per combination, from :mod:`fedsim.local` / :mod:`fedsim.servers`) and
-  a problem's compiled view along a timeline,
-  a ring buffer of past models, metrics at the recorded steps, divergence freezing.
-* :mod:`fedsim.engine.replay.fedasync` -- FedAsync replayed along R timelines, replicate by
-  replicate, through the kernel with the very rules the SimPy engine calls.
+  ``SeedSequence`` hash vectorised; the same bits at ~1/10 of the cost);
+* :mod:`fedsim.engine.replay.kernel` -- ``table_kernel``: the one compiled loop applying a
+  client rule and a server rule (their uniform forms, :mod:`fedsim.local.forms`) along an
+  event table, with the ring of server states, divergence freezing and snapshots;
+* :mod:`fedsim.engine.replay.metrics` -- the recorded metrics from the snapshots;
+* :mod:`fedsim.engine.replay.driver` -- ``replay_table``: R tables -> R Traces;
+* :mod:`fedsim.engine.replay.fedasync` -- the upload tables of a count trigger and FedAsync's
+  array-shaped ``replay_fedasync``;
 * :mod:`fedsim.engine.replay.area` -- AREA's Appendix A iterate model on problems with a
-  compiled view ([A] Theorem 8's norm family, Theorem 7's quadratics): one compiled loop per
-  replicate over its event table (:mod:`~fedsim.engine.replay.area_timeline`, its streams
-  drawn from :mod:`~fedsim.engine.replay.streams` rows), calling the engine's compiled rules.
+  compiled view (its own loop over its event table, :mod:`~fedsim.engine.replay.area_timeline`).
 
 Each module's docstring states the exact part of the engine contract it relies on.
 """

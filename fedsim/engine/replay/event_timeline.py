@@ -2,13 +2,13 @@
 
 For a scenario whose delay models are all ``Constant`` or ``Exponential``
 (:attr:`DelayPlan.vector <fedsim.engine.replay.delay_streams.DelayPlan>`), this module
-replays the event loop of ``fedsim.engine.fedasync_fast`` -- the physical model's clients
-as callbacks on one heap -- in compiled code, and emits the same
+runs the physical model's event loop -- the clients as callbacks on one heap, the order of
+the SimPy writer :class:`fedsim.engine.physical.AsyncRun` -- in compiled code, and emits the same
 :class:`~fedsim.engine.replay.timeline.TimelineChunk` rows as
 :class:`~fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge, which
 serves every other delay model).  No model values are involved.
 
-Contract with the engine (``FastAsyncRun.start``), event by event
+Contract with the SimPy writer, event by event
 -----------------------------------------------------------------
 *Order.*  SimPy processes events by ``(time, priority, eid)``; all client events are
 ``NORMAL`` and ``eid`` counts the pushes.  Each client has exactly one pending event, so

@@ -17,9 +17,9 @@ their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
    (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
    loop at the round's upload; a client's rounds are sequential, so it consumes its
    stream round after round as the engine does (which draws a round at its read);
-3. the loop of :func:`fedsim.engine.replay.kernel.replay_kernel` applies the client rule
-   (:func:`fedsim.local.sgd.sgd_round` with the view's compiled oracle) and the server
-   rule (:func:`fedsim.servers.fedasync.fedasync_apply`) along the chunk -- the very
+3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` applies the client rule
+   (:func:`fedsim.local.sgd.sgd_update_for` with the view's compiled oracle) and the server
+   rule (:func:`fedsim.servers.fedasync.fedasync_step`) along the table -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
    metrics are the view's compiled ones (for quadratics the closed forms
    :func:`~fedsim.problems.quadratic_view.quadratic_metrics` that
@@ -57,7 +57,7 @@ from fedsim.local.registry import get_client_rule
 from fedsim.local.sgd import sgd_round
 from fedsim.problems.compiled import compiled_view
 
-__all__ = ["BatchResult", "replay_fedasync", "supports", "fedasync_tables"]
+__all__ = ["BatchResult", "replay_fedasync", "supports", "fedasync_tables", "upload_tables"]
 
 
 def supports(scenario: Scenario) -> bool:
@@ -81,11 +81,20 @@ def supports(scenario: Scenario) -> bool:
 
 def fedasync_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,
                     chunk: int = 4096) -> list[EventTable]:
-    """The event tables of ``replicates``: the compiled event loop (Constant/Exponential
-    delays) or the vectorised merge, ``chunk`` uploads at a time, up to the step horizon or
-    the time horizon (module docstring)."""
+    """FedAsync's event tables (one server step per upload, :func:`upload_tables`)."""
+    return upload_tables(scenario, replicates, n=n, Q=Q, K=1, per_upload=True, chunk=chunk)
+
+
+def upload_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int, K: int,
+                  per_upload: bool, chunk: int = 4096) -> list[EventTable]:
+    """The event tables of ``replicates`` of an asynchronous physical scenario with a count
+    trigger (a step every ``K`` uploads): the upload timeline of the compiled event loop
+    (Constant/Exponential delays) or of the vectorised merge, ``chunk`` uploads at a time,
+    up to the step horizon (``K`` uploads a step) or the time horizon, grouped into steps by
+    :func:`~fedsim.engine.replay.timeline.uploads_table`.  The clients' cycles do not depend
+    on the server, so the uploads are those of FedAsync's timeline."""
     T = scenario.horizon.steps
-    T = int(T) if T is not None else None
+    U = int(T) * K if T is not None else None
     plan = DelayPlan(scenario)
     compiled_tl = supports_plan(plan)
     if compiled_tl:
@@ -94,9 +103,9 @@ def fedasync_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q:
     else:
         dbg = client_bitgens(scenario.seed, replicates, n, "delays")
     B = max(4, 16 // (Q if scenario.delays.compute_per == "step" else 1))
-    blocks = 8 if T is None else int(min(8, max(1, math.ceil(1.2 * T / (n * B)))))
+    blocks = 8 if U is None else int(min(8, max(1, math.ceil(1.2 * U / (n * B)))))
     bound = physical_staleness_bound(scenario.delays, n, Q,
-                                     scenario.delays.compute_per == "step", 1)
+                                     scenario.delays.compute_per == "step", K)
     out = []
     for k, r in enumerate(replicates):
         if compiled_tl:
@@ -104,19 +113,20 @@ def fedasync_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q:
         else:
             tl = FedAsyncTimeline(scenario, r, blocks=blocks, bitgens=dbg[k], plan=plan)
         chunks = []
-        t = 0
+        u = 0
         by_time = False
-        while T is None or t < T:
-            S = chunk if T is None else min(chunk, T - t)
+        while U is None or u < U:
+            S = chunk if U is None else min(chunk, U - u)
             c = tl.take(S)
             chunks.append(c)
-            t += c.time.size
+            u += c.time.size
             if c.time.size < S:
                 by_time = True
                 break
-        out.append(uploads_table(n, Q, chunks, steps=t, stop_by_time=by_time,
+        out.append(uploads_table(n, Q, chunks, uploads=u, stop_by_time=by_time,
                                  horizon_time=float(scenario.horizon.time),
-                                 every=int(scenario.record.every), staleness_bound=bound))
+                                 every=int(scenario.record.every), staleness_bound=bound,
+                                 K=K, per_upload=per_upload))
     return out
 
 

@@ -389,39 +389,57 @@ def timeline_arrays(scenario: Scenario, replicate: int, steps: int,
                                                  "b_delta", "b_gate", "b_before", "round")))
 
 
-def uploads_table(n: int, Q: int, chunks: list[TimelineChunk], *, steps: int,
+def uploads_table(n: int, Q: int, chunks: list[TimelineChunk], *, uploads: int,
                   stop_by_time: bool, horizon_time: float, every: int,
-                  staleness_bound: float) -> EventTable:
-    """The :class:`~fedsim.engine.replay.table.EventTable` of a one-upload-per-step
-    timeline (FedAsync's physical model) from its chunks, ``steps`` server steps: each step
-    an ``"upload"`` consuming the round read at ``omega`` (``Q`` local steps), staleness
-    ``t - 1 - omega`` (clipped at 0) and ``time - t_read``; the busy curve by
-    ``Recorder.busy``'s rule over the events the engine processed before it stopped
-    (module docstring, *Stop*)."""
-    T = int(steps)
+                  staleness_bound: float, K: int = 1, per_upload: bool = True) -> EventTable:
+    """The :class:`~fedsim.engine.replay.table.EventTable` of the asynchronous physical
+    model with a count trigger from its upload timeline (the chunks' first ``uploads``
+    uploads): server step ``s`` consumes uploads ``(s-1) K + 1 .. s K`` in arrival order
+    (``K = 1``: FedAsync), at the time of the last; the kind ``"upload"`` (``per_upload``)
+    else ``"aggregate"``; the client the uploader when ``K = 1`` else -1; the staleness of
+    an upload is the server steps done at its arrival minus those done at its read
+    (``omega`` counts uploads: ``omega // K`` steps), a step's the largest of its uploads,
+    in steps and in time (``time - t_read``).  Uploads after the last step are counted in
+    ``client_updates`` (a time horizon).  The busy curve by ``Recorder.busy``'s rule over
+    the events the engine processed before it stopped (module docstring, *Stop*); the
+    ``b_*`` columns in server steps (``// K``)."""
+    U = int(uploads)
+    K = int(K)
+    T = U // K
 
     def col(name: str, dt: Any) -> np.ndarray:
         parts = [getattr(c, name) for c in chunks]
         return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)
 
-    time, client = col("time", np.float64)[:T], col("client", np.int64)[:T]
-    omega, t_read = col("omega", np.int64)[:T], col("t_read", np.float64)[:T]
+    time, client = col("time", np.float64)[:U], col("client", np.int64)[:U]
+    omega, t_read = col("omega", np.int64)[:U], col("t_read", np.float64)[:U]
     bt, bd = col("b_time", np.float64), col("b_delta", np.int64)
     bg, bb = col("b_gate", np.int64), col("b_before", np.int64)
-    stale = (np.arange(T, dtype=np.int64) - omega).clip(0)
-    sim_time = float(horizon_time) if stop_by_time else (float(time[-1]) if T else 0.0)
-    ok = (bg <= T) if stop_by_time else (
-        (bg < T) & ((bd > 0) | (bb < T) | (bt == sim_time)))
+    before = np.arange(U, dtype=np.int64) // K
+    stale = (before - omega // K).clip(0)
+    P = T * K
+    if K == 1:
+        st_time = time[:T] - t_read[:T]
+        st_steps, step_time, who = stale[:T], time[:T], client[:T]
+    else:
+        step_time = time[K - 1:P:K]
+        st_time = (step_time[:, None] - t_read[:P].reshape(T, K)).max(axis=1)
+        st_steps = stale[:P].reshape(T, K).max(axis=1)
+        who = np.full(T, -1, np.int64)
+    sim_time = float(horizon_time) if stop_by_time else (float(time[U - 1]) if U else 0.0)
+    ok = (bg <= U) if stop_by_time else (
+        (bg < U) & ((bd > 0) | (bb < U) | (bt == sim_time)))
     ct, cb = busy_curve(n, bt[ok], bd[ok])
     ms = np.arange(0, T + 1, every, dtype=np.int64)
     if T % every:
         ms = np.append(ms, T)
+    kind = KINDS.index("upload" if per_upload else "aggregate")
     return EventTable(
-        time=time, kind=np.full(T, KINDS.index("upload"), np.int8), client=client,
-        staleness_steps=stale, staleness_time=time - t_read, buffer_fill=np.ones(T, np.int32),
-        ptr=np.arange(T + 1, dtype=np.int64), c_client=client, c_read=omega,
-        c_steps=np.full(T, Q, np.int32), c_stale=stale, sim_time=sim_time, steps_done=T,
-        client_updates=np.bincount(client, minlength=n), concurrency_time=ct,
-        concurrency_busy=cb, metric_steps=ms, staleness_bound=staleness_bound,
-        u_client=client, u_before=np.arange(T, dtype=np.int64), b_time=bt, b_delta=bd,
-        b_gate=bg, b_before=bb)
+        time=step_time, kind=np.full(T, kind, np.int8), client=who,
+        staleness_steps=st_steps, staleness_time=st_time, buffer_fill=np.full(T, K, np.int32),
+        ptr=np.arange(0, P + 1, K, dtype=np.int64), c_client=client[:P],
+        c_read=omega[:P] // K, c_steps=np.full(P, Q, np.int32), c_stale=stale[:P],
+        sim_time=sim_time, steps_done=T, client_updates=np.bincount(client, minlength=n),
+        concurrency_time=ct, concurrency_busy=cb, metric_steps=ms,
+        staleness_bound=staleness_bound, u_client=client, u_before=before, b_time=bt,
+        b_delta=bd, b_gate=bg // K, b_before=bb // K)
