@@ -34,25 +34,28 @@ modes unless every delay is bounded; not derived for AREA).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.setup import RunSetup
+from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.table import EventTable
+from fedsim.engine.setup import RunSetup, initial_model
 from fedsim.engine.simpy_fast import at
 from fedsim.errors import require
-from fedsim.local.area import AreaClients
+from fedsim.local import make_client_rule
+from fedsim.local.area import AreaClientRule
 from fedsim.rng import Streams
-from fedsim.servers.area import StepSizes, theorem7_step_sizes
-from fedsim.servers.base import Upload
+from fedsim.servers.area import AreaRule, StepSizes, theorem7_step_sizes
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_area", "step_schedule", "event_probabilities"]
+__all__ = ["run_area", "area_table", "area_client_rule", "area_invariant", "step_schedule",
+           "event_probabilities"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
-_NO_UPLOADS: tuple[Upload, ...] = ()
 
 
 def event_probabilities(scenario: Scenario) -> tuple[np.ndarray, float]:
@@ -79,44 +82,125 @@ def step_schedule(scenario: Scenario, problem) -> StepSizes:
     return StepSizes(s.kind, s.value, s.c, s.d)
 
 
+def area_client_rule(scenario: Scenario, problem) -> AreaClientRule:
+    """AREA's client rule of ``scenario``: the registered client rule's M-step SGD kernel,
+    the step schedule (:func:`step_schedule`) and the model."""
+    a = scenario.algorithm
+    return AreaClientRule(sgd=make_client_rule(a, problem), steps=step_schedule(scenario, problem),
+                          iterate=a.model == "iterate_model")
+
+
 def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec: Any = None,
              *, check_invariant: bool = False) -> Trace:
-    """Simulate AREA; ``check_invariant`` records ``max |x_s + u_s - ybar|`` in ``info``."""
+    """AREA's run: its event table (:func:`area_table`) replayed through the one replay
+    (:func:`fedsim.engine.replay.driver.replay_table`) with the client rule
+    :func:`fedsim.local.area.area_client_for` and the server rule
+    :func:`fedsim.servers.area.area_server`.  ``info["k"]``: the global iterations done;
+    ``check_invariant`` records ``max |x_s + u_s - ybar|`` (:func:`area_invariant`) in
+    ``info["invariant_max"]``."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    a = scenario.algorithm
+    bar = _progress_bar(scenario) if progress else None
+    table = area_table(scenario, problem, streams)
+    if bar is not None:
+        bar.update(table.steps_done)
+        bar.close()
+    cr = area_client_rule(scenario, problem)
+    server = spec.server(scenario.algorithm, problem)
+    tr = replay_table(scenario, [table], cr.replay_form(), server.replay_form(),
+                      replicates=[streams.replicate], problem=problem)[0]
+    tr.info["k"] = tr.steps_done
+    if check_invariant:
+        tr.info["invariant_max"] = area_invariant(scenario, problem, table, streams.replicate,
+                                                  tr.steps_done)
+    return tr
+
+
+def _progress_bar(scenario: Scenario) -> Any:
+    """A bar of the steps written (the table is written whole, then replayed)."""
+    from tqdm import tqdm
+
+    return tqdm(total=scenario.horizon.steps, file=sys.stderr, unit="step", leave=False)
+
+
+def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: int,
+                   steps: int) -> float:
+    """``max_t |x_{s,t} + u_{s,t} - mean_i y_{i,t}|`` over steps ``1..steps`` of ``table``
+    ([A] Appendix A: 0 up to rounding): a diagnostic walk through the same rule functions
+    as the replay, called per step from Python (:meth:`AreaClientRule.run`,
+    :func:`fedsim.servers.area.area_server`), each round's numbers drawn from the client's
+    ``noise`` stream as the engine draws them (:meth:`AreaClientRule.draw_round`)."""
+    cr = area_client_rule(scenario, problem)
+    sf = AreaRule(problem.n).replay_form()
+    n, d = problem.n, problem.dim
+    w0 = initial_model(problem, scenario)
+    hist = np.empty((steps + 1, sf.s_rows, d))
+    sf.init_state(hist[0], w0)
+    cst = np.empty((n, cr.c_rows, d))
+    for i in range(n):
+        cr.init_state(cst[i], w0)
+    streams = Streams(scenario.seed, replicate)
+    gens = [streams.client(i, "noise") for i in range(n)]
+    blk = np.empty(cr.M * cr.k)
+    fp = cr.params()
+    news, reads = np.zeros((n, d)), np.zeros((n, d))
+    cnt = np.zeros(1, dtype=np.int64)
+    worst = 0.0
+    for t in range(1, steps + 1):
+        lo, hi = int(table.ptr[t - 1]), int(table.ptr[t])
+        for c, p in enumerate(range(lo, hi)):
+            i, tr = int(table.c_client[p]), int(table.c_read[p])
+            reads[c] = hist[tr, 0]
+            cr.run(i, cst[i], reads[c], tr, cr.draw_round(gens[i], i, blk), fp, news[c], cnt)
+        hist[t] = hist[t - 1]
+        sf.apply(hist[t], table.c_client[lo:hi], reads, news, hi - lo, table.c_stale[lo:hi],
+                 int(table.kind[t - 1]), sf.fp, cnt)
+        gap = hist[t, 0] + hist[t, 1] - cst[:, 1].mean(axis=0)
+        worst = max(worst, float(np.max(np.abs(gap))))
+    return worst
+
+
+def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
+    """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra
+    (:class:`~fedsim.engine.setup.RunSetup` with ``table=True``: a
+    :class:`~fedsim.engine.steplog.TableLog`).
+
+    One server step per global iteration k.  A client arrival is a step of kind
+    ``"client"`` with one contribution (client i, ``c_read`` the version of the ``x_s``
+    its round computed from, M local steps, ``c_stale`` = k minus the version its last
+    round read); an aggregation is a step of kind ``"server"`` with none.  Algorithm 2:
+    ``c_read`` is the version the server replied with at the client's previous arrival (0
+    at the start); the iterate model: the version current at the event (``t - 1``).
+    ``buffer_fill`` is the number of messages since the last aggregation (the
+    aggregation's: the number it consumes).  The delays, the trigger (count, Poisson or
+    periodic timer on the server's ``timer`` stream), think pauses and the horizons are
+    the module docstring's, event for event.
+    """
     require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
             "must be 'request' for area (the server's reply carries x_s)")
-    rule = spec.server(a, problem)
-    run = RunSetup(scenario, problem, streams, progress)
-    env, sgd, rec, log, n = run.env, run.rule, run.rec, run.log, run.n
-    alpha = step_schedule(scenario, problem)
-    server = rule.init(run.w)
-    clients = AreaClients(run.w, n, sgd)
-    noise = run.make_noise()
+    run = RunSetup(scenario, problem, streams, False, table=True)
+    env, log = run.env, run.log
+    M = int(run.rule.Q)
+    iterate = scenario.algorithm.model == "iterate_model"
     samplers = run.make_samplers()
-    inv = {"max": 0.0}
-    iterate = a.model == "iterate_model"
     count = run.trigger_count()
-    rec.busy(0.0, 1.0)
-
-    def check() -> None:
-        if check_invariant:
-            r = server.x_s + server.u_s - clients.y.mean(axis=0)
-            inv["max"] = max(inv["max"], float(np.max(np.abs(r))))
+    pending = [0]
 
     def aggregate() -> bool:
-        _, diag = rule.apply(server, _NO_UPLOADS)
-        check()
-        return log.log(env.now, K_SERVER, -1, 0, 0.0, diag["fill"], server.x_s)
+        fill, pending[0] = pending[0], 0
+        return log.step(env.now, K_SERVER, -1, 0, 0.0, fill)
 
-    def arrival(i: int, k_read: int, m: np.ndarray) -> None:
-        rule.apply(server, (Upload(i, None, m, server.k - k_read),))
+    def arrival(i: int, t: float, read: int, prev: int, t_read: float) -> bool:
+        """Client i's message at ``t``: its round reads version ``read``; the message
+        counts its staleness from ``prev`` (the version its last round read)."""
+        stale = log.t - prev
+        log.upload(i)
+        log.contribute(i, read, M, stale)
+        pending[0] += 1
+        return log.step(t, K_CLIENT, i, stale, t - t_read, pending[0])
 
     def client_algorithm(i: int):
-        x_recv = server.x_s.copy()
-        a_recv = alpha(0)
         k_read, t_read = 0, 0.0
         while True:
             download, compute, upload, think = samplers[i].next_round()
@@ -125,19 +209,10 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
                 t = t + c
             t = t + upload
             yield at(env, t)
-            if log.stopped:
+            if log.stopped or arrival(i, t, k_read, k_read, t_read):
                 return
-            m = clients.event(i, x_recv, a_recv, noise[i], False)
-            stale_steps = server.k - k_read
-            arrival(i, k_read, m)
-            rec.client_updates[i] += 1
-            check()
-            if log.log(t, K_CLIENT, i, stale_steps, t - t_read, server.pending, server.x_s):
-                return
-            np.copyto(x_recv, server.x_s)
-            a_recv = alpha(server.k)
-            k_read, t_read = server.k, t
-            if count is not None and server.pending >= count and aggregate():
+            k_read, t_read = log.t, t
+            if count is not None and pending[0] >= count and aggregate():
                 return
             if think != 0.0:
                 yield from run.think_pause(t, think)
@@ -153,20 +228,14 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
             yield at(env, t)
             if log.stopped:
                 return
-            k = server.k
-            m = clients.event(i, server.x_s, alpha(k), noise[i], True)
-            arrival(i, k_read, m)
-            rec.client_updates[i] += 1
-            check()
-            if log.log(t, K_CLIENT, i, k - k_read, t - t_read, server.pending, server.x_s):
+            k = log.t
+            if arrival(i, t, k, k_read, t_read):
                 return
             k_read, t_read = k, t
 
-    for i in range(n):
+    for i in range(run.n):
         env.process(client_model(i) if iterate else client_algorithm(i))
     run.start_timer(aggregate)
     run.run_until_done()
-    if check_invariant:
-        rec.info["invariant_max"] = inv["max"]
-    rec.info["k"] = server.k
-    return log.finish(server.x_s, env.now, math.inf)
+    return log.table(n=run.n, sim_time=env.now, every=scenario.record.every,
+                     staleness_bound=math.inf)

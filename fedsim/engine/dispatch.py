@@ -39,7 +39,7 @@ from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
 from fedsim.engine.sync import sync_tables
-from fedsim.engine.window import run_window
+from fedsim.engine.window import window_tables
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.rng import Streams
@@ -75,6 +75,7 @@ TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "fedasync_fast": _fedasync_tables,
     "physical": _physical_tables,
     "sync": sync_tables,
+    "window": window_tables,
 }
 
 
@@ -98,7 +99,6 @@ def _replayed(scenario, problem, streams, progress, spec) -> Trace:
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
-    "window": run_window,
     "area": run_area,
     "asypfl": run_asypfl,
 }

@@ -8,69 +8,77 @@ Q local steps from ``w^{Omega(t)}`` (its own ``noise`` stream) and
 buffer.  There are no physical delays: the ``time`` column is the step index and the
 concurrency curve is empty (NaN mean).  ``staleness_bound = max{s : pi_s > 0}``.
 This is the paper's abstraction, not a physical one-job-per-client system.
+
+The model runs as table -> replay: :func:`window_table` writes the steps (no algebra; a
+:class:`~fedsim.engine.steplog.TableLog`), :func:`window_tables` is its entry in
+``fedsim.engine.dispatch.TABLE_WRITERS``, and ``fedsim.engine.run``/``run_batch`` replay it
+(:func:`fedsim.engine.replay.driver.replay_table`) with the algorithm's client rule and
+FedAsync's server rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import BLOCK
-from fedsim.engine.setup import RunSetup, inner_counters
+from fedsim.engine.replay.table import EventTable
+from fedsim.engine.steplog import TableLog
 from fedsim.rng import Streams
-from fedsim.servers.base import Upload
-from fedsim.trace import KINDS, Trace
+from fedsim.trace import KINDS
 
-__all__ = ["run_window"]
+__all__ = ["window_table", "window_tables"]
 
 K_UPLOAD = KINDS.index("upload")
 
 
-def run_window(scenario: Scenario, problem, streams: Streams, progress: bool,
-               spec: Any = None) -> Trace:
-    """Simulate the window model (module docstring)."""
-    if spec is None:
-        from fedsim.algorithms import get_algorithm
-        spec = get_algorithm(scenario.algorithm.name)
+def _horizon(scenario: Scenario) -> int:
+    """Steps of the window model: ``horizon.steps``, cut by a time horizon (time is the
+    step index; events at the horizon time are not processed)."""
+    T = scenario.horizon.steps
+    if math.isfinite(scenario.horizon.time):
+        T = min(T, max(0, math.ceil(scenario.horizon.time) - 1))
+    return T
+
+
+def window_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
+    """The window model's event table (REPLAY_SPEC 1; module docstring), no algebra: step
+    t (1-based) is an ``"upload"`` of client ``i_t`` whose round reads ``w^{t-1-s_t}``
+    (``c_read = max(t - 1 - s_t, 0)``, ``c_stale = t - 1 - c_read``), ``i_t`` and ``s_t``
+    drawn from the server's ``events`` stream in blocks of ``8 BLOCK`` (uploaders, then
+    delays ``~ pi``); the time column is the step index, there is no busy curve, and
+    ``staleness_bound = max{s : pi_s > 0}``."""
     a = scenario.algorithm
     n = problem.n
     tau = int(a.tau)
     pmf = np.asarray(a.get("delay_pmf"), dtype=np.float64)
     pmf = pmf / pmf.sum()
-    T = scenario.horizon.steps
-    if math.isfinite(scenario.horizon.time):  # time is the step index; events at the horizon
-        T = min(T, max(0, math.ceil(scenario.horizon.time) - 1))  # time are not processed
-    run = RunSetup(scenario, problem, streams, progress, steps=T, simulate=False)
-    rule, rec, log = run.rule, run.rec, run.log
-    server = spec.server(a, problem)
-    w = server.init(run.w)
-    ring = np.tile(w, (tau + 1, 1))
+    T = _horizon(scenario)
+    Q = int(a.get("Q") or 1)
+    log = TableLog(T)
     ev = streams.server("events")
-    noise = run.make_noise()
-    out = np.empty(problem.dim)
-    updates = rec.client_updates
-    j = 0
-    who: list[int] = []
-    lag: list[int] = []
+    blk = BLOCK * 8
     for t in range(T):
-        if j == len(who):
-            who = ev.integers(0, n, size=BLOCK * 8).tolist()
-            lag = ev.choice(tau + 1, size=BLOCK * 8, p=pmf).tolist()
-            j = 0
-        i, s = who[j], lag[j]
-        j += 1
+        if t % blk == 0:
+            who = ev.integers(0, n, size=blk).tolist()
+            lag = ev.choice(tau + 1, size=blk, p=pmf).tolist()
+        i, s = who[t % blk], lag[t % blk]
         omega = t - s if s <= t else 0
-        w_read = ring[omega % (tau + 1)]
-        rule.round(i, w_read, out, noise[i])
-        updates[i] += 1
-        w, _ = server.apply(w, (Upload(i, w_read, out, t - omega),))
-        ring[(t + 1) % (tau + 1)] = w
-        if log.log(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1, w):
-            break
-    bound = float(np.max(np.nonzero(pmf > 0)[0])) if tau >= 0 else 0.0
-    rec.info.update(inner_counters(rule))
-    rec.info["time_is_step_index"] = True
-    return log.finish(w, float(log.t), bound if math.isfinite(bound) else math.inf)
+        log.upload(i)
+        log.contribute(i, omega, Q, t - omega)
+        log.step(float(t + 1), K_UPLOAD, i, t - omega, float(t - omega), 1)
+    table = log.table(n=n, sim_time=float(log.t), every=scenario.record.every,
+                      staleness_bound=float(np.max(np.nonzero(pmf > 0)[0])),
+                      info={"time_is_step_index": True})
+    return dataclasses.replace(table, concurrency_time=np.empty(0),
+                               concurrency_busy=np.empty(0))
+
+
+def window_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
+    """:func:`window_table` of each replicate (``fedsim.engine.dispatch.TABLE_WRITERS``)."""
+    return [window_table(scenario, problem, Streams(scenario.seed, int(r)))
+            for r in replicates]

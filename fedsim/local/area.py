@@ -41,16 +41,56 @@ import numpy as np
 
 from fedsim.errors import check_integer, require
 from fedsim.jit import Bound, cache_closure, jit
+from fedsim.local.forms import ClientForm, tag_closure
 from fedsim.local.registry import ConfigRule
-from fedsim.local.sgd import SGDRule, round_block, sgd_round
+from fedsim.local.sgd import RngSteps, SGDRule, problem_sample_grad, round_block, sgd_round
 
-__all__ = ["AreaClients", "AreaState", "area_update", "area_update_for"]
+__all__ = ["AreaClients", "AreaState", "AreaClientRule", "StepSizes", "step_at", "area_update",
+           "area_update_for", "area_client_for", "area_client_interpreted", "C_ROWS",
+           "FP_ITERATE"]
+
+
+@jit(inline=True)
+def step_at(sp, k):
+    """``alpha_k`` of the schedule ``sp`` (:attr:`StepSizes.sp`: ``[0, value, 0, 0]``
+    constant, ``[1, 0, c, d]`` for ``c/(k + d)``)."""
+    if sp[0] == 0.0:
+        return sp[1]
+    return sp[2] / (k + sp[3])
+
+
+class StepSizes:
+    """``alpha_k`` as a function of the global counter k (``kind``: constant | c_over_k_plus_d)."""
+
+    def __init__(self, kind: str, value: float | None = None, c: float | None = None,
+                 d: float | None = None) -> None:
+        require(kind in ("constant", "c_over_k_plus_d"), "algorithm.alpha.kind", kind,
+                "must be 'constant' or 'c_over_k_plus_d'")
+        self.kind = kind
+        if kind == "constant":
+            require(value is not None and value > 0, "algorithm.alpha.value", value,
+                    "must be > 0")
+            self.value = float(value)
+        else:
+            require(c is not None and c > 0, "algorithm.alpha.c", c, "must be > 0")
+            require(d is not None and d > 0, "algorithm.alpha.d", d, "must be > 0")
+            self.c, self.d = float(c), float(d)
+        #: the schedule as :func:`step_at` reads it (``[kind code, value, c, d]``)
+        self.sp = (np.array([0.0, self.value, 0.0, 0.0]) if kind == "constant"
+                   else np.array([1.0, 0.0, self.c, self.d]))
+
+    def __call__(self, k: int) -> float:
+        return float(step_at.py_func(self.sp, k))
+
+    def table(self, K: int) -> np.ndarray:
+        """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
+        return np.array([self(k) for k in range(int(K))], dtype=np.float64)
 
 
 @jit(cache=False, inline=True)
-def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate):
-    """One event of client ``i``; ``state[0]``: local models ``x``, ``state[1]``: memories
-    ``y`` (``(2, n, d)``); the message ``m_i`` is written into ``m``.
+def area_update(client_round, grad, view, i, x_s, x, y, m, Z, alpha, M, g, iterate):
+    """One event of client ``i`` on its local model ``x`` and memory ``y`` (rows of the
+    clients' state, updated in place); the message ``m_i`` is written into ``m``.
 
     ``iterate`` ([A] Appendix A, eqs. (5)-(6)): ``m_i = x_i - y_i``, ``y_i <- x_i``, then
     ``x_i <- G^M_{i,alpha}[x_s]``.  Otherwise ([A] Algorithm 2): ``x_i <- G^M_{i,alpha}
@@ -58,28 +98,72 @@ def area_update(client_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iter
     ``G^M`` is ``client_round(grad, view, i, x_s, x_i, Z, alpha, M, g)`` (M local SGD steps
     with step ``alpha`` and the round's randomness ``Z``).
     """
-    x = state[0, i]
     if not iterate:
         client_round(grad, view, i, x_s, x, Z, alpha, M, g)
     for k in range(x.shape[0]):
-        m[k] = x[k] - state[1, i, k]
-        state[1, i, k] = x[k]
+        m[k] = x[k] - y[k]
+        y[k] = x[k]
     if iterate:
         client_round(grad, view, i, x_s, x, Z, alpha, M, g)
     return 0
 
 
+#: rows of a client's state in the replay's layout (:func:`area_client_for`): local model x_i,
+#: memory y_i, and the round's gradient scratch
+C_ROWS = 3
+#: ``fp`` of :func:`area_client_for`: entries 0-3 the step schedule
+#: (:attr:`fedsim.servers.area.StepSizes.sp`), entry 4 1.0 for the iterate model, 0.0
+#: for Algorithm 2
+FP_ITERATE = 4
+
+
 @functools.cache
 def area_update_for(grad: Any) -> Any:
     """:func:`area_update` with :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad``
-    bound: ``update(view, i, x_s, state, m, Z, alpha, M, g, iterate)``, compiled once per
+    bound: ``update(view, i, x_s, x, y, m, Z, alpha, M, g, iterate)``, compiled once per
     oracle (both inlined) and cached on disk (:func:`fedsim.jit.cache_closure`), as
     :func:`fedsim.local.sgd.sgd_round_for`."""
     @jit
-    def bound_update(view, i, x_s, state, m, Z, alpha, M, g, iterate):
-        return area_update(sgd_round, grad, view, i, x_s, state, m, Z, alpha, M, g, iterate)
+    def bound_update(view, i, x_s, x, y, m, Z, alpha, M, g, iterate):
+        return area_update(sgd_round, grad, view, i, x_s, x, y, m, Z, alpha, M, g, iterate)
 
     return cache_closure(bound_update)
+
+
+def _area_client_src(event: Any, round_fn: Any, grad: Any, step: Any) -> Any:
+    """The replay's client rule on the functions it calls (compiled, or their ``py_func``:
+    one source for both paths)."""
+
+    def area_client(vdata, i, cst, read, tread, Z, nsteps, fp, out, cnt):
+        """REPLAY_SPEC 2: :func:`area_update` of client ``i`` on its state ``cst`` (rows
+        ``x_i``, ``y_i``, scratch; :data:`C_ROWS`) from the server model ``read`` of
+        version ``tread``, with ``alpha_{tread}`` of the schedule in ``fp``
+        (:func:`fedsim.servers.area.step_at`; Algorithm 1 replies ``x_s`` with ``alpha_k``
+        at iteration k, the iterate model computes from ``x_{s,k}`` with ``alpha_k``) and
+        ``nsteps = M`` local steps; the message ``m_i`` into ``out``."""
+        event(round_fn, grad, vdata, i, read, cst[0], cst[1], out, Z, step(fp, tread), nsteps,
+              cst[2], fp[FP_ITERATE] != 0.0)
+        return 0
+
+    return area_client
+
+
+@functools.cache
+def area_client_for(grad: Any) -> Any:
+    """AREA's client rule in the replay's uniform shape ``update(vdata, i, cst, read, tread,
+    Z, nsteps, fp, out, cnt)`` (REPLAY_SPEC 2), :func:`area_update` with
+    :func:`~fedsim.local.sgd.sgd_round` and the oracle ``grad`` bound, compiled inline (as
+    ``fedsim.local.sgd.sgd_update_for``)."""
+    return jit(cache=False, inline=True)(
+        tag_closure(_area_client_src(area_update, sgd_round, grad, step_at), grad))
+
+
+def area_client_interpreted() -> Any:
+    """The same rule interpreted: ``area_update.py_func`` with ``sgd_round.py_func``, the
+    problem's Python oracle (:func:`~fedsim.local.sgd.problem_sample_grad`; ``vdata =
+    (problem, batch)``, ``Z`` a :class:`~fedsim.local.sgd.RngSteps`)."""
+    return _area_client_src(area_update.py_func, sgd_round.py_func, problem_sample_grad,
+                            step_at.py_func)
 
 
 class AreaState:
@@ -157,11 +241,12 @@ class AreaClients(ConfigRule):
                 "must be 'algorithm' or 'iterate_model' for AREA clients")
         iterate = model == "iterate_model"
         if self._update is None:
-            area_update.py_func(self._rule_round, None, None, i, x_s, state.s, out, rng,
-                                float(alpha), self.M, self.g, iterate)
+            area_update.py_func(self._rule_round, None, None, i, x_s, state.s[0, i],
+                                state.s[1, i], out, rng, float(alpha), self.M, self.g, iterate)
         else:
             Z = round_block(self.cv, rng, i, self.M, self.cv.draws, self._blk)
-            self._update(i, x_s, state.s, out, Z, float(alpha), self.M, self.g, iterate)
+            self._update(i, x_s, state.s[0, i], state.s[1, i], out, Z, float(alpha), self.M,
+                         self.g, iterate)
         return out, state
 
     def _rule_round(self, grad, view, i, w_read, out, rng, eta, Q, g) -> int:
@@ -179,3 +264,58 @@ class AreaClients(ConfigRule):
     def ybar(self) -> np.ndarray:
         """mean_i y_i."""
         return self.state.y.mean(axis=0)
+
+
+class AreaClientRule:
+    """AREA's client rule in the replay's shape (REPLAY_SPEC 2): :func:`area_client_for` on
+    :data:`C_ROWS` state rows per client, the M-step SGD kernel ``sgd`` (its compiled view
+    gives the oracle and the draws of a step), the step schedule ``steps`` and the model
+    (``iterate``: [A] Appendix A; else Algorithm 2)."""
+
+    c_rows = C_ROWS
+
+    def __init__(self, *, sgd: SGDRule, steps: StepSizes, iterate: bool) -> None:
+        self.sgd = sgd
+        self.steps = steps
+        self.iterate = bool(iterate)
+        self.M = int(sgd.Q)
+        self.cv = sgd.cv
+        #: the numbers one local step draws (0 on the interpreted path, which draws from
+        #: the client's generator itself)
+        self.k = int(sgd.draws)
+        self.update = (area_client_interpreted() if self.cv is None
+                       else area_client_for(self.cv.grad))
+
+    def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
+        """``x_{i,0} = y_{i,0} = x_{s,0}`` (scratch row zeroed)."""
+        cst[0] = w0
+        cst[1] = w0
+        cst[2] = 0.0
+
+    def params(self) -> np.ndarray:
+        """``fp``: the schedule (:attr:`StepSizes.sp`), then the model flag (:data:`FP_ITERATE`)."""
+        return np.append(self.steps.sp, 1.0 if self.iterate else 0.0)
+
+    def draw_round(self, rng: np.random.Generator, i: int, blk: np.ndarray) -> Any:
+        """The round's randomness: ``(M, k)`` from ``rng`` in one call on the compiled path
+        (:func:`~fedsim.local.sgd.round_block`), the generator itself interpreted."""
+        if self.cv is None:
+            return RngSteps(rng)
+        return round_block(self.cv, rng, i, self.M, self.k, blk)
+
+    def run(self, i: int, cst: np.ndarray, read: np.ndarray, tread: int, Z: Any,
+            fp: np.ndarray, out: np.ndarray, cnt: np.ndarray) -> None:
+        """One event of client ``i``: :func:`area_client_for`'s compiled rule, or the same
+        source interpreted (:func:`area_client_interpreted`)."""
+        self.update(self.sgd.view, i, cst, read, tread, Z, self.M, fp, out, cnt)
+
+    def replay_form(self) -> ClientForm:
+        """This rule in the replay's uniform shape (:class:`fedsim.local.forms.ClientForm`):
+        :func:`area_client_for` (or :func:`area_client_interpreted`), ``fp`` =
+        :meth:`params`, :data:`C_ROWS` state rows set by :meth:`init_state`; the round's
+        randomness as the SGD rule draws it (its form's ``draw_round``, ``k``, ``dtype``,
+        ``vdata`` and ``make_z``)."""
+        sf = self.sgd.replay_form()
+        return ClientForm(update=self.update, draw_round=sf.draw_round, vdata=sf.vdata,
+                          c_rows=C_ROWS, k=sf.k, dtype=sf.dtype, fp=self.params(),
+                          compiled=sf.compiled, init_state=self.init_state, make_z=sf.make_z)

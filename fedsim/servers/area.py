@@ -8,7 +8,8 @@ back ``x_s`` and ``alpha_k``; when the aggregation criterion fires: ``x_s <- x_s
 ``x_s + u_s - mean_i y_i = 0`` holds after every event ([A] Appendix A, ``zbar_k = 0``);
 the engine checks it in tests to 1e-12.
 
-Step sizes ``alpha_k``: constant, ``c/(k + d)``, or [A] Theorem 7's
+Step sizes ``alpha_k``: constant, ``c/(k + d)`` (:class:`fedsim.local.area.StepSizes`, with
+the client rule that applies them, re-exported here), or [A] Theorem 7's
 ``1/(p_min M gamma k / 48 + 1/D)`` (= ``c/(k+d)`` with c, d of THEORY_SPEC 6.b, H7.4), the
 latter built by :func:`theorem7_step_sizes` (the arithmetic of ``fedsim.theory.area.step_size``,
 kept here so that the engine never imports ``theory``; ``tests/rules`` checks both give
@@ -33,10 +34,19 @@ import numpy as np
 
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.jit import jit
+from fedsim.local.area import StepSizes
+from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
+from fedsim.trace import KINDS
 
-__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "theorem7_constants",
-           "theorem7_schedule", "theorem7_step_sizes"]
+__all__ = ["AreaServer", "AreaRule", "StepSizes", "area_apply", "area_server", "S_ROWS",
+           "theorem7_constants", "theorem7_schedule", "theorem7_step_sizes"]
+
+#: rows of the server state in the replay's layout (:func:`area_server`): ``x_s`` (row 0,
+#: the model clients read), ``u_s``, and ``[pending, 0, ...]`` (messages since the last
+#: aggregation)
+S_ROWS = 3
+_K_SERVER = KINDS.index("server")
 
 
 @jit(inline=True)
@@ -55,31 +65,22 @@ def area_apply(x_s, u_s, m, n, arrival):
     return 0
 
 
-class StepSizes:
-    """``alpha_k`` as a function of the global counter k (``kind``: constant | c_over_k_plus_d)."""
-
-    def __init__(self, kind: str, value: float | None = None, c: float | None = None,
-                 d: float | None = None) -> None:
-        require(kind in ("constant", "c_over_k_plus_d"), "algorithm.alpha.kind", kind,
-                "must be 'constant' or 'c_over_k_plus_d'")
-        self.kind = kind
-        if kind == "constant":
-            require(value is not None and value > 0, "algorithm.alpha.value", value,
-                    "must be > 0")
-            self.value = float(value)
-        else:
-            require(c is not None and c > 0, "algorithm.alpha.c", c, "must be > 0")
-            require(d is not None and d > 0, "algorithm.alpha.d", d, "must be > 0")
-            self.c, self.d = float(c), float(d)
-
-    def __call__(self, k: int) -> float:
-        if self.kind == "constant":
-            return self.value
-        return self.c / (k + self.d)
-
-    def table(self, K: int) -> np.ndarray:
-        """``alpha_0, ..., alpha_{K-1}`` (float64), the values of :meth:`__call__`."""
-        return np.array([self(k) for k in range(int(K))], dtype=np.float64)
+@jit(inline=True)
+def area_server(S, clients, reads, news, k, stale, kind, fp, cnt):
+    """The replay's server rule (REPLAY_SPEC 2): one global iteration of [A] Algorithm 1 on
+    ``S`` (rows ``x_s``, ``u_s``, ``[pending]``; :data:`S_ROWS`), ``fp = [n]``.  A step of
+    kind ``"server"`` is the aggregation (:func:`area_apply`; returns the messages it
+    consumed); otherwise each of the ``k`` messages ``news[j]`` is an arrival
+    (:func:`area_apply`; returns the messages pending)."""
+    if kind == _K_SERVER:
+        area_apply(S[0], S[1], S[1], fp[0], False)
+        fill = S[2, 0]
+        S[2, 0] = 0.0
+        return int(fill)
+    for j in range(k):
+        area_apply(S[0], S[1], news[j], fp[0], True)
+        S[2, 0] += 1.0
+    return int(S[2, 0])
 
 
 class AreaServer:
@@ -114,10 +115,27 @@ class AreaServer:
 
 
 class AreaRule:
-    """[A] Algorithm 1 in the server-rule shape (module docstring)."""
+    """[A] Algorithm 1 in the server-rule shape (module docstring), and the replay's
+    (REPLAY_SPEC 2): :func:`area_server` on ``s_rows`` state rows, ``params() = [n]``."""
+
+    s_rows = S_ROWS
+    compiled_apply = staticmethod(area_server)
 
     def __init__(self, n: int) -> None:
         self.n = int(n)
+
+    def init_state(self, S: np.ndarray, w0: np.ndarray) -> None:
+        """``x_{s,0} = w0``, ``u_s = 0``, nothing pending."""
+        S[0] = w0
+        S[1:] = 0.0
+
+    def params(self) -> np.ndarray:
+        return np.array([float(self.n)])
+
+    def replay_form(self) -> ServerForm:
+        """:func:`area_server` as a :class:`fedsim.local.forms.ServerForm`."""
+        return ServerForm(apply=area_server, s_rows=S_ROWS, fp=self.params(),
+                          init_state=self.init_state)
 
     def init(self, w0: np.ndarray) -> AreaServer:
         return AreaServer(w0, self.n)

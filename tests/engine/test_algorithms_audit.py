@@ -27,8 +27,8 @@ import pytest
 from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.dispatch import make_async_run as _AsyncRun
+from fedsim.engine.dispatch import replay_tables
 from fedsim.engine.sync import run_sync
-from fedsim.engine.window import run_window
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
 from fedsim.problems.quadratic import QuadraticProblem
@@ -285,7 +285,8 @@ def test_area_iterate_model_replays_eqs_5_to_7():
 def test_window_model_replay():
     sc = scenario({"name": "fedasync", "model": "window", "tau": 3,
                    "delay_pmf": [0.1, 0.2, 0.3, 0.4], "Q": 2, "eta": 0.2, "beta": 0.9}, 60)
-    tr = run_window(sc, two_clients(), Streams(3, 0), False)
+    assert sc.seed == 3
+    tr = replay_tables(sc, two_clients(), [0])[0]  # the window table replayed
     w = [0.0]
     for t in range(60):
         i, s = int(tr.client[t + 1]), int(tr.staleness_steps[t + 1])

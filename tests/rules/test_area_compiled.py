@@ -49,15 +49,15 @@ def test_area_client_event_on_the_norm_family_by_hand() -> None:
     grad, view = cv.grad, cv.data
     state = np.ones((2, 2, 1))
     m, g = np.empty(1), np.empty(1)
-    area_update(sgd_round, grad, view, 0, np.array([1.0]), state, m, np.empty((3, 0)), 0.4,
-                3, g, True)
+    area_update(sgd_round, grad, view, 0, np.array([1.0]), state[0, 0], state[1, 0], m,
+                np.empty((3, 0)), 0.4, 3, g, True)
     assert m[0] == 0.0 and state[1, 0, 0] == 1.0
     np.testing.assert_allclose(state[0, 0], [-0.2], rtol=0, atol=1e-15)
     # the next event of client 0 sends x_0 - y_0 = -0.2 - 1, remembers -0.2 and computes
     # 5 -> 4 -> 3 -> 2 with alpha = 1
     x_prev = state[0, 0, 0]
-    area_update(sgd_round, grad, view, 0, np.array([5.0]), state, m, np.empty((3, 0)), 1.0,
-                3, g, True)
+    area_update(sgd_round, grad, view, 0, np.array([5.0]), state[0, 0], state[1, 0], m,
+                np.empty((3, 0)), 1.0, 3, g, True)
     assert m[0] == x_prev - 1.0 and state[1, 0, 0] == x_prev and state[0, 0, 0] == 2.0
     assert np.array_equal(state[:, 1], np.ones((2, 1)))  # client 1 untouched
 
@@ -77,8 +77,9 @@ def test_area_update_compiled_equals_interpreted(seed, n, d, iterate) -> None:
     m1, m2, g = np.empty(d), np.empty(d), np.empty(d)
     i = int(rng.integers(0, n))
     Z = np.empty((4, 0))
-    area_update(sgd_round, grad, view, i, x_s, a, m1, Z, 0.1, 4, g, iterate)
-    area_update.py_func(sgd_round.py_func, grad.py_func, view, i, x_s, b, m2, Z, 0.1, 4, g,
+    area_update(sgd_round, grad, view, i, x_s, a[0, i], a[1, i], m1, Z, 0.1, 4, g, iterate)
+    area_update.py_func(sgd_round.py_func, grad.py_func, view, i, x_s, b[0, i], b[1, i], m2, Z,
+                        0.1, 4, g,
                         iterate)
     assert np.array_equal(a, b) and np.array_equal(m1, m2)
 

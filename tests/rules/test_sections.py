@@ -142,7 +142,8 @@ def test_area_clients_compiled_update_equals_the_interpreted_one(model):
 
     for i, x_s in [(0, np.ones(2)), (1, np.array([2.0, -1.0])), (0, np.zeros(2))]:
         out, st = a.update(i, x_s, out, r1, st, 0.1, model)
-        area_update.py_func(rule_round, None, None, i, x_s, s2.s, ref, r2, 0.1, 2, g,
+        area_update.py_func(rule_round, None, None, i, x_s, s2.s[0, i], s2.s[1, i], ref, r2,
+                            0.1, 2, g,
                             model == "iterate_model")
         np.testing.assert_array_equal(out, ref)
         np.testing.assert_array_equal(st.s, s2.s)

@@ -216,15 +216,28 @@ def test_engine_mc_is_seeded_and_reports_the_student_t_interval():
 
 
 def test_norm_ergodic_mc_is_a_function_of_its_seed():
+    from fedsim.validation.families import get_family
     from fedsim.validation.families.norm_mc import norm_ergodic_mc
 
-    c = np.array([-1.5, -1.0, -0.5])
-    args = (c, 1.0, float(np.mean(np.abs(-1.0 - c))), np.array([0.2, 0.2, 0.2]), 0.4, 5, 0.1,
-            0.0, 8, 2000)
-    m0, s0 = norm_ergodic_mc(*args, seed=4)
-    assert norm_ergodic_mc(*args, seed=4) == (m0, s0)
-    assert norm_ergodic_mc(*args, seed=5)[0] != m0
+    inst = get_family("theorem8-norm").build({"n": 3, "M": 5, "K": 8, "centre_spread": 1.0})
+    m0, s0 = norm_ergodic_mc(inst.scenario, 300, seed=4)
+    assert norm_ergodic_mc(inst.scenario, 300, seed=4) == (m0, s0)
+    assert norm_ergodic_mc(inst.scenario, 300, seed=5)[0] != m0
     assert m0 > 0 and s0 > 0
+
+
+@pytest.mark.parametrize("q", [{"n": 3, "M": 5, "K": 8, "centre_spread": 1.0},
+                               {"n": 2, "M": 50, "K": 9, "p_s": 0.3}])
+def test_norm_mc_agrees_with_the_exact_oracle(q):
+    """The replayed Monte Carlo and the exact lumped oracle measure the same E f(xbar_K) - f*:
+    |mc - exact| <= 4 se + the oracle's error bound (false-alarm rate ~6e-5 per point)."""
+    from fedsim.validation.families import get_family
+
+    inst = get_family("theorem8-norm").build(q)
+    ex = inst.exact(200_000)
+    mc = inst.mc(3000, 0)
+    assert ex is not None and mc.method == "mc" and mc.n == 3000
+    assert abs(mc.value - ex.value) <= 4.0 * mc.se + ex.error
 
 
 def test_open_lower_end_refuses_the_end_and_lists_it():

@@ -15,7 +15,12 @@ import numpy as np
 from fedsim.validation.compare import CI_LEVEL, summarize
 from fedsim.validation.families.base import Measurement
 
-__all__ = ["engine_mc", "engine_values"]
+__all__ = ["engine_mc", "engine_values", "derived_seed"]
+
+
+def derived_seed(scenario_seed: int, seed: int) -> int:
+    """``seed'`` of the module docstring: from the scenario's root seed and ``seed``."""
+    return int(np.random.SeedSequence([int(scenario_seed), 1 + int(seed)]).generate_state(1)[0])
 
 
 def engine_values(scenario: dict, metric: str, horizon: int, replicates: int,
@@ -26,8 +31,7 @@ def engine_values(scenario: dict, metric: str, horizon: int, replicates: int,
     from fedsim.validation.worker import run_replicate
 
     sc = copy.deepcopy(scenario)
-    sc["seed"] = int(np.random.SeedSequence([int(scenario["seed"]), 1 + int(seed)])
-                     .generate_state(1)[0])
+    sc["seed"] = derived_seed(scenario["seed"], seed)
     vals = []
     for r in range(int(replicates)):
         out = run_replicate({"scenario": sc, "replicate": r, "metric": metric,

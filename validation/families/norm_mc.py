@@ -1,74 +1,47 @@
-"""Fast Monte Carlo of AREA on the 1-D norm family, with the M-step client map in closed form.
+"""Monte Carlo of AREA's iterate model on the norm family ([A] Theorem 8), by the replay.
 
-Model: THEORY_SPEC 2.2 ([A] eqs (5)-(7)), i.i.d. events over {1..n, s}; at a client event
-``x_i <- G^M(x_s)``, ``y_i <- x_i`` (old); at a server event ``x_s <- mean_j y_j``;
-``Ssum`` accumulates ``x_s`` before each event, so ``xbar_{s,K} = Ssum_K / K`` ([A] Theorem 8's
-ergodic average).  For ``f_i(x) = B|x - c_i|`` with the subgradient 0 at the kink (the
-problem's selection), M steps of size ``h = alpha B`` from ``d = x - c`` give, with
-``j0 = ceil(|d|/h)``:
-
-* ``|d| >= M h``: ``d - M h sign(d)`` (the kink is not passed);
-* otherwise ``e = d - j0 h sign(d)`` (``|e| < h``); if ``e = 0`` it stays there, else the
-  iterate alternates between ``e`` and ``e - h sign(e)``: after the remaining ``M - j0``
-  steps it is ``e`` if that number is even, else ``e - h sign(e)``.
-
-This is the same map as M explicit subgradient steps up to rounding, so its cost does not
-grow with M (the explicit loop of :func:`fedsim.theory.lumped_mc.mc_events` does).  Returns the
-mean and standard error of ``f(xbar_{s,K}) - f*``.
+Model: THEORY_SPEC 2.2 ([A] eqs (5)-(7)): i.i.d. events over {1..n, s} with probabilities
+``(p_i, p_s)``, realised as independent Poisson clocks of rates ``p_i`` and ``p_s`` (their
+jump chain has exactly these i.i.d. indices, [A] Example 3); ``xbar_{s,K}`` is the mean of
+``x_{s,0..K-1}`` ([A] Theorem 8's ergodic average).  The instance's engine scenario (the
+iterate model, ``record.metrics = ["ergodic_f_gap"]``, ``every = K``) is run for
+``replicates`` replicates by :func:`fedsim.engine.run_batch` (the compiled replay: one
+home for AREA's rules, the M subgradient steps of ``G^M`` run explicitly), replicate ``r``
+on ``Streams(seed', r)`` with ``seed'`` derived from the scenario's seed and ``seed`` as
+:func:`fedsim.validation.families.mc.engine_values` derives it.  Returns the mean and
+standard error of ``f(xbar_{s,K}) - f*``; a diverged replicate counts as ``+inf``.
 """
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import numpy as np
+from fedsim.validation.families.mc import derived_seed
 
-__all__ = ["norm_gm", "norm_ergodic_mc"]
+from fedsim.config import Scenario
+from fedsim.engine import run_batch
+from fedsim.errors import check_integer
 
+__all__ = ["norm_ergodic_mc"]
 
-def norm_gm(x: np.ndarray, c: np.ndarray, h: float, M: int) -> np.ndarray:
-    """``G^M`` of ``B|x - c|`` (step ``h = alpha B``), elementwise (module docstring)."""
-    d = x - c
-    ad = np.abs(d)
-    sg = np.sign(d)
-    far = ad >= M * h
-    j0 = np.ceil(ad / h)
-    e = d - j0 * h * sg
-    odd = ((M - j0) % 2) == 1
-    near = np.where(odd & (e != 0), e - h * np.sign(e), e)
-    return c + np.where(far, d - M * h * sg, near)
+_METRIC = "ergodic_f_gap"
 
 
-def norm_ergodic_mc(centres: np.ndarray, B: float, f_star: float, p: np.ndarray, p_s: float,
-                    M: int, alpha: float, x_s0: float, K: int, replicates: int,
-                    seed: int = 0, chunk: int = 50_000) -> tuple[float, float]:
-    """(mean, standard error) of ``f(xbar_{s,K}) - f*`` over ``replicates`` runs."""
-    c = np.asarray(centres, dtype=np.float64).reshape(-1)
-    n = c.size
-    cum = np.cumsum(np.append(np.asarray(p, dtype=np.float64), p_s))
-    cum[-1] = np.inf
-    h = float(alpha) * float(B)
-    s1 = s2 = 0.0
-    sizes = [min(chunk, replicates - s) for s in range(0, replicates, chunk)]
-    for ss, r in zip(np.random.SeedSequence(seed).spawn(len(sizes)), sizes, strict=True):
-        rng = np.random.default_rng(ss)
-        x = np.full((r, n), float(x_s0))
-        y = x.copy()
-        xs = np.full(r, float(x_s0))
-        S = np.zeros(r)
-        rows = np.arange(r)
-        for _ in range(K):
-            J = np.searchsorted(cum, rng.random(r), side="right")
-            S += xs
-            srv = J == n
-            new_xs = y[srv].mean(axis=1)
-            cl = ~srv
-            who = J[cl]
-            rr = rows[cl]
-            y[rr, who] = x[rr, who]
-            x[rr, who] = norm_gm(xs[cl], c[who], h, M)
-            xs[srv] = new_xs
-        v = B * np.abs((S / K)[:, None] - c[None, :]).mean(axis=1) - f_star
-        s1 += float(v.sum())
-        s2 += float(v @ v)
-    mean = s1 / replicates
-    var = max(s2 / replicates - mean**2, 0.0) * replicates / (replicates - 1)
-    return mean, float(np.sqrt(var / replicates))
+def norm_ergodic_mc(scenario: dict[str, Any], replicates: int,
+                    seed: int = 0) -> tuple[float, float]:
+    """(mean, standard error) of ``f(xbar_{s,K}) - f*`` over ``replicates`` replays of
+    ``scenario`` (module docstring; ``K = horizon.steps``)."""
+    R = check_integer("replicates", replicates, low=2)
+    sc = copy.deepcopy(scenario)
+    sc["seed"] = derived_seed(scenario["seed"], seed)
+    S = Scenario.from_dict(sc)
+    K = int(S.horizon.steps)
+    v = np.empty(R)
+    for k, tr in enumerate(run_batch(S, range(R))):
+        last = tr.metric_steps.size - 1
+        v[k] = (float(tr.metrics[_METRIC][last])
+                if not tr.diverged and tr.metric_steps[last] == K else np.inf)
+    mean = float(v.mean())
+    return mean, float(np.sqrt(v.var(ddof=1) / R))

@@ -101,8 +101,9 @@ def area_events(client_update, client_round, grad, server_apply, metrics, view, 
     for j in range(K):
         t = j + 1
         if kind[j] == k_client:
-            client_update(client_round, grad, view, client[j], x_s, state, m, Z[zrow[j]],
-                          alphas[j], M, g, True)
+            c = client[j]
+            client_update(client_round, grad, view, c, x_s, state[0, c], state[1, c], m,
+                          Z[zrow[j]], alphas[j], M, g, True)
             server_apply(x_s, u_s, m, nf, True)
         else:
             server_apply(x_s, u_s, m, nf, False)

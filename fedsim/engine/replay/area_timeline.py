@@ -30,6 +30,7 @@ row's first ``T + 1`` entries.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,11 +39,12 @@ from fedsim.config import Scenario
 from fedsim.engine.replay.delay_streams import ClientDelayStream, DelayPlan
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states, server_states, stream
+from fedsim.engine.replay.table import EventTable
 from fedsim.jit import jit
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["AreaTables", "area_tables", "merge_events", "K_CLIENT", "K_SERVER"]
+__all__ = ["AreaTables", "area_tables", "event_table", "merge_events", "K_CLIENT", "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
@@ -202,13 +204,16 @@ class _StreamDraws:
         S[start:] = self.gen.exponential(self.timer, size=S.size - start)
 
 
-def _fill(out: AreaTables, k: int, draws, n: int, K: int, B: int) -> None:
+def _fill(out: AreaTables, k: int, draws, n: int, K: int, B: int,
+          shares: tuple[float, float]) -> None:
     """Row ``k`` of ``out``: :func:`merge_events` on ``draws``, grown until complete (every
-    client's draws doubled at once, so all streams stay in step)."""
-    first = int(1.5 * K / (n + 1)) + 8
+    client's draws doubled at once, so all streams stay in step).  ``shares``: the largest
+    client's and the timer's expected fractions of the events (the first draws cover 1.5
+    times their share of K; the numbers drawn do not depend on it)."""
+    first = int(1.5 * K * shares[0]) + 8
     C = np.empty((n, -(-first // B) * B))
     draws.clients(C, 0, C.shape[1] // B)
-    S = np.empty(first)
+    S = np.empty(int(1.5 * K * shares[1]) + 8)
     draws.server(S, 0)
     nc = np.full(n, C.shape[1], dtype=np.int64)
     while True:
@@ -241,15 +246,45 @@ def area_tables(scenario: Scenario, replicates: Sequence[int],
         plan = DelayPlan(scenario, q=q)
     col = _compute_column(plan) if (plan.vector and compiled) else None
     timer = 1.0 / scenario.trigger.rate  # the iterate model's Poisson timer (config rule)
+    rates = np.array([1.0 / scenario.delays.for_client(i)["compute"].mean for i in range(n)])
+    total = float(rates.sum()) + scenario.trigger.rate
+    shares = (float(rates.max()) / total, scenario.trigger.rate / total)
     out = AreaTables(R, K)
     if col is not None:
         cs = client_states(scenario.seed, reps, n, "delays")
         ts = server_states(scenario.seed, reps, "timer")
         for k in range(R):
-            _fill(out, k, _CompiledDraws(cs[k], ts[k], plan, col, q, timer), n, K, plan.B)
+            _fill(out, k, _CompiledDraws(cs[k], ts[k], plan, col, q, timer), n, K, plan.B,
+                  shares)
     else:
         bgs = client_bitgens(scenario.seed, reps, n, "delays")
         for k in range(R):
             _fill(out, k, _StreamDraws(scenario, int(reps[k]), bgs[k], q, timer), n, K,
-                  max(4, 16 // q))
+                  max(4, 16 // q), shares)
     return out
+
+
+def event_table(tabs: AreaTables, k: int, M: int, n: int, every: int) -> EventTable:
+    """Row ``k`` of ``tabs`` as the replay's :class:`~fedsim.engine.replay.table.EventTable`
+    (REPLAY_SPEC 1), the one :func:`fedsim.engine.area.area_table` writes for the iterate
+    model: a client event is one contribution reading version ``t - 1`` (``M`` local
+    steps, ``c_stale`` its staleness column), a server event none; ``sim_time`` the time
+    of the K-th event, the busy curve constant 1."""
+    K = tabs.time.shape[1] - 1
+    kind = tabs.kind[k, 1:]
+    client = tabs.client[k, 1:]
+    cl = kind == K_CLIENT
+    before = np.flatnonzero(cl)  # step - 1 of each client event
+    c_client = client[cl]
+    ms = np.arange(0, K + 1, every, dtype=np.int64)
+    if K % every:
+        ms = np.append(ms, K)
+    return EventTable(
+        time=tabs.time[k, 1:], kind=kind, client=client,
+        staleness_steps=tabs.stale_steps[k, 1:], staleness_time=tabs.stale_time[k, 1:],
+        buffer_fill=tabs.fill[k, 1:], ptr=np.concatenate(([0], np.cumsum(cl))),
+        c_client=c_client, c_read=before, c_steps=np.full(before.size, M, np.int32),
+        c_stale=tabs.stale_steps[k, 1:][cl], sim_time=float(tabs.time[k, K]), steps_done=K,
+        client_updates=np.bincount(c_client, minlength=n),
+        concurrency_time=np.zeros(1), concurrency_busy=np.ones(1), metric_steps=ms,
+        staleness_bound=math.inf, u_client=c_client, u_before=before)

@@ -193,8 +193,11 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
             cf = client_form(rule)
         start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
         res = replay_one(table, cf, sf, plan, streams[k], start, keep_personal=keep_personal)
-        info = {**res.info, **inner_counters(rule)} if fallback else res.info
-        info = {**table.info, **info, **(extra_info(res) if extra_info else {})}
+        info = {**table.info, **res.info}  # the timeline's facts, then the rules' counters
+        if fallback:
+            info.update(inner_counters(rule))
+        if extra_info:
+            info.update(extra_info(res))
         out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
                                final_w=res.final_w, diverged_step=res.diverged_step,
                                info=info))

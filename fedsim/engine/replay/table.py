@@ -194,6 +194,8 @@ class EventTable:
         sim_time = float(self.time[t - 1])
         counts = np.bincount(self.u_client[self.u_before < t], minlength=self.n
                              ).astype(np.int64)
+        if self.concurrency_time.size == 0:  # a model with no busy curve (the window model)
+            return sim_time, counts, self.concurrency_time.copy(), self.concurrency_busy.copy()
         ok = (self.b_gate < t) & ((self.b_delta > 0) | (self.b_before < t)
                                   | (self.b_time == sim_time))
         ct, cb = busy_curve(self.n, self.b_time[ok], self.b_delta[ok])

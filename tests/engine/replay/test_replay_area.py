@@ -253,3 +253,35 @@ def test_server_streams_equal_fedsim_rng() -> None:
     for r, bg in zip([0, 5, 123], server_bitgens(42, [0, 5, 123], "timer"), strict=True):
         x = np.random.Generator(bg).standard_normal(8)
         assert np.array_equal(x, Streams(42, r).server("timer").standard_normal(8))
+
+
+def test_the_timeline_as_an_event_table_replays_to_the_same_traces() -> None:
+    """The iterate model's compiled timeline written as the replay's EventTable
+    (:func:`fedsim.engine.replay.area_timeline.event_table`) and replayed by the one kernel
+    (:func:`fedsim.engine.replay.driver.replay_table`) gives replay_area's traces bit for
+    bit (the batched path keeps its own loop for speed: docs/INTERNALS.md section 3)."""
+    from fedsim.algorithms import get_algorithm
+    from fedsim.engine.area import area_client_rule
+    from fedsim.engine.replay.area_timeline import event_table
+    from fedsim.engine.replay.driver import replay_table
+
+    quad = Scenario.from_dict({
+        "name": "area-quad", "seed": 2,
+        "problem": {"kind": "quadratic", "n": 4, "dim": 3, "mu": 0.5, "L": 1.0,
+                    "heterogeneity": 1.0, "noise_sd": 0.1, "shared_hessian": False, "seed": 0},
+        "algorithm": {"name": "area", "model": "iterate_model", "client_rule": "area", "M": 2,
+                      "alpha": {"kind": "theorem7"}},
+        "delays": {"compute": {"kind": "exponential", "rate": 1.0}},
+        "trigger": {"kind": "poisson", "rate": 2.0}, "horizon": {"steps": 300},
+        "record": {"every": 10, "metrics": ["f_gap", "ergodic_f_gap"]}})
+    for sc in (norm_scenario(n=30, M=10, K=140, every=35), quad):
+        p = problem_for(sc)
+        reps = [0, 3, 5]
+        tabs = area_tables(sc, reps)
+        tables = [event_table(tabs, k, int(sc.algorithm.get("M")), p.n, int(sc.record.every))
+                  for k in range(len(reps))]
+        cf = area_client_rule(sc, p).replay_form()
+        sf = get_algorithm("area").server(sc.algorithm, p).replay_form()
+        out = replay_table(sc, tables, cf, sf, replicates=reps, problem=p)
+        for a, b in zip(out, replay_area(sc, reps, p), strict=True):
+            assert a.equals(b)
