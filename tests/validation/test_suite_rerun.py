@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 
-from fedsim.cli import main
 from fedsim.validation.warmup import kind_key, tiny_scenario, warm_up
 from fedsim.validation.worker import BATCH_ENV, run_replicate
+
+from fedsim.cli import main
 
 
 def _validate(out, extra=()):
