@@ -72,3 +72,20 @@ def test_warm_up_runs_one_instance_per_kind_and_survives_a_bad_one(capsys):
     assert res["kinds"] == 2 and res["failed"] == 1
     assert "could not be warmed up" in capsys.readouterr().err
     assert run_replicate.warmup is warm_up
+
+
+def test_engine_values_in_blocks_equal_one_replicate_at_a_time(monkeypatch):
+    """Search's Monte-Carlo fallback runs its replicates through run_replicates in blocks
+    (one run_batch call each); every value is the one replicate's own, bit for bit."""
+    import fedsim.validation.families.mc as mc
+    import numpy as np
+
+    sc = {"name": "w", "seed": 3, "horizon": {"steps": 40},
+          "problem": {"kind": "quadratic", "n": 3, "dim": 2, "L": 1.0, "mu": 0.5},
+          "algorithm": {"name": "fedasync", "Q": 2, "eta": 0.1}}
+    monkeypatch.setattr(mc, "BLOCK", 3)
+    got = mc.engine_values(sc, "grad_sq", 40, 7, seed=5)
+    seeded = dict(sc, seed=int(np.random.SeedSequence([3, 6]).generate_state(1)[0]))
+    want = [run_replicate({"scenario": seeded, "replicate": r, "metric": "grad_sq",
+                           "horizons": [40]})["values"][0] for r in range(7)]
+    assert got.tolist() == want and len(set(want)) == 7
