@@ -8,7 +8,9 @@ through ``rule.py_func(...)`` -- for a problem whose oracles do not compile (an
 Compiled code is cached on disk (``cache=True``).  numba writes its cache next to the
 source when it can; when the package directory is read-only, this module points
 ``NUMBA_CACHE_DIR`` at ``$XDG_CACHE_HOME/fedsim/numba`` (default ``~/.cache/fedsim/numba``)
-before numba is imported, unless the user set ``NUMBA_CACHE_DIR`` already.
+before numba is imported, unless the user set ``NUMBA_CACHE_DIR`` already.  A cache entry
+is keyed on the function and on everything it calls, in any module (:func:`source_digest`):
+editing a callee compiles its callers again (numba's own key sees the caller's file only).
 ``error_model="numpy"``: a division by zero gives inf/NaN as in NumPy (a diverging
 replicate is marked by the caller, never an exception).
 """
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["jit", "cache_dir", "Bound", "cache_closure"]
+__all__ = ["jit", "cache_dir", "Bound", "cache_closure", "source_digest"]
 
 
 def cache_dir() -> str | None:
@@ -73,9 +75,12 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True, inline: boo
     opts = {"cache": cache, "error_model": "numpy", "inline": "always" if inline else "never"}
     if not nrt:
         opts["_nrt"] = False
-    if fn is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(fn)
+
+    def make(f: Callable[..., Any]) -> Any:
+        dispatcher = numba.njit(**opts)(f)
+        return cache_closure(dispatcher) if cache else dispatcher
+
+    return make if fn is None else make(fn)
 
 
 class Bound:
@@ -112,42 +117,109 @@ class Bound:
         return entry(*self.lead, *args)
 
 
-def _fingerprint_of(value: Any) -> tuple:
-    """A process-independent identity of a closure constant: a compiled function by its
-    module, name, bytecode and constants, and its source file's size and time stamp."""
+def _code_digest(code: Any, h: Any) -> None:
+    """Feed a code object to ``h``: its bytecode, names and constants, nested code objects
+    (comprehensions, inner functions) by their own digest, never by their address."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _code_digest(c, h)
+        else:
+            h.update(repr(c).encode())
+
+
+def _global_names(code: Any) -> set[str]:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            names |= _global_names(c)
+    return names
+
+
+def _deep_digest(value: Any, memo: dict[int, str], stack: set[int]) -> str:
+    """A process-independent digest of a compiled function (or a closure constant) AND of
+    everything it calls: its bytecode and constants, its defaults, its closure constants,
+    and each global it names that is a function (compiled or not), a function named as
+    ``module.attr``, or a tuple of those, each by its own deep digest.  Any other value
+    counts by its type and repr (arrays by their bytes); a module counts by its name."""
     f = getattr(value, "py_func", value)
+    key = id(f)
+    if key in memo:
+        return memo[key]
     code = getattr(f, "__code__", None)
+    h = hashlib.sha256()
     if code is None:
-        return (type(value).__qualname__, repr(value))
-    try:
-        st = os.stat(code.co_filename)
-        stamp = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        stamp = (0, 0)
-    body = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()
-    return (getattr(f, "__module__", ""), getattr(f, "__qualname__", ""), body, stamp)
+        if isinstance(value, (tuple, list)):
+            h.update(type(value).__name__.encode())
+            for v in value:
+                h.update(_deep_digest(v, memo, stack).encode())
+        elif hasattr(value, "tobytes") and hasattr(value, "dtype"):
+            h.update(repr((value.dtype.str, getattr(value, "shape", ()))).encode())
+            h.update(value.tobytes())
+        elif type(value).__name__ == "module":
+            h.update(b"module:" + value.__name__.encode())
+        else:
+            h.update(repr((type(value).__qualname__, repr(value))).encode())
+        return h.hexdigest()  # not memoised: id() of a plain value may be reused
+    if key in stack:  # recursion: the cycle is covered by the outer digest
+        return "cycle:" + getattr(f, "__qualname__", "")
+    stack.add(key)
+    h.update(f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', '')}".encode())
+    _code_digest(code, h)
+    h.update(repr(getattr(f, "__defaults__", None)).encode())
+    for cell in getattr(f, "__closure__", None) or ():
+        try:
+            h.update(_deep_digest(cell.cell_contents, memo, stack).encode())
+        except ValueError:  # an empty cell
+            h.update(b"<empty>")
+    glb = getattr(f, "__globals__", {})
+    names = _global_names(code)
+    for name in sorted(names):
+        g = glb.get(name)
+        if g is None:
+            continue
+        if callable(getattr(g, "py_func", None)) or hasattr(g, "__code__"):
+            h.update(name.encode() + _deep_digest(g, memo, stack).encode())
+        elif type(g).__name__ == "module":  # module.attr: the functions it names here
+            for attr in sorted(names):
+                a = getattr(g, attr, None)
+                if a is not None and (hasattr(a, "py_func") or hasattr(a, "__code__")):
+                    h.update(f"{name}.{attr}".encode() + _deep_digest(a, memo, stack).encode())
+        elif isinstance(g, tuple):
+            h.update(name.encode() + _deep_digest(g, memo, stack).encode())
+    stack.discard(key)
+    memo[key] = h.hexdigest()
+    return memo[key]
 
 
-class _ClosureCache(FunctionCache):
-    """numba's on-disk cache of a closure, keyed on what its closure constants ARE.
+def source_digest(fn: Any) -> str:
+    """The deep digest of a compiled function (:func:`_deep_digest`): it changes when the
+    function, a function it calls (directly or through other functions, in any module) or
+    one of its closure constants changes."""
+    return _deep_digest(fn, {}, set())
 
-    numba keys a closure's cache entries on the pickled closure contents; a pickled
-    dispatcher carries a per-process id, so that key never matches in another process and
-    every process compiled (and appended) its own copy.  Here a constant compiled function
-    counts by module, name, code and source stamp (:func:`_fingerprint_of`).  As with
-    numba's own cache, a change in a function that those call is not seen.
+
+class _DeepCache(FunctionCache):
+    """numba's on-disk cache, keyed on what the function and everything it calls ARE.
+
+    numba's own key is the function's bytecode (and, for a closure, its pickled closure
+    contents) and the time stamp of its source file: a change in a callee defined in
+    another file is not seen, and the stale machine code (with the old callee compiled
+    in) is loaded.  Here the key also holds :func:`source_digest`, so such a change is a
+    cache miss and the function is compiled again.  A pickled dispatcher in a closure
+    carries a per-process id, which made numba's closure key differ in every process; the
+    digest does not.
     """
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
         fn = self._py_func
-        cells = tuple(_fingerprint_of(c.cell_contents) for c in fn.__closure__ or ())
-        h = hashlib.sha256
-        return (sig, codegen.magic_tuple(), (h(fn.__code__.co_code).hexdigest(),
-                                             h(repr(cells).encode()).hexdigest()))
+        return (sig, codegen.magic_tuple(), (hashlib.sha256(fn.__code__.co_code).hexdigest(),
+                                             source_digest(fn)))
 
 
 def cache_closure(dispatcher: Any) -> Any:
     """Give a compiled closure (``jit`` with ``cache=True``) an on-disk cache that is found
-    again by other processes (:class:`_ClosureCache`); returns ``dispatcher``."""
-    dispatcher._cache = _ClosureCache(dispatcher.py_func)
+    again by other processes (:class:`_DeepCache`); returns ``dispatcher``."""
+    dispatcher._cache = _DeepCache(dispatcher.py_func)
     return dispatcher

@@ -69,7 +69,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fedsim.validation.montecarlo_backends import execute_task, run_dask, run_inprocess, run_pool
+from fedsim.validation.montecarlo_backends import (
+    execute_task,
+    resolve_task_function,
+    run_dask,
+    run_inprocess,
+    run_pool,
+)
 from fedsim.validation.montecarlo_store import (
     Task,
     atomic_write_json,
@@ -138,6 +144,23 @@ def _make_bar(total: int, initial: int, desc: str, enabled: bool) -> Any:
                 dynamic_ncols=True, smoothing=0.1)
 
 
+def _warm_up(todo: list[tuple[Task, str]], progress: bool) -> None:
+    """Compile, in this process, what the pending tasks will need, before any worker starts:
+    each task function with a ``warmup`` attribute (``fn.warmup(payloads, progress=...)``,
+    e.g. :func:`fedsim.validation.warmup.warm_up`) is called once with its pending payloads,
+    so the workers load the kernels from the disk cache instead of each compiling them."""
+    by_fn: dict[str, list[dict]] = {}
+    for t, _ in todo:
+        by_fn.setdefault(t.fn, []).append(t.payload)
+    for fn, payloads in by_fn.items():
+        try:
+            warm = getattr(resolve_task_function(fn), "warmup", None)
+        except Exception:  # noqa: BLE001 -- the tasks record the import error themselves
+            continue
+        if callable(warm):
+            warm(payloads, progress=progress)
+
+
 def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None = None,
               dask: str | None = None, progress: bool = True, desc: str = "replicates",
               overwrite: bool = False, dask_security: Any = None) -> dict[str, dict]:
@@ -196,6 +219,7 @@ def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: in
                 continue
         todo.append((t, h))
 
+    _warm_up(todo, progress)
     bar = _make_bar(len(tasks), len(tasks) - len(todo), desc, progress and len(tasks) > 0)
     sink = _Sink(run_dir, out, bar)
     try:

@@ -33,8 +33,9 @@ from fedsim.validation.montecarlo_store import Task, canonical_json
 
 from fedsim.errors import FedsimError
 
-__all__ = ["execute_task", "execute_batch", "new_record", "run_inprocess", "run_pool",
-           "run_dask", "CHUNK", "DASK_STALL_SECONDS", "set_dask_timeout", "new_pool",
+__all__ = ["execute_task", "execute_batch", "resolve_task_function", "new_record",
+           "run_inprocess", "run_pool", "run_dask", "CHUNK", "DASK_STALL_SECONDS",
+           "set_dask_timeout", "new_pool",
            "kill_pool", "process_gone"]
 
 #: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
@@ -46,9 +47,13 @@ CHUNK = 16
 Sink = Callable[[list[dict]], None]
 
 
-def _resolve(fn: str) -> Callable[[dict], Any]:
+def resolve_task_function(fn: str) -> Callable[[dict], Any]:
+    """The function a task names (``"module:function"``)."""
     mod, name = fn.split(":")
     return getattr(importlib.import_module(mod), name)
+
+
+_resolve = resolve_task_function
 
 
 def failure_reason(exc: BaseException) -> str:

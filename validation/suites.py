@@ -65,12 +65,14 @@ from fedsim.validation.worker import task_function
 
 from fedsim.errors import ConfigError, require
 
-__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "collect",
+__all__ = ["SUITES", "Suite", "build_cases", "run_suite", "run_cases", "case_tasks", "collect",
            "check_selection", "say_failures", "in_regime_rows", "div1000_pairs",
            "case_grids", "register_grid", "unregister_grid"]
 
 
-def _tasks(cases: list[S.Case]) -> list[Task]:
+def case_tasks(cases: list[S.Case]) -> list[Task]:
+    """The Monte-Carlo tasks of ``cases``: one per replicate of each run set (replicate 0 of
+    the longest run set of a case is its representative run)."""
     tasks = []
     fn = task_function()  # the replay where it applies, else the engine (validation.worker)
     for case in cases:
@@ -113,7 +115,7 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
     keys = [(c.theorem, c.scenario) for c in cases]
     if len(set(keys)) != len(keys):
         raise ConfigError("a suite must not repeat a (theorem, scenario) pair")
-    tasks = _tasks(cases)
+    tasks = case_tasks(cases)
     with lock_run_dir(out):
         audit = audit_records(out, tasks)
         audit["computed"] = audit["tasks"] - audit["reused"]

@@ -31,7 +31,8 @@ from fedsim.problems.row_view import RowsView, dot4, rows_view, squares_into, st
 
 __all__ = ["logistic_view", "logistic_sample_grad", "logistic_sample_hvp",
            "logistic_compiled_view", "logistic_metric_view", "logistic_grad_f",
-           "logistic_metrics", "METRIC_NAMES", "logistic_hess_diag"]
+           "logistic_metrics", "METRIC_NAMES", "logistic_hess_diag", "logistic_f",
+           "logistic_f_gap"]
 
 #: the compiled metrics of the global objective, in code order
 METRIC_NAMES = ("grad_sq",)
@@ -149,3 +150,35 @@ def logistic_hess_diag(view, i, w, h):
     for k in range(d):
         h[k] = h[k] + nu
     return 0
+
+
+@jit
+def logistic_f(mview, w):
+    """``f(w) = sum_j c_j log(1 + exp(-r_j^T w)) + nu/2 ||w||^2`` over all rows
+    (THEORY_SPEC 9.2; ``c_j = 1/(n m_i)``, ``mview`` of :func:`logistic_metric_view`), with
+    ``log(1 + exp(-t))`` as NumPy's ``logaddexp(0, -t)`` computes it (no overflow)."""
+    rows, wts, every, nu, _ = mview
+    d = w.shape[0]
+    total = 0.0
+    for r in range(every.shape[0]):
+        j = every[r]
+        t = dot4(rows[j], w, d)
+        if t == 0.0:
+            v = math.log(2.0)
+        elif t > 0.0:
+            v = math.log1p(math.exp(-t))
+        else:
+            v = -t + math.log1p(math.exp(t))
+        total += wts[j] * v
+    sq = 0.0
+    for k in range(d):
+        sq += w[k] * w[k]
+    return total + 0.5 * nu * sq
+
+
+@jit
+def logistic_f_gap(mview, f_star, w):
+    """``f_gap = f(w) - f*`` (:func:`logistic_f`; ``f_star`` is ``LogisticProblem.f_star``,
+    found by Newton's method), the metric ``f_gap`` and, averaged over the iterates, the
+    ``ergodic_f_gap`` of Theorem 8 ([A] eq. (8))."""
+    return logistic_f(mview, w) - f_star

@@ -15,7 +15,11 @@ import numpy as np
 from fedsim.validation.compare import CI_LEVEL, summarize
 from fedsim.validation.families.base import Measurement
 
-__all__ = ["engine_mc", "engine_values", "derived_seed"]
+__all__ = ["engine_mc", "engine_values", "derived_seed", "BLOCK"]
+
+#: replicates per :func:`fedsim.validation.worker.run_replicates` call (a replicate's value
+#: does not depend on the block: ``run_batch``'s contract; the block bounds the memory)
+BLOCK = 256
 
 
 def derived_seed(scenario_seed: int, seed: int) -> int:
@@ -28,15 +32,16 @@ def engine_values(scenario: dict, metric: str, horizon: int, replicates: int,
     """``metric`` at ``horizon`` of ``replicates`` engine runs (float64; a diverged run is
     ``+inf``), replicate ``r`` on ``Streams(seed', r)`` with ``seed'`` derived from the
     scenario's seed and ``seed`` (module docstring)."""
-    from fedsim.validation.worker import run_replicate
+    from fedsim.validation.worker import run_replicates
 
     sc = copy.deepcopy(scenario)
     sc["seed"] = derived_seed(scenario["seed"], seed)
     vals = []
-    for r in range(int(replicates)):
-        out = run_replicate({"scenario": sc, "replicate": r, "metric": metric,
-                             "horizons": [int(horizon)]})
-        vals.append(out["values"][0])
+    for lo in range(0, int(replicates), BLOCK):  # one run_batch call per block: the replay
+        hi = min(lo + BLOCK, int(replicates))   # runs a block's replicates together
+        outs = run_replicates([{"scenario": sc, "replicate": r, "metric": metric,
+                                "horizons": [int(horizon)]} for r in range(lo, hi)])
+        vals += [out["values"][0] for out in outs]
     return np.asarray(vals, dtype=np.float64)
 
 
