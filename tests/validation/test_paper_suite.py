@@ -9,7 +9,7 @@ import fedsim.validation.paper as paper
 import pandas as pd
 import pytest
 from fedsim.validation.paper import EXPERIMENTS, build_experiments, paper_tasks, run_paper_suite
-from fedsim.validation.paper.common import TUNE_BASE, tuned_families
+from fedsim.validation.paper.common import MEASURE_BASE, TUNE_BASE, tuned_families
 from fedsim.validation.paper.stats import VERDICTS
 from rawstore import dump
 
@@ -27,7 +27,8 @@ def test_every_experiment_quotes_a_claim_with_its_source():
         # stage 1: every grid arm, seeds disjoint from stage 2's replicate indices
         assert len(tune) == len(tuned_families(e)) * e.tune_replicates
         assert all(t.payload["replicate"] >= TUNE_BASE for t in tune)
-        assert {t.payload["replicate"] for t in meas} == set(range(e.replicates))
+        assert {t.payload["replicate"] for t in meas} == set(
+            range(MEASURE_BASE, MEASURE_BASE + e.replicates))
         # stage 2: one arm per family and setting, the same replicates for every arm
         fams = sum(len({a.family for a in s.arms}) for s in e.settings)
         assert len(meas) == fams * e.replicates

@@ -40,9 +40,10 @@ from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
 from fedsim.validation.montecarlo_store import lock_run_dir
 from fedsim.validation.paper.area import bias_experiment, tables_experiment
 from fedsim.validation.paper.asypfl import fig2_experiment, fig3_experiment
-from fedsim.validation.paper.common import TUNE_BASE, Experiment, task_id, tuned_families
+from fedsim.validation.paper.common import Experiment, replicate_index, task_id, tuned_families
 from fedsim.validation.paper.perfedavg import table1_experiment
 from fedsim.validation.paper.persafl import fig2a_experiment, fig2b_experiment
+from fedsim.validation.paper.previous import beside_previous
 from fedsim.validation.paper.stats import select, summarise
 
 from fedsim.errors import require
@@ -88,7 +89,7 @@ def build_experiments(only: list[str] | None = None, small: bool = False) -> lis
 
 
 def _task(e: Experiment, arm, r: int, stage: str) -> Task:
-    payload = {"scenario": arm.scenario, "replicate": (TUNE_BASE + r if stage == "tune" else r),
+    payload = {"scenario": arm.scenario, "replicate": replicate_index(r, stage),
                "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets)}
     if arm.alias:
         payload["alias"] = dict(arm.alias)
@@ -174,6 +175,9 @@ def _run_paper(exps: list[Experiment], out: Path, report: str | os.PathLike | No
     csv = out / "paper_verdicts.csv"
     with atomic_writer(csv) as fh:
         pd.DataFrame(rows).to_csv(fh, index=False)
+    if not small:  # issue 22: every verdict beside the previous design's
+        with atomic_writer(out / "paper_vs_previous.csv") as fh:
+            pd.DataFrame(beside_previous(rows)).to_csv(fh, index=False)
     atomic_write_json(out / "paper" / "index.json", {"experiments": [e.name for e in exps],
                                                      "small": small})
     pdf = None

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from fedsim.validation.paper.common import (
+    MEASURE_R,
     Arm,
     Claim,
     Contrast,
@@ -119,7 +120,7 @@ def _asypfl_arm(tag: str, family: str, label: str, problem: dict, delays: dict, 
                g, alias=dict(_BETA))
 
 
-def fig2_experiment(*, replicates: int = 10, tune_replicates: int = 3, n: int = 30,
+def fig2_experiment(*, replicates: int = MEASURE_R, tune_replicates: int = 3, n: int = 30,
                     classes: int = 3, horizon: float = 60.0,
                     grid: tuple[float, ...] = (0.5, 2.0),
                     lams: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0), E: int = 2,
@@ -166,7 +167,7 @@ def _pct(s: float) -> str:
     return f"s{int(round(100 * s))}"
 
 
-def fig3_experiment(*, replicates: int = 10, tune_replicates: int = 3, n: int = 30,
+def fig3_experiment(*, replicates: int = MEASURE_R, tune_replicates: int = 3, n: int = 30,
                     classes: int = 3, horizon: float = 120.0,
                     shares: tuple[float, ...] = (0.0, 0.3, 0.6), slow: float = 5.0,
                     grid: tuple[float, ...] = (0.5, 2.0), lam: float = 4.0, E: int = 2,

@@ -16,7 +16,7 @@ Two stages, fixed before any result is seen (:mod:`fedsim.validation.paper.stats
    the test rows are never used to choose.  The rule and the grid are the same for every
    algorithm of an experiment.
 2. **Measurement.** Only the kept arms run ``replicates`` fresh replicates (indices
-   ``0 .. R-1``), the same indices for every arm: common random numbers, so a claim
+   ``MEASURE_BASE + 0 .. R-1``), the same indices for every arm: common random numbers, so a claim
    ``a <rel> factor * b`` is judged by the paired 99% Student-t interval of the per-replicate
    differences (:mod:`fedsim.validation.paper.intervals`).  Because the choice was made on other
    replicates, the measured values carry no selection bias.
@@ -40,10 +40,26 @@ from fedsim.validation.cases import scenario_dict as cases_scenario_dict
 from fedsim.errors import check_choice, require
 
 __all__ = ["Arm", "Claim", "Contrast", "Setting", "Experiment", "scenario_dict", "rate_overrides",
-           "exp_delays", "L_of", "TUNE_BASE", "task_id", "tuned_families"]
+           "exp_delays", "L_of", "TUNE_BASE", "MEASURE_BASE", "MEASURE_R", "task_id",
+           "tuned_families", "replicate_index"]
 
-#: replicate index of the first tuning replicate (stage 1); measurement uses 0 .. R-1
+#: replicate index of the first tuning replicate (stage 1)
 TUNE_BASE = 1_000_000
+
+#: replicate index of the first measurement replicate (stage 2).  The design of issue 22
+#: (fixed before its run) measures on seeds that share nothing with the previous design's
+#: measurement replicates (indices 0 .. 15) nor with the tuning ones (``TUNE_BASE + r``).
+MEASURE_BASE = 2_000_000
+
+#: measurement replicates per experiment (issue 22's design): 40, and 64 for Per-FedAvg
+#: Table 1 (the builders' defaults).
+MEASURE_R = 40
+
+
+def replicate_index(r: int, stage: str = "measure") -> int:
+    """The :mod:`fedsim.rng` replicate index of the ``r``-th replicate of ``stage``."""
+    check_choice("stage", stage, ("tune", "measure"))
+    return (TUNE_BASE if stage == "tune" else MEASURE_BASE) + int(r)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from fedsim.validation.paper.common import Arm, Claim, Contrast, Experiment, tas
 from fedsim.validation.paper.intervals import claim_status, one_sample_ci, paired_ci
 
 __all__ = ["VERDICTS", "select", "judge", "judge_contrast", "summarise", "arm_values", "verdict_of",
-           "selection_table", "support"]
+           "selection_table", "support", "edge_picks"]
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive")
 
@@ -79,14 +79,29 @@ def selection_table(exp: Experiment, recs: dict[str, dict]) -> dict[str, dict[st
             if len(arms) == 1:
                 continue
             out[s.key][fam] = []
+            grids = [a.grid for a in arms if a.grid is not None]
             for a in arms:
                 v = arm_values(exp, a, recs, exp.select_metric, stage="tune")
+                edge = None
+                if a.grid is not None and len(set(grids)) > 1:
+                    edge = ("top" if a.grid == max(grids) else
+                            "bottom" if a.grid == min(grids) else None)
                 out[s.key][fam].append({
                     "key": a.key, "grid": a.grid, "label": a.label,
                     "mean": float(np.mean(v)) if np.all(np.isfinite(v)) else math.nan,
                     "finite": int(np.sum(np.isfinite(v))), "of": int(v.size),
-                    "chosen": a.key == chosen[s.key][fam]})
+                    "chosen": a.key == chosen[s.key][fam], "edge": edge})
     return out
+
+
+def edge_picks(selection: dict[str, dict[str, list]]) -> list[dict[str, Any]]:
+    """The stage-1 picks that sit at an end of their family's grid (``edge`` "top" or
+    "bottom"), from :func:`selection_table`: a grid that may not contain the best step.
+    Issue 22's design extended the grids once where the previous picks sat at the top; a
+    pick at the new edge is reported, never answered by extending again."""
+    return [{"setting": st, "family": fam, "grid": c["grid"], "edge": c["edge"]}
+            for st, fams in selection.items() for fam, cands in fams.items()
+            for c in cands if c["chosen"] and c.get("edge")]
 
 
 def select(exp: Experiment, recs: dict[str, dict]) -> dict[str, dict[str, str]]:
@@ -223,6 +238,7 @@ def _row(exp: Experiment, s, fam: str, arm: Arm, recs: dict[str, dict]) -> dict[
 def summarise(exp: Experiment, recs: dict[str, dict]) -> dict[str, Any]:
     """Selected arms, their table rows and curves, the claims and the verdict (JSON-able)."""
     chosen = select(exp, recs)
+    selection = selection_table(exp, recs)
     claims = [judge(exp, c, chosen, recs) for c in exp.claims]
     verdict = verdict_of([c["status"] for c in claims])
     table, curves = [], {}
@@ -241,5 +257,6 @@ def summarise(exp: Experiment, recs: dict[str, dict]) -> dict[str, Any]:
             "curve_metric": exp.curve_metric, "curve_log": exp.curve_log,
             "grid": exp.grid.tolist(), "metrics": list(exp.metrics),
             "targets": dict(exp.targets), "chosen": chosen,
-            "selection": selection_table(exp, recs), "table": table, "curves": curves,
+            "selection": selection, "edge_picks": edge_picks(selection), "table": table,
+            "curves": curves,
             "claims": claims, "verdict": verdict, "extra": dict(exp.extra)}

@@ -8,7 +8,8 @@ and the claims with their paired 99% intervals; the stage-1 selection (every gri
 mean selection metric over the tuning replicates, the kept one marked); the verdict.
 The PersA-FL Fig. 2(a) page also draws the per-client Gantt charts (download / compute /
 upload) of its first replicate (:func:`fedsim.plot.client_timeline`).
-A first page lists every verdict.
+A first page lists every verdict; the next ones set them beside the previous design's
+(:mod:`fedsim.validation.report.paper_previous`).
 """
 
 from __future__ import annotations
@@ -235,6 +236,7 @@ def _selection_rows(s: dict) -> list[list[str]]:
         for fam, cands in fams.items():
             cells = [f"{'*' if c['chosen'] else ''}{_arm_tag(c)}: {_num(c['mean'])}"
                      + ("" if c["finite"] == c["of"] else f" ({c['of'] - c['finite']} div.)")
+                     + (f" [{c['edge']} edge]" if c["chosen"] and c.get("edge") else "")
                      for c in cands]
             for j in range(0, len(cells), 4):  # four candidates a line, so none is cut off
                 rows.append([f"{setting} / {fam}" if j == 0 else "",
@@ -250,8 +252,10 @@ def build_paper_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike) 
             for nm in index["experiments"]]
     n = 0
     with atomic_writer(pdf_path, "wb") as fh, PdfPages(fh) as pdf:
-        for fig in [summary_page(sums)] + [f for s in sums for f in experiment_page(s,
-                                                                                   run_dir)]:
+        from fedsim.validation.report.paper_previous import previous_pages
+
+        pages = [summary_page(sums)] + previous_pages(run_dir)
+        for fig in pages + [f for s in sums for f in experiment_page(s, run_dir)]:
             pdf.savefig(fig)
             plt.close(fig)
             n += 1
