@@ -120,7 +120,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
         psnap[0] = cst[:, prow]
     isnap = np.ones(1, dtype=np.int64)
     ptr = table.ptr
-    kmax = max(1, int(np.diff(ptr).max())) if T else 1
+    kmax = max(1, table.max_contributions())
     smax = max(1, int(table.c_steps.max())) if table.c_steps.size else 1
     Z = cf.make_z(smax) if cf.make_z is not None else np.empty((smax, cf.k), dtype=cf.dtype)
     clients = np.zeros(kmax, dtype=np.int32)

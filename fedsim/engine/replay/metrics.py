@@ -90,7 +90,7 @@ class MetricPlan:
                 vals = np.empty((m, len(self.plain)))
                 if self.plain and m:
                     self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)
-                cols = {name: vals[:, k].copy() for k, name in enumerate(self.plain)}
+                cols = {name: vals[:, k] for k, name in enumerate(self.plain)}
                 if self.ergodic:
                     e = np.full((m, 1), math.nan)
                     pos = steps > 0

@@ -138,16 +138,22 @@ class EventTable:
                     getattr(self, name).size, f"must have {self.b_time.size} rows (as b_time)")
         ptr = self.ptr
         require(ptr.shape == (T + 1,), "EventTable.ptr", ptr.shape, f"must be ({T + 1},)")
-        require(ptr[0] == 0 and ptr[-1] == P and bool(np.all(np.diff(ptr) >= 0)),
+        per_step = np.diff(ptr)
+        require(ptr[0] == 0 and ptr[-1] == P and (T == 0 or int(per_step.min()) >= 0),
                 "EventTable.ptr", f"[{ptr[0]} .. {ptr[-1]}]",
                 f"must rise from 0 to the {P} contributions")
+        lag = 1
         if P:
-            steps = self.contribution_steps()
-            require(bool(np.all((self.c_read >= 0) & (self.c_read < steps))),
+            steps = np.repeat(np.arange(1, T + 1, dtype=np.int64), per_step)
+            lags = steps - self.c_read
+            require(int(self.c_read.min()) >= 0 and int(lags.min()) >= 1,
                     "EventTable.c_read", int(self.c_read.min()),
                     "must name a model older than the step consuming it")
             require(int(self.c_steps.min()) >= 0, "EventTable.c_steps", int(self.c_steps.min()),
                     "must be >= 0")
+            lag = max(1, int(lags.max()))
+        cast(self, "_lag", lag)
+        cast(self, "_kmax", int(per_step.max()) if T else 0)
 
     # -- derived ------------------------------------------------------------------------
     @property
@@ -162,9 +168,11 @@ class EventTable:
     def max_lag(self) -> int:
         """The largest ``t - c_read`` of a contribution (1 with none): the replay's ring
         must hold more models than this."""
-        if self.c_read.size == 0:
-            return 1
-        return max(1, int((self.contribution_steps() - self.c_read).max()))
+        return self._lag
+
+    def max_contributions(self) -> int:
+        """The most contributions a step consumes (0 with no step)."""
+        return self._kmax
 
     def columns(self, t: int | None = None) -> dict[str, np.ndarray]:
         """The Trace's timeline columns up to step ``t`` (default: all), with the row of
