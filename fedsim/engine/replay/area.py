@@ -189,7 +189,7 @@ def supports_area(scenario: Scenario) -> bool:
 @functools.cache
 def _loop(grad: Any, metrics: Any) -> Any:
     """:func:`area_replicates` with the AREA rules and the oracle pair as closure constants
-    (so numba inlines them, as :func:`fedsim.engine.replay.kernel.replay_kernel` does; the
+    (so numba inlines them, as :func:`fedsim.engine.replay.kernel.table_kernel` does; the
     loop allocates nothing and runs without reference counting), built once per pair and
     process and cached on disk (:func:`fedsim.jit.cache_closure`)."""
     @jit(nrt=False)
