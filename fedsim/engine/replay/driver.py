@@ -101,7 +101,9 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     d = w0.shape[0]
     n = table.n
     T = table.steps_done
-    kern = (table_kernel if cf.compiled else python_kernel)(cf.draw_round, cf.update, sf.apply)
+    mf = plan.kernel_metrics if cf.compiled else None  # evaluated inline by the loop
+    kern = (table_kernel(cf.draw_round, cf.update, sf.apply, mf) if cf.compiled
+            else python_kernel(cf.draw_round, cf.update, sf.apply))
     H = 1 << table.max_lag().bit_length()
     hist = np.empty((H, sf.s_rows, d))
     if sf.init_state is None:
@@ -126,7 +128,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     isnap = np.ones(1, dtype=np.int64)
     ptr = table.ptr
     kmax = max(1, table.max_contributions())
-    smax = max(1, int(table.c_steps.max())) if table.c_steps.size else 1
+    smax = max(1, table.max_steps())
     Z = cf.make_z(smax) if cf.make_z is not None else np.empty((smax, cf.k), dtype=cf.dtype)
     clients = np.zeros(kmax, dtype=np.int32)
     reads, news = np.zeros((kmax, d)), np.zeros((kmax, d))
@@ -134,11 +136,12 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     ccnt = np.zeros(max(cf.ncnt, 1), dtype=np.int64)
     scnt = np.zeros(max(sf.ncnt, 1), dtype=np.int64)
     fills = np.zeros(max(T, 1), dtype=np.int64)
+    inline = plan.buffers(nrec + 1, hist[0, 0]) if mf is not None else None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         done = kern(cf.vdata, 0, T, ptr, table.kind, table.c_client, table.c_read, table.c_steps,
                     table.c_stale, hist, cst, states, Z, clients, reads, news, stale, cf.fp,
                     sf.fp, ccnt, scnt, rec, isnap, snap, ergo, wsum, esnap, prow, psnap,
-                    _DIV2, fills)
+                    _DIV2, fills, *(inline or ()))
     t = -done if done < 0 else done
     require(np.array_equal(fills[:t], table.buffer_fill[:t]), "server rule fill",
             fills[:t].tolist()[:8], "must equal the table's buffer_fill")
@@ -150,7 +153,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
         steps, rows = rec, nrec
     esn = esnap[:rows] if ergo else None
     psn = psnap[:rows] if prow >= 0 else None
-    metrics = plan.values(steps, snap[:rows], esn, psn)
+    metrics = plan.values(steps, snap[:rows], esn, psn, inline)
     info = {name: int(ccnt[k]) for k, name in enumerate(cf.counters)}
     return Replayed(steps_done=t, diverged_step=t if done < 0 else None,
                     final_w=hist[t & (H - 1), 0].copy(), metric_steps=steps, metrics=metrics,

@@ -73,13 +73,20 @@ def python_stream(states: Any, i: int) -> Any:
     return states[i]
 
 
-def _loop_src(draw_round, update, apply, get_stream):
-    """The loop's one source; ``get_stream`` is :func:`stream` compiled and
-    :func:`python_stream` interpreted."""
+@jit(inline=True)
+def _no_metrics(mdata, codes, w, out):
+    """The metrics of a loop that only snapshots (:func:`table_kernel` without ``metrics``)."""
+    return 0
 
-    def run_table(vdata, t0, t1, ptr, kind, c_client, c_read, c_steps, c_stale, hist, cst,
-                  states, Z, clients, reads, news, stale, cfp, sfp, ccnt, scnt, rec, isnap,
-                  snap, ergo, wsum, esnap, prow, psnap, div2, fills):
+
+def _loop_src(draw_round, update, apply, get_stream, metrics):
+    """The loop's one source; ``get_stream`` is :func:`stream` compiled and
+    :func:`python_stream` interpreted; ``metrics`` the view's compiled metrics."""
+
+    def run_table_m(vdata, t0, t1, ptr, kind, c_client, c_read, c_steps, c_stale, hist, cst,
+                    states, Z, clients, reads, news, stale, cfp, sfp, ccnt, scnt, rec, isnap,
+                    snap, ergo, wsum, esnap, prow, psnap, div2, fills, mon, mdata, codes,
+                    mvals, ecodes, evals, xbar):
         """Steps ``t0 + 1 .. t1`` (module docstring); returns ``t1`` or ``-t`` when the
         model diverged at step ``t``."""
         H = hist.shape[0]
@@ -126,6 +133,12 @@ def _loop_src(draw_round, update, apply, get_stream):
                     ej = esnap[j]
                     for m in range(d):
                         ej[m] = wsum[m]
+                if mon:
+                    metrics(mdata, codes, w, mvals[j])
+                    if ergo:
+                        for m in range(d):
+                            xbar[m] = wsum[m] / t
+                        metrics(mdata, ecodes, xbar, evals[j])
                 if prow >= 0:
                     for i2 in range(cst.shape[0]):
                         for m in range(d):
@@ -141,17 +154,46 @@ def _loop_src(draw_round, update, apply, get_stream):
         isnap[0] = j
         return t1
 
+    return run_table_m
+
+
+def _snap_only(loop):
+    """``loop`` with the module docstring's signature (no inline metrics: ``mon`` false,
+    its metric arguments stand-ins that are never read)."""
+
+    def run_table(vdata, t0, t1, ptr, kind, c_client, c_read, c_steps, c_stale, hist, cst,
+                  states, Z, clients, reads, news, stale, cfp, sfp, ccnt, scnt, rec, isnap,
+                  snap, ergo, wsum, esnap, prow, psnap, div2, fills):
+        """Steps ``t0 + 1 .. t1``, snapshots only."""
+        return loop(vdata, t0, t1, ptr, kind, c_client, c_read, c_steps, c_stale, hist, cst,
+                    states, Z, clients, reads, news, stale, cfp, sfp, ccnt, scnt, rec, isnap,
+                    snap, ergo, wsum, esnap, prow, psnap, div2, fills, False, vdata, rec,
+                    snap, rec, snap, wsum)
+
     return run_table
 
 
 @functools.cache
-def table_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
+def table_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None) -> Any:
     """The compiled loop for these rules (module docstring), built once per combination
-    and process, cached on disk; allocation-free (``jit(nrt=False)``)."""
-    fn = _loop_src(draw_round, update, apply, stream)
+    and process, cached on disk; allocation-free (``jit(nrt=False)``).
+
+    With ``metrics`` (a view's compiled ``metrics(mdata, codes, w, out)``,
+    :mod:`fedsim.engine.replay.metrics`) the loop takes seven more arguments ``mon, mdata,
+    codes, mvals, ecodes, evals, xbar`` and, with ``mon``, evaluates the metrics at each
+    recorded step as it snapshots: ``metrics(mdata, codes, w, mvals[j])`` and with ``ergo``
+    ``metrics(mdata, ecodes, xbar, evals[j])``, ``xbar = wsum / t`` (the Recorder's
+    ergodic average; ``xbar`` a ``(d,)`` scratch row) -- the same function and inputs as
+    the pass over the snapshots, so the same bits.  Without, the module docstring's
+    signature (snapshots only)."""
+    if metrics is None:
+        loop = table_kernel(draw_round, update, apply, _no_metrics)
+        return cache_closure(jit(nrt=False)(_snap_only(loop)))
+    fn = _loop_src(draw_round, update, apply, stream, metrics)
     return cache_closure(jit(nrt=False)(fn))
 
 
 def python_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
-    """The same loop interpreted (streams: a list of NumPy ``Generator``s)."""
-    return _loop_src(draw_round, update, apply, python_stream)
+    """The same loop interpreted (streams: a list of NumPy ``Generator``s; snapshots
+    only)."""
+    return _snap_only(_loop_src(draw_round, update, apply, python_stream, _no_metrics.py_func))

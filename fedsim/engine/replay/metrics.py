@@ -75,18 +75,47 @@ class MetricPlan:
                 (_, self.efn), = metric_functions(problem, ["f_gap"], maml_alpha, me_lam)
 
     @property
+    def kernel_metrics(self) -> Any:
+        """The view's compiled ``metrics`` for the replay loop to evaluate inline
+        (:func:`fedsim.engine.replay.kernel.table_kernel`), or ``None`` (snapshots only)."""
+        return self.cv.metrics if self.cv is not None else None
+
+    def buffers(self, rows: int, w0: np.ndarray) -> tuple:
+        """The loop's inline-metric arguments ``(mon, mdata, codes, mvals, ecodes, evals,
+        xbar)`` for ``rows`` recorded rows, row 0 (step 0, model ``w0``) filled here; pass
+        the tuple back to :meth:`values` as ``inline``.  Compiled plans only."""
+        d = w0.shape[0]
+        mvals = np.empty((rows, len(self.plain)))
+        evals = np.empty((rows, 1)) if self.ergodic else np.empty((1, 1))
+        if self.plain:
+            with np.errstate(all="ignore"):
+                self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(w0[None, :]),
+                          mvals[:1])
+        return (True, self.cv.mdata, self.codes, mvals, self.ecode, evals, np.zeros(d))
+
+    @property
     def compiled(self) -> bool:
         """Whether the view's compiled metrics serve every recorded one."""
         return self.cv is not None
 
     def values(self, steps: np.ndarray, snap: np.ndarray, esnap: np.ndarray | None = None,
-               psnap: np.ndarray | None = None) -> dict[str, np.ndarray]:
+               psnap: np.ndarray | None = None, inline: tuple | None = None
+               ) -> dict[str, np.ndarray]:
         """``{name: values}`` at ``steps`` (row ``r`` of the snapshots is step
-        ``steps[r]``), in the Recorder's order (``ergodic_f_gap`` last)."""
+        ``steps[r]``), in the Recorder's order (``ergodic_f_gap`` last); ``inline``: the
+        :meth:`buffers` the loop filled (the values are then read from them)."""
         m = steps.size
         out: dict[str, np.ndarray] = {}
         with np.errstate(all="ignore"):
-            if self.cv is not None:
+            if inline is not None:
+                vals, ev = inline[3][:m], inline[5][:m]
+                cols = {name: vals[:, k] for k, name in enumerate(self.plain)}
+                if self.ergodic:
+                    e = np.full(m, math.nan)
+                    pos = steps > 0
+                    e[pos] = ev[pos, 0]
+                    cols["ergodic_f_gap"] = e
+            elif self.cv is not None:
                 vals = np.empty((m, len(self.plain)))
                 if self.plain and m:
                     self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)

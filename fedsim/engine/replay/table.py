@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import require
+from fedsim.jit import jit
 from fedsim.trace import Trace, running_averages
 
 __all__ = ["EventTable", "busy_curve"]
@@ -71,6 +72,49 @@ def busy_curve(n: int, b_time: np.ndarray, b_delta: np.ndarray
     b = np.concatenate(([1.0], busy))
     last = np.append(t[1:] != t[:-1], True)
     return t[last], b[last]
+
+
+@jit(nrt=False)
+def _table_facts(ptr, c_read, c_steps, out):
+    """One pass over a table's contributions: ``out`` = ``[ptr rises, min c_read, min
+    (t - c_read), max (t - c_read), max contributions of a step, min c_steps, max
+    c_steps]`` (the lag and step entries only when ``ptr`` rises; 0 with no contribution)."""
+    T = ptr.shape[0] - 1
+    rises = 1
+    kmax = 0
+    for t in range(1, T + 1):
+        k = ptr[t] - ptr[t - 1]
+        if k < 0:
+            rises = 0
+        elif k > kmax:
+            kmax = k
+    out[0] = rises
+    out[4] = kmax
+    P = c_read.shape[0]
+    if rises == 0 or P == 0:
+        for m in (1, 2, 3, 5, 6):
+            out[m] = 0
+        return 0
+    rmin = c_read[0]
+    lmin = 1 - c_read[0]
+    lmax = lmin
+    smin = c_steps[0]
+    smax = smin
+    for t in range(1, T + 1):
+        for p in range(ptr[t - 1], ptr[t]):
+            r = c_read[p]
+            lag = t - r
+            rmin = min(rmin, r)
+            lmin = min(lmin, lag)
+            lmax = max(lmax, lag)
+            smin = min(smin, c_steps[p])
+            smax = max(smax, c_steps[p])
+    out[1] = rmin
+    out[2] = lmin
+    out[3] = lmax
+    out[5] = smin
+    out[6] = smax
+    return 0
 
 
 @dataclass(frozen=True)
@@ -138,22 +182,22 @@ class EventTable:
                     getattr(self, name).size, f"must have {self.b_time.size} rows (as b_time)")
         ptr = self.ptr
         require(ptr.shape == (T + 1,), "EventTable.ptr", ptr.shape, f"must be ({T + 1},)")
-        per_step = np.diff(ptr)
-        require(ptr[0] == 0 and ptr[-1] == P and (T == 0 or int(per_step.min()) >= 0),
+        f = np.empty(7, np.int64)
+        if ptr[0] == 0 and ptr[-1] == P:
+            _table_facts(ptr, self.c_read, self.c_steps, f)
+        require(ptr[0] == 0 and ptr[-1] == P and (T == 0 or f[0] == 1),
                 "EventTable.ptr", f"[{ptr[0]} .. {ptr[-1]}]",
                 f"must rise from 0 to the {P} contributions")
         lag = 1
         if P:
-            steps = np.repeat(np.arange(1, T + 1, dtype=np.int64), per_step)
-            lags = steps - self.c_read
-            require(int(self.c_read.min()) >= 0 and int(lags.min()) >= 1,
-                    "EventTable.c_read", int(self.c_read.min()),
+            require(int(f[1]) >= 0 and int(f[2]) >= 1,
+                    "EventTable.c_read", int(f[1]),
                     "must name a model older than the step consuming it")
-            require(int(self.c_steps.min()) >= 0, "EventTable.c_steps", int(self.c_steps.min()),
-                    "must be >= 0")
-            lag = max(1, int(lags.max()))
+            require(int(f[5]) >= 0, "EventTable.c_steps", int(f[5]), "must be >= 0")
+            lag = max(1, int(f[3]))
         cast(self, "_lag", lag)
-        cast(self, "_kmax", int(per_step.max()) if T else 0)
+        cast(self, "_kmax", int(f[4]) if T else 0)
+        cast(self, "_smax", int(f[6]) if P else 0)
 
     # -- derived ------------------------------------------------------------------------
     @property
@@ -169,6 +213,10 @@ class EventTable:
         """The largest ``t - c_read`` of a contribution (1 with none): the replay's ring
         must hold more models than this."""
         return self._lag
+
+    def max_steps(self) -> int:
+        """The most local steps of a contribution (0 with none)."""
+        return self._smax
 
     def max_contributions(self) -> int:
         """The most contributions a step consumes (0 with no step)."""

@@ -409,14 +409,19 @@ def uploads_table(n: int, Q: int, chunks: list[TimelineChunk], *, uploads: int,
 
     def col(name: str, dt: Any) -> np.ndarray:
         parts = [getattr(c, name) for c in chunks]
+        if len(parts) == 1:  # no copy
+            return parts[0].astype(dt, copy=False)
         return np.concatenate(parts).astype(dt, copy=False) if parts else np.empty(0, dt)
 
     time, client = col("time", np.float64)[:U], col("client", np.int64)[:U]
     omega, t_read = col("omega", np.int64)[:U], col("t_read", np.float64)[:U]
     bt, bd = col("b_time", np.float64), col("b_delta", np.int64)
     bg, bb = col("b_gate", np.int64), col("b_before", np.int64)
-    before = np.arange(U, dtype=np.int64) // K
-    stale = (before - omega // K).clip(0)
+    def per_k(a: np.ndarray) -> np.ndarray:  # uploads -> server steps (K = 1: the same)
+        return a if K == 1 else a // K
+
+    before = per_k(np.arange(U, dtype=np.int64))
+    stale = (before - per_k(omega)).clip(0)
     P = T * K
     if K == 1:
         st_time = time[:T] - t_read[:T]
@@ -438,8 +443,8 @@ def uploads_table(n: int, Q: int, chunks: list[TimelineChunk], *, uploads: int,
         time=step_time, kind=np.full(T, kind, np.int8), client=who,
         staleness_steps=st_steps, staleness_time=st_time, buffer_fill=np.full(T, K, np.int32),
         ptr=np.arange(0, P + 1, K, dtype=np.int64), c_client=client[:P],
-        c_read=omega[:P] // K, c_steps=np.full(P, Q, np.int32), c_stale=stale[:P],
+        c_read=per_k(omega[:P]), c_steps=np.full(P, Q, np.int32), c_stale=stale[:P],
         sim_time=sim_time, steps_done=T, client_updates=np.bincount(client, minlength=n),
         concurrency_time=ct, concurrency_busy=cb, metric_steps=ms,
         staleness_bound=staleness_bound, u_client=client, u_before=before, b_time=bt,
-        b_delta=bd, b_gate=bg // K, b_before=bb // K)
+        b_delta=bd, b_gate=per_k(bg), b_before=per_k(bb))
