@@ -26,7 +26,9 @@ snapshots row 0 into ``snap[isnap[0]]`` (and the diverged model into the next ro
 with ``ergo``, the running sum ``sum_{k<t} w^k`` into ``esnap`` (``ergodic_f_gap``,
 ``fedsim.trace.Recorder``'s ``wsum``: the additions in step order), and with ``prow >= 0``
 row ``prow`` of every client's state into ``psnap[isnap[0]]`` (personal metrics);
-:mod:`fedsim.engine.replay.metrics` turns snapshots into metrics.  ``fills[t-1]`` gets
+:mod:`fedsim.engine.replay.metrics` turns snapshots into metrics, or, when the view's
+compiled metrics serve, the loop evaluates them there (:func:`table_kernel` with
+``metrics``).  ``fills[t-1]`` gets
 the server rule's fill (the caller checks it against the table's ``buffer_fill``).
 
 Plugging a rule in

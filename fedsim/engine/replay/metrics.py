@@ -6,7 +6,8 @@ is recorded (``esnap``) and the clients' personal models when a personal metric 
 (``psnap``).  :class:`MetricPlan` turns them into the values ``fedsim.trace.Recorder``
 records:
 
-* on a problem whose compiled view computes every recorded metric
+* on a problem whose compiled view computes every recorded metric (evaluated inside the
+  compiled loop at each recorded step, :meth:`MetricPlan.buffers`, or from snapshots)
   (:meth:`~fedsim.problems.compiled.CompiledView.has_metrics`, ``f_gap`` for the ergodic
   one), with the view's compiled ``metrics`` -- the very closed forms the problem's own
   methods call, so bitwise the Recorder's numbers;

@@ -96,8 +96,8 @@ def _table_facts(ptr, c_read, c_steps, out):
             out[m] = 0
         return 0
     rmin = c_read[0]
-    lmin = 1 - c_read[0]
-    lmax = lmin
+    lmin = T + 1 - c_read[0]  # no lag is above this
+    lmax = 1 - c_read[0]  # nor below this
     smin = c_steps[0]
     smax = smin
     for t in range(1, T + 1):
