@@ -111,7 +111,8 @@ def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
         return out
 
     return replay_table(scenario, [table], rule, server, replicates=[streams.replicate],
-                        problem=problem, extra_info=extra, keep_personal=f_star is not None)[0]
+                        problem=problem, extra_info=extra, keep_personal=f_star is not None,
+                        progress=progress)[0]
 
 
 def time_statistics(server: Any, clients: np.ndarray, steps: np.ndarray, times: np.ndarray,

@@ -34,7 +34,7 @@ from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import run_asypfl
 from fedsim.engine.physical import AsyncRun
-from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.driver import check_personal, client_form, metric_plan, replay_table
 from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
@@ -86,14 +86,21 @@ def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
     return TABLE_WRITERS.get(key)
 
 
-def replay_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
-    """Table then replay for ``replicates`` (the scenario's model must write a table)."""
+def replay_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
+                  progress: bool = False) -> list[Trace]:
+    """Table then replay for ``replicates`` (the scenario's model must write a table); a
+    personal metric the client rule cannot feed is a ConfigError before the tables are
+    written (:func:`~fedsim.engine.replay.driver.check_personal`).  ``progress``: a bar
+    on stderr over the replay's steps."""
+    check_personal(metric_plan(scenario, problem),
+                   client_form(make_client_rule(scenario.algorithm, problem)))
     tables = table_writer(scenario)(scenario, problem, replicates)
-    return replay_table(scenario, tables, replicates=replicates, problem=problem)
+    return replay_table(scenario, tables, replicates=replicates, problem=problem,
+                        progress=progress)
 
 
 def _replayed(scenario, problem, streams, progress, spec) -> Trace:
-    return replay_tables(scenario, problem, [streams.replicate])[0]
+    return replay_tables(scenario, problem, [streams.replicate], progress=progress)[0]
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
