@@ -132,3 +132,28 @@ def test_cli_progress_bar_on_stderr_by_default_only(tmp_path, flag):
         assert "replay" not in res.stderr and "%|" not in res.stderr
     else:
         assert "replay:" in res.stderr and "/300" in res.stderr and "%|" in res.stderr
+
+
+def test_asypfl_run_batch_replays_every_replicate_in_one_call(monkeypatch):
+    """AsyPFL is a TABLE_WRITERS entry: run_batch writes all its tables and makes one
+    replay_table call for them; each Trace equals run's, extras included."""
+    from fedsim.engine import batch
+    from fedsim.engine.replay import driver as drv
+
+    sc = _scenario("asypfl", ["f_gap", "pers_acc_beta"], steps=50)
+    calls: list[int] = []
+    real = drv.replay_table
+
+    def counted(scenario, tables, *a, **k):
+        calls.append(len(tables))
+        return real(scenario, tables, *a, **k)
+
+    monkeypatch.setattr(dispatch, "replay_table", counted)
+    reps = [4, 0, 2]
+    got = batch.run_batch(sc, reps)
+    assert calls == [3]
+    for tr, r in zip(got, reps):
+        one = run(sc, r)
+        assert tr.equals(one)
+        for key in ("beta", "pi", "E_k", "local_steps"):
+            np.testing.assert_array_equal(tr.info[key], one.info[key])

@@ -43,7 +43,7 @@ from fedsim.trace import DIVERGE_NORM, Trace
 from fedsim.trace import PERSONAL as PERSONAL_METRICS
 
 __all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams",
-           "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS"]
+           "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS", "TableSet"]
 
 #: with a progress callback, :func:`replay_one` runs the loop in about this many chunks of
 #: steps and reports between them (never from inside the compiled loop)
@@ -68,6 +68,22 @@ class Replayed:
     client_state: np.ndarray | None = None
     #: row 0 of every client's state at each recorded step ``(records, n, d)``, when kept
     personal: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class TableSet:
+    """What a table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS`) may return in
+    place of a plain list of tables, for a model whose Traces need more than the tables:
+    ``tables`` (one per replicate), ``client_rule``/``server_rule`` (default the
+    scenario's), ``extra_info(k, replayed)`` and ``keep_personal`` as
+    :func:`replay_table` takes them (``k`` the table's index, e.g. AsyPFL's per-round
+    times of replicate ``k``)."""
+
+    tables: Sequence[EventTable]
+    client_rule: Any = None
+    server_rule: Any = None
+    extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None
+    keep_personal: bool = False
 
 
 def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
@@ -204,7 +220,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
 def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
                  server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
                  w0: np.ndarray | None = None,
-                 extra_info: Callable[[Replayed], dict[str, Any]] | None = None,
+                 extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None,
                  keep_personal: bool = False, progress: bool = False) -> list[Trace]:
     """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
     the client and server rules replayed along it.
@@ -215,7 +231,7 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     no compiled form runs its own ``round`` (:func:`client_form`), a fresh rule object per
     replicate so that its counters (``Trace.info``) are the replicate's.  ``w0`` (R, d):
     initial models row by row (default the scenario's ``w^0``).  A Trace's ``info`` is the
-    table's ``info``, the rule counters and ``extra_info(replayed)`` (facts an execution
+    table's ``info``, the rule counters and ``extra_info(k, replayed)`` (facts an execution
     model derives from the replayed states, e.g. AsyPFL's final ``beta_k``);
     ``keep_personal``: :func:`replay_one`'s; a personal metric or ``keep_personal`` with a
     rule that keeps no personal models is a ConfigError (:func:`check_personal`), raised
@@ -250,7 +266,7 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
         if fallback:
             info.update(inner_counters(rule))
         if extra_info:
-            info.update(extra_info(res))
+            info.update(extra_info(k, res))
         out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
                                final_w=res.final_w, diverged_step=res.diverged_step,
                                info=info))
