@@ -152,7 +152,7 @@ def test_asypfl_run_batch_replays_every_replicate_in_one_call(monkeypatch):
     reps = [4, 0, 2]
     got = batch.run_batch(sc, reps)
     assert calls == [3]
-    for tr, r in zip(got, reps):
+    for tr, r in zip(got, reps, strict=True):
         one = run(sc, r)
         assert tr.equals(one)
         for key in ("beta", "pi", "E_k", "local_steps"):
