@@ -56,43 +56,43 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.delay_blocks import RoundDelays
-from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.driver import TableSet, replay_table
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.errors import FedsimError, require
-from fedsim.local import make_client_rule
 from fedsim.rng import Streams
 from fedsim.trace import KINDS, Trace
 
-__all__ = ["run_asypfl", "asypfl_table", "time_statistics", "personal_gap", "RoundDelays"]
+__all__ = ["run_asypfl", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",
+           "RoundDelays"]
 
 K_UPLOAD = KINDS.index("upload")
 
 
-def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
-               spec: Any = None) -> Trace:
-    """Simulate AsyPFL once (module docstring): the timeline (:func:`asypfl_table`), then
-    the rules replayed along it (:func:`fedsim.engine.replay.driver.replay_table`: the
-    client rule :func:`fedsim.local.asypfl.asypfl_update`, the server rule
-    :func:`fedsim.servers.asypfl.asypfl_apply`), ``streams`` a :class:`fedsim.rng.Streams`
-    of ``scenario.seed``.  ``info`` adds to the table's time-only facts the final personal
-    models ``beta`` and, when the problem has ``f_i_star``, ``personal_gap`` at the
-    recorded steps (:func:`personal_gap`)."""
+def asypfl_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
+                  progress: bool = False, spec: Any = None) -> TableSet:
+    """AsyPFL's table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS` ``"asypfl"``):
+    one timeline per replicate (:func:`asypfl_table`) and what the replay adds to each
+    Trace's ``info`` -- the final personal models ``beta`` and, when the problem has
+    ``f_i_star``, ``personal_gap`` at the recorded steps (:func:`personal_gap`); after a
+    divergence the time statistics as the run stopped (:func:`time_statistics`, from the
+    replicate's per-round times).  The rules are the scenario's
+    (:func:`fedsim.local.asypfl.asypfl_update`, :func:`fedsim.servers.asypfl.asypfl_apply`)."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    require(streams.seed == scenario.seed, "streams.seed", streams.seed,
-            f"must be the scenario's seed {scenario.seed}")
-    cols = asypfl_table(scenario, problem, streams, progress, spec)
-    times = cols.pop("round_times")
-    table = EventTable(**cols)
-    rule = make_client_rule(scenario.algorithm, problem)
+    tables, times = [], []
+    for r in replicates:
+        cols = asypfl_table(scenario, problem, Streams(scenario.seed, int(r)), progress, spec)
+        times.append(cols.pop("round_times"))
+        tables.append(EventTable(**cols))
     server = spec.server(scenario.algorithm, problem)
     try:
         f_star = getattr(problem, "f_i_star", None)
@@ -100,18 +100,32 @@ def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
         f_star = None
     f_star = None if f_star is None else np.asarray(f_star, dtype=np.float64)
 
-    def extra(res) -> dict[str, Any]:
+    def extra(k: int, res) -> dict[str, Any]:
         out: dict[str, Any] = {"beta": res.client_state[:, 0].copy()}
         if res.diverged_step is not None:  # the time statistics as the run stopped
-            out.update(time_statistics(server, table.c_client, table.c_steps, times,
+            tb = tables[k]
+            out.update(time_statistics(server, tb.c_client, tb.c_steps, times[k],
                                        res.diverged_step))
         if f_star is not None:
             out["personal_gap_steps"] = np.asarray(res.metric_steps, dtype=np.int64)
             out["personal_gap"] = personal_gap(problem, f_star, res.personal)
         return out
 
-    return replay_table(scenario, [table], rule, server, replicates=[streams.replicate],
-                        problem=problem, extra_info=extra, keep_personal=f_star is not None)[0]
+    return TableSet(tables=tables, extra_info=extra, keep_personal=f_star is not None)
+
+
+def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
+               spec: Any = None) -> Trace:
+    """Simulate AsyPFL once (module docstring): the timeline and the replay's extras
+    (:func:`asypfl_tables`), then the rules replayed along it
+    (:func:`fedsim.engine.replay.driver.replay_table`), ``streams`` a
+    :class:`fedsim.rng.Streams` of ``scenario.seed``."""
+    require(streams.seed == scenario.seed, "streams.seed", streams.seed,
+            f"must be the scenario's seed {scenario.seed}")
+    ts = asypfl_tables(scenario, problem, [streams.replicate], progress=progress, spec=spec)
+    return replay_table(scenario, ts.tables, replicates=[streams.replicate], problem=problem,
+                        extra_info=ts.extra_info, keep_personal=ts.keep_personal,
+                        progress=progress)[0]
 
 
 def time_statistics(server: Any, clients: np.ndarray, steps: np.ndarray, times: np.ndarray,

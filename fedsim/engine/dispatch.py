@@ -17,7 +17,8 @@ never looks at an algorithm's name.  Runner keys:
 * ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
 * ``"sync"`` -- synchronous rounds (:mod:`fedsim.engine.sync`);
 * ``"area"`` -- AREA's algorithm and iterate model (:mod:`fedsim.engine.area`);
-* ``"asypfl"`` -- AsyPFL's adaptive local epochs (:mod:`fedsim.engine.asypfl`).
+* ``"asypfl"`` -- AsyPFL's adaptive local epochs, SimPy writes the table and the replay's
+  extras (:func:`fedsim.engine.asypfl.asypfl_tables`).
 
 Every runner has the signature ``runner(scenario, problem, streams, progress, spec)``.
 """
@@ -32,9 +33,15 @@ import numpy as np
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.area import run_area
-from fedsim.engine.asypfl import run_asypfl
+from fedsim.engine.asypfl import asypfl_tables
 from fedsim.engine.physical import AsyncRun
-from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.driver import (
+    TableSet,
+    check_personal,
+    client_form,
+    metric_plan,
+    replay_table,
+)
 from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
@@ -69,13 +76,16 @@ def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
                            Q=int(scenario.algorithm.get("Q")))
 
 
-#: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``:
-#: the execution models whose runner writes a table; ``run`` and ``run_batch`` replay it
+#: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``
+#: (or a :class:`~fedsim.engine.replay.driver.TableSet`: the tables with the rules, the
+#: ``extra_info`` and ``keep_personal`` their replay takes): the execution models whose
+#: runner writes a table; ``run`` and ``run_batch`` replay it
 TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "fedasync_fast": _fedasync_tables,
     "physical": _physical_tables,
     "sync": sync_tables,
     "window": window_tables,
+    "asypfl": asypfl_tables,
 }
 
 
@@ -86,21 +96,31 @@ def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
     return TABLE_WRITERS.get(key)
 
 
-def replay_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[Trace]:
-    """Table then replay for ``replicates`` (the scenario's model must write a table)."""
-    tables = table_writer(scenario)(scenario, problem, replicates)
-    return replay_table(scenario, tables, replicates=replicates, problem=problem)
+def replay_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
+                  progress: bool = False) -> list[Trace]:
+    """Table then replay for ``replicates`` (the scenario's model must write a table); a
+    personal metric the client rule cannot feed is a ConfigError before the tables are
+    written (:func:`~fedsim.engine.replay.driver.check_personal`).  ``progress``: a bar
+    on stderr over the replay's steps."""
+    check_personal(metric_plan(scenario, problem),
+                   client_form(make_client_rule(scenario.algorithm, problem)))
+    written = table_writer(scenario)(scenario, problem, replicates)
+    if not isinstance(written, TableSet):
+        written = TableSet(tables=written)
+    return replay_table(scenario, written.tables, written.client_rule, written.server_rule,
+                        replicates=replicates, problem=problem,
+                        extra_info=written.extra_info, keep_personal=written.keep_personal,
+                        progress=progress)
 
 
 def _replayed(scenario, problem, streams, progress, spec) -> Trace:
-    return replay_tables(scenario, problem, [streams.replicate])[0]
+    return replay_tables(scenario, problem, [streams.replicate], progress=progress)[0]
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
     "area": run_area,
-    "asypfl": run_asypfl,
 }
 
 

@@ -287,11 +287,12 @@ class AsyPFLRule(ConfigRule):
         if self.fast:
             return ClientForm(update=self.compiled_update, draw_round=self.compiled_draw_round,
                               vdata=self.vdata, c_rows=1, k=self.draws, dtype=self.dtype,
-                              fp=self.params(), compiled=True, init_state=self.init_state)
+                              fp=self.params(), compiled=True, init_state=self.init_state,
+                              personal_row=0)
         return ClientForm(update=_interpreted_update, draw_round=_interpreted_draw_round,
                           vdata=self.vdata, c_rows=1, k=0, dtype=np.float64, fp=self.params(),
                           compiled=False, init_state=self.init_state,
-                          make_z=lambda nsteps: [None] * nsteps)
+                          make_z=lambda nsteps: [None] * nsteps, personal_row=0)
 
     def init_state(self, cst: np.ndarray, w0: np.ndarray) -> None:
         """``beta_k^0 = omega^0`` (module docstring) into ``cst`` (``(c_rows, d)``)."""

@@ -62,7 +62,9 @@ class ClientForm:
     dtype; ``fp``: the parameters; ``ncnt``: the counters; ``init_state(cst, w0)`` fills
     one client's state ``(c_rows, d)`` (once per replicate); ``make_z(nsteps)`` the
     round's randomness buffer (default ``np.empty((nsteps, k), dtype)``); ``counters``: the
-    names of the counters (``Trace.info`` keys).
+    names of the counters (``Trace.info`` keys); ``personal_row``: the row of a client's
+    state that is the personal model it keeps (AsyPFL's ``beta_k``), read by the personal
+    metrics ``pers_*_beta``; ``-1`` (default): the rows are scratch, the rule keeps none.
     """
 
     update: Any
@@ -77,6 +79,7 @@ class ClientForm:
     init_state: Callable[[np.ndarray, np.ndarray], None] | None = None
     make_z: Callable[[int], Any] | None = None
     counters: tuple[str, ...] = ()
+    personal_row: int = -1
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ the order they come in):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,14 @@ from fedsim.local import make_client_rule
 from fedsim.local.forms import ClientForm, ServerForm, round_form
 from fedsim.problems.compiled import compiled_view
 from fedsim.trace import DIVERGE_NORM, Trace
+from fedsim.trace import PERSONAL as PERSONAL_METRICS
 
 __all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams",
-           "client_form"]
+           "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS", "TableSet"]
+
+#: with a progress callback, :func:`replay_one` runs the loop in about this many chunks of
+#: steps and reports between them (never from inside the compiled loop)
+PROGRESS_CHUNKS = 100
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 
@@ -62,6 +68,22 @@ class Replayed:
     client_state: np.ndarray | None = None
     #: row 0 of every client's state at each recorded step ``(records, n, d)``, when kept
     personal: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class TableSet:
+    """What a table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS`) may return in
+    place of a plain list of tables, for a model whose Traces need more than the tables:
+    ``tables`` (one per replicate), ``client_rule``/``server_rule`` (default the
+    scenario's), ``extra_info(k, replayed)`` and ``keep_personal`` as
+    :func:`replay_table` takes them (``k`` the table's index, e.g. AsyPFL's per-round
+    times of replicate ``k``)."""
+
+    tables: Sequence[EventTable]
+    client_rule: Any = None
+    server_rule: Any = None
+    extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None
+    keep_personal: bool = False
 
 
 def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
@@ -93,11 +115,40 @@ def client_form(rule: Any) -> ClientForm:
     return round_form(rule)
 
 
+def check_personal(plan: MetricPlan, cf: ClientForm, keep_personal: bool = False) -> None:
+    """ConfigError unless the client rule keeps the personal models that ``plan``'s
+    personal metrics (``pers_*_beta`` and their ``val_`` twins) or ``keep_personal`` read
+    (``cf.personal_row >= 0``; a rule's other state rows are scratch)."""
+    if cf.personal_row >= 0:
+        return
+    name = next((m for m in plan.names if m.removeprefix("val_") in PERSONAL_METRICS), None)
+    if name is not None:
+        require(False, "record.metrics", name,
+                "needs per-client personal models, which only an algorithm whose clients "
+                "keep them records (algorithm.name = 'asypfl')")
+    require(not keep_personal, "keep_personal", keep_personal,
+            "needs a client rule that keeps personal models (ClientForm.personal_row)")
+
+
+def progress_bar(total: int, desc: str) -> Any:
+    """A tqdm bar on stderr over ``total`` server steps (the engine's bar: unit ``step``,
+    cleared when closed)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, file=sys.stderr, unit="step", desc=desc, mininterval=0.5,
+                leave=False)
+
+
 def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPlan,
-               states: Any, w0: np.ndarray, *, keep_personal: bool = False) -> Replayed:
+               states: Any, w0: np.ndarray, *, keep_personal: bool = False,
+               progress: Callable[[int], None] | None = None) -> Replayed:
     """Replay one table from ``w0`` with the clients' noise ``states`` (module
-    docstring); ``keep_personal``: snapshot the clients' state row 0 at the recorded steps
-    even when no personal metric is recorded (``Replayed.personal``)."""
+    docstring); ``keep_personal``: snapshot the clients' personal models
+    (``cf.personal_row``) at the recorded steps even when no personal metric is recorded
+    (``Replayed.personal``).  ``progress(steps)``: called with the number of steps replayed
+    so far after each of about :data:`PROGRESS_CHUNKS` chunks of the loop (the loop resumes
+    where it stopped, so the numbers do not depend on the chunks)."""
+    check_personal(plan, cf, keep_personal)
     d = w0.shape[0]
     n = table.n
     T = table.steps_done
@@ -121,7 +172,7 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     ergo = plan.ergodic
     wsum = np.zeros(d) + hist[0, 0] if ergo else np.zeros(1)
     esnap = np.empty((nrec + 1, d)) if ergo else np.empty((1, 1))
-    prow = 0 if (plan.personal or keep_personal) and cf.c_rows else -1
+    prow = cf.personal_row if plan.personal or keep_personal else -1
     psnap = np.empty((nrec + 1, n, d)) if prow >= 0 else np.empty((1, 1, 1))
     if prow >= 0:
         psnap[0] = cst[:, prow]
@@ -138,10 +189,19 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
     fills = np.zeros(max(T, 1), dtype=np.int64)
     inline = plan.buffers(nrec + 1, hist[0, 0]) if mf is not None else None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        done = kern(cf.vdata, 0, T, ptr, table.kind, table.c_client, table.c_read, table.c_steps,
-                    table.c_stale, hist, cst, states, Z, clients, reads, news, stale, cf.fp,
-                    sf.fp, ccnt, scnt, rec, isnap, snap, ergo, wsum, esnap, prow, psnap,
-                    _DIV2, fills, *(inline or ()))
+        chunk = T if progress is None else max(1, -(-T // PROGRESS_CHUNKS))
+        done = t0 = 0
+        while True:
+            t1 = min(T, t0 + chunk)
+            done = kern(cf.vdata, t0, t1, ptr, table.kind, table.c_client, table.c_read,
+                        table.c_steps, table.c_stale, hist, cst, states, Z, clients, reads,
+                        news, stale, cf.fp, sf.fp, ccnt, scnt, rec, isnap, snap, ergo, wsum,
+                        esnap, prow, psnap, _DIV2, fills, *(inline or ()))
+            if progress is not None:
+                progress(-done if done < 0 else done)
+            if done < 0 or t1 >= T:
+                break
+            t0 = t1
     t = -done if done < 0 else done
     require(np.array_equal(fills[:t], table.buffer_fill[:t]), "server rule fill",
             fills[:t].tolist()[:8], "must equal the table's buffer_fill")
@@ -163,8 +223,8 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
 def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
                  server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
                  w0: np.ndarray | None = None,
-                 extra_info: Callable[[Replayed], dict[str, Any]] | None = None,
-                 keep_personal: bool = False) -> list[Trace]:
+                 extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None,
+                 keep_personal: bool = False, progress: bool = False) -> list[Trace]:
     """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
     the client and server rules replayed along it.
 
@@ -174,9 +234,12 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     no compiled form runs its own ``round`` (:func:`client_form`), a fresh rule object per
     replicate so that its counters (``Trace.info``) are the replicate's.  ``w0`` (R, d):
     initial models row by row (default the scenario's ``w^0``).  A Trace's ``info`` is the
-    table's ``info``, the rule counters and ``extra_info(replayed)`` (facts an execution
+    table's ``info``, the rule counters and ``extra_info(k, replayed)`` (facts an execution
     model derives from the replayed states, e.g. AsyPFL's final ``beta_k``);
-    ``keep_personal``: :func:`replay_one`'s."""
+    ``keep_personal``: :func:`replay_one`'s; a personal metric or ``keep_personal`` with a
+    rule that keeps no personal models is a ConfigError (:func:`check_personal`), raised
+    before any replay.  ``progress``: one tqdm bar on stderr over the tables' steps
+    (:func:`progress_bar`, updated between chunks of the loop)."""
     reps = [int(r) for r in replicates]
     require(len(reps) == len(tables), "replicates", len(reps),
             f"must name one replicate per table ({len(tables)})")
@@ -188,20 +251,28 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     srv = get_algorithm(a.name).server(a, problem) if server_rule is None else server_rule
     sf = srv if isinstance(srv, ServerForm) else srv.replay_form()
     plan = metric_plan(scenario, problem)
+    check_personal(plan, cf, keep_personal)
     streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
+    bar = progress_bar(sum(t.steps_done for t in tables), "replay") if progress else None
     out = []
+    base = 0
     for k, table in enumerate(tables):
         if fallback and client_rule is None and k > 0:
             rule = make_client_rule(a, problem)
             cf = client_form(rule)
         start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
-        res = replay_one(table, cf, sf, plan, streams[k], start, keep_personal=keep_personal)
+        tick = None if bar is None else (lambda t, b=base: bar.update(b + t - bar.n))
+        res = replay_one(table, cf, sf, plan, streams[k], start, keep_personal=keep_personal,
+                         progress=tick)
+        base += table.steps_done
         info = {**table.info, **res.info}  # the timeline's facts, then the rules' counters
         if fallback:
             info.update(inner_counters(rule))
         if extra_info:
-            info.update(extra_info(res))
+            info.update(extra_info(k, res))
         out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
                                final_w=res.final_w, diverged_step=res.diverged_step,
                                info=info))
+    if bar is not None:
+        bar.close()
     return out
