@@ -22,9 +22,11 @@ from fedsim.validation.montecarlo import Task, run_tasks
 
 def run_suite(suite, *, out, workers=None, dask=None, **kw):
     tasks = [Task(f"r{i}", "fedsim.validation._selftest:normal_mean",
-                  {"seed": 1, "replicate": i, "sleep": 2.0}) for i in range(40)]
+                  {"seed": 1, "replicate": i, "sleep": SLEEP}) for i in range(40)]
     run_tasks(tasks, out, workers=workers, dask=dask, progress=False)
     return {"verdicts": str(out / "verdicts.csv"), "report": None}
+
+SLEEP = float(sys.argv.pop(1))
 
 if __name__ == "__main__":
     sys.modules["fedsim.validation.suites"] = types.SimpleNamespace(run_suite=run_suite)
@@ -92,8 +94,10 @@ def _assert_quiet(rc: int, out: str, err: str, run: Path) -> None:
 
 def test_ctrl_c_stops_the_process_pool_quietly(tmp_path):
     run = tmp_path / "run"
-    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "validate", "--suite", "quick",
-                           "--out", str(run), "--workers", "2"], run, 2)
+    # 0.5 s tasks: the first 16-task chunk commits after ~8 s, the interrupt comes while the
+    # other chunks still run (40 tasks on 2 workers take ~10 s more)
+    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "0.5", "validate", "--suite",
+                           "quick", "--out", str(run), "--workers", "2"], run, 2)
     _assert_quiet(rc, o, e, run)
     assert 2 <= _stored(run) < 40
 
@@ -101,8 +105,9 @@ def test_ctrl_c_stops_the_process_pool_quietly(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_stops_a_local_dask_cluster_quietly(tmp_path):
     run = tmp_path / "run"
-    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "validate", "--suite", "quick",
-                           "--out", str(run), "--workers", "2", "--dask", "local"], run, 2)
+    rc, o, e = _interrupt([sys.executable, "-c", _SCRIPT, "2.0", "validate", "--suite",
+                           "quick", "--out", str(run), "--workers", "2", "--dask", "local"],
+                          run, 2)
     _assert_quiet(rc, o, e, run)
 
 
