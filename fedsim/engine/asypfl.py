@@ -54,7 +54,6 @@ counts (quadratics; logistic problems with equal ``m_k``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -77,7 +76,7 @@ K_UPLOAD = KINDS.index("upload")
 
 
 def asypfl_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
-                  progress: bool = False, spec: Any = None) -> TableSet:
+                  spec: Any = None) -> TableSet:
     """AsyPFL's table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS` ``"asypfl"``):
     one timeline per replicate (:func:`asypfl_table`) and what the replay adds to each
     Trace's ``info`` -- the final personal models ``beta`` and, when the problem has
@@ -90,9 +89,10 @@ def asypfl_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
         spec = get_algorithm(scenario.algorithm.name)
     tables, times = [], []
     for r in replicates:
-        cols = asypfl_table(scenario, problem, Streams(scenario.seed, int(r)), progress, spec)
-        times.append(cols.pop("round_times"))
-        tables.append(EventTable(**cols))
+        table, round_times = asypfl_table(scenario, problem, Streams(scenario.seed, int(r)),
+                                          spec)
+        tables.append(table)
+        times.append(round_times)
     server = spec.server(scenario.algorithm, problem)
     try:
         f_star = getattr(problem, "f_i_star", None)
@@ -122,7 +122,7 @@ def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
     :class:`fedsim.rng.Streams` of ``scenario.seed``."""
     require(streams.seed == scenario.seed, "streams.seed", streams.seed,
             f"must be the scenario's seed {scenario.seed}")
-    ts = asypfl_tables(scenario, problem, [streams.replicate], progress=progress, spec=spec)
+    ts = asypfl_tables(scenario, problem, [streams.replicate], spec=spec)
     return replay_table(scenario, ts.tables, replicates=[streams.replicate], problem=problem,
                         extra_info=ts.extra_info, keep_personal=ts.keep_personal,
                         progress=progress)[0]
@@ -158,18 +158,21 @@ def personal_gap(problem, f_star: np.ndarray, betas: np.ndarray) -> np.ndarray:
                         dtype=np.float64)
 
 
-def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool = False,
-                 spec: Any = None) -> dict[str, Any]:
-    """AsyPFL's timeline for one replicate, as the keyword arguments of an
-    :class:`~fedsim.engine.replay.table.EventTable` (REPLAY_SPEC section 1): the SimPy
-    processes of the module docstring with no algebra (no client or server rule call, no
-    metric, no model).  One server step per upload, with one contribution: ``c_read = r_k``
+def asypfl_table(scenario: Scenario, problem, streams: Streams,
+                 spec: Any = None) -> tuple[EventTable, np.ndarray]:
+    """AsyPFL's timeline for one replicate: its
+    :class:`~fedsim.engine.replay.table.EventTable` (REPLAY_SPEC section 1) and its
+    ``round_times``.  The SimPy processes of the module docstring with no algebra (no client
+    or server rule call, no metric, no model), logged by a
+    :class:`~fedsim.engine.steplog.TableLog` (:class:`~fedsim.engine.setup.RunSetup` with
+    ``table=True``).  One server step per upload, with one contribution: ``c_read = r_k``
     (the decay index too), ``c_steps = E_k``, ``c_stale = t - 1 - r_k``.  ``E_k``, ``pi``,
     ``dTg``, ``dTc`` and ``local_steps`` depend on the simulated times only, so they are
     the server's time statistics (:class:`~fedsim.servers.asypfl.AsyPFLServer.report` /
-    ``epochs``) kept here and put in ``info``; the models are the replay's.  The run goes to
-    its horizon (a divergence is the replay's to find; ``u_client``/``u_before`` and the
-    busy events let the table truncate itself there)."""
+    ``epochs``) kept here and put in ``info``; ``round_times`` (uploads x 2: compute time,
+    download + upload time) lets :func:`time_statistics` recompute them up to a divergence.
+    The run goes to its horizon (a divergence is the replay's to find; ``u_client`` /
+    ``u_before`` and the busy events let the table truncate itself there)."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
@@ -179,35 +182,23 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool =
     require(scenario.delays.compute_per == "step", "delays.compute_per",
             scenario.delays.compute_per,
             "must be 'step' for asypfl (DeltaT^g is the time of one local update)")
-    bare = dataclasses.replace(scenario,
-                               record=dataclasses.replace(scenario.record, metrics=()))
-    run = RunSetup(bare, problem, streams, progress)
-    env, log, n, d = run.env, run.log, run.n, run.d
-    stats = spec.server(a, problem).init(np.zeros(d)).stats  # time statistics only
+    run = RunSetup(scenario, problem, streams, False, table=True)
+    env, log, n = run.env, run.log, run.n
+    stats = spec.server(a, problem).init(np.zeros(run.d)).stats  # time statistics only
     samplers = [RoundDelays(scenario.delays.for_client(i), streams.client(i, "delays"))
                 for i in range(n)]
     arrival = scenario.delays.read_at == "arrival"
-    zero = np.zeros(d)  # the step log's model: the timeline has none (never diverges)
-    snap = np.zeros(d)
     E_next = [stats.E] * n
-    counts = np.zeros(n, dtype=np.int64)
     local_steps = np.zeros(n, dtype=np.int64)
-    c_read: list[int] = []
-    c_steps: list[int] = []
     round_times: list[tuple[float, float]] = []
-    b_time: list[float] = []
-    b_delta: list[int] = []
-    b_gate: list[int] = []
-    b_before: list[int] = []
-    run.rec.busy(0.0, 1.0)
 
     def client(i: int):
         sampler = samplers[i]
         while True:
             E_i = E_next[i]
             download, compute, upload, think = sampler.next_round(E_i)
-            got = yield from run.read_and_upload(download, compute, upload, arrival, zero,
-                                                 snap)
+            got = yield from run.read_and_upload(download, compute, upload, arrival, None,
+                                                 None)
             if got is None:
                 return
             r, t_read, t = got
@@ -215,46 +206,23 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams, progress: bool =
             stats.report(i, ct, E_i, cm)
             round_times.append((ct, cm))
             E_next[i] = stats.epochs(i)
-            counts[i] += 1
             local_steps[i] += E_i
-            c_read.append(r)
-            c_steps.append(E_i)
-            stopped = log.log(t, K_UPLOAD, i, log.t - r, t - t_read, 1, zero)
-            if stopped:
+            stale = log.t - r
+            log.upload(i)
+            log.contribute(i, r, E_i, stale)
+            if log.step(t, K_UPLOAD, i, stale, t - t_read, 1):
                 return
             if think != 0.0:
-                gate = log.t
-                b_time.append(t)
-                b_delta.append(1)
-                b_gate.append(gate)
-                b_before.append(gate)
                 yield from run.think_pause(t, think)
-                b_time.append(t + think)
-                b_delta.append(-1)
-                b_gate.append(gate)
-                b_before.append(log.t)
                 if log.stopped:
                     return
 
     for i in range(n):
         env.process(client(i))
     run.run_until_done()
-    tr = log.finish(zero, env.now, math.inf)
-    T = tr.steps_done
-    clients = tr.client[1:].astype(np.int32)
-    return dict(
-        time=tr.time[1:], kind=tr.kind_code[1:], client=clients,
-        staleness_steps=tr.staleness_steps[1:], staleness_time=tr.staleness_time[1:],
-        buffer_fill=tr.buffer_fill[1:], ptr=np.arange(T + 1, dtype=np.int64),
-        c_client=clients, c_read=np.asarray(c_read, dtype=np.int64),
-        c_steps=np.asarray(c_steps, dtype=np.int32), c_stale=tr.staleness_steps[1:],
-        sim_time=tr.sim_time, steps_done=T, client_updates=counts,
-        concurrency_time=tr.concurrency_time, concurrency_busy=tr.concurrency_busy,
-        metric_steps=tr.metric_steps, staleness_bound=math.inf,
-        u_client=clients, u_before=np.arange(T, dtype=np.int64),
-        b_time=np.asarray(b_time, dtype=np.float64), b_delta=np.asarray(b_delta, np.int64),
-        b_gate=np.asarray(b_gate, np.int64), b_before=np.asarray(b_before, np.int64),
-        info={"pi": stats.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
-              "dTg": stats.dTg, "dTc": stats.dTc, "p": stats.p.copy(),
-              "local_steps": local_steps},
-        round_times=np.asarray(round_times, dtype=np.float64).reshape(-1, 2))
+    info = {"pi": stats.pi.copy(), "E_k": np.asarray(E_next, dtype=np.int64),
+            "dTg": stats.dTg, "dTc": stats.dTc, "p": stats.p.copy(),
+            "local_steps": local_steps}
+    return (log.table(n=n, sim_time=env.now, every=int(scenario.record.every),
+                      staleness_bound=math.inf, info=info),
+            np.asarray(round_times, dtype=np.float64).reshape(-1, 2))

@@ -1,9 +1,14 @@
-"""Server-step log: compact columns, divergence, metrics, progress, the step horizon.
+"""Server-step logs: compact columns and the step horizon.
 
-:class:`StepLog` appends one server step to ``array.array`` columns (time, kind, client,
-staleness in steps and in time, buffer fill), checks divergence (``||w|| > 1e150`` or
-non-finite), records metrics every ``record.every`` steps, drives the progress bar and
-stops the run at the step horizon.  Every execution model logs through it.
+:class:`TableLog` is the log of every timeline writer (the asynchronous physical model,
+AREA, the window model, AsyPFL): it appends one server step, its contributions, the
+uploads and the busy events to ``array.array`` columns and builds the
+:class:`~fedsim.engine.replay.table.EventTable`; it holds no model and no metric.
+
+:class:`StepLog` is the log of an engine that computes as it simulates (the reference
+oracle, :mod:`fedsim.engine.reference`): the same step columns, and it also checks
+divergence (``||w|| > 1e150`` or non-finite), records metrics every ``record.every``
+steps and drives the progress bar.
 """
 
 from __future__ import annotations

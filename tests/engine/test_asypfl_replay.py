@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,11 @@ PAIRS = [(c, r) for c in CASES for r in (0, 1)]
 
 
 def _table(case: str, rep: int):
+    """The case's table as a dict of its columns and per-run facts."""
     sc = scenario(case)
     p = problem_for(sc)
-    return sc, p, asypfl_table(sc, p, Streams(sc.seed, rep))
+    tb, _ = asypfl_table(sc, p, Streams(sc.seed, rep))
+    return sc, p, {f.name: getattr(tb, f.name) for f in dataclasses.fields(tb)}
 
 
 def rel(a: np.ndarray, b: np.ndarray) -> float:
