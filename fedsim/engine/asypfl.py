@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario
+from fedsim.config.budget import memory_budget
 from fedsim.engine.delay_blocks import RoundDelays
 from fedsim.engine.replay.driver import TableSet, replay_table
 from fedsim.engine.replay.table import EventTable
@@ -70,7 +71,7 @@ from fedsim.rng import Streams
 from fedsim.trace import KINDS, Trace
 
 __all__ = ["run_asypfl", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",
-           "RoundDelays"]
+           "round_step_bytes", "RoundDelays"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -158,6 +159,13 @@ def personal_gap(problem, f_star: np.ndarray, betas: np.ndarray) -> np.ndarray:
                         dtype=np.float64)
 
 
+def round_step_bytes(d: int, batch: int) -> int:
+    """Bytes one local step of a round holds at once, an upper estimate: its compute delay
+    in the writer (a float64 draw, a tuple slot, a Python float: 40 bytes) and its draws in
+    the replay (at most ``max(d, batch)`` normals or batch indices, 8 bytes each)."""
+    return 40 + 8 * max(int(d), int(batch))
+
+
 def asypfl_table(scenario: Scenario, problem, streams: Streams,
                  spec: Any = None) -> tuple[EventTable, np.ndarray]:
     """AsyPFL's timeline for one replicate: its
@@ -191,11 +199,20 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
     E_next = [stats.E] * n
     local_steps = np.zeros(n, dtype=np.int64)
     round_times: list[tuple[float, float]] = []
+    step_bytes = round_step_bytes(run.d, int(a.batch or 0))  # batch None: full gradients
+    budget = memory_budget()
 
     def client(i: int):
         sampler = samplers[i]
         while True:
             E_i = E_next[i]
+            if E_i * step_bytes > budget:
+                raise FedsimError(
+                    f"asypfl: client {i}'s next round E_k = pi_k E = {E_i} local steps needs "
+                    f"about {E_i * step_bytes / 2**30:.3g} GiB (its compute delays and the "
+                    f"replay's draws), over the memory budget of {budget / 2**30:.3g} GiB "
+                    "(pi_k grows with the clients' communication/compute time ratios; "
+                    "fedsim run --memory-budget SIZE, or FEDSIM_MEMORY_BUDGET)")
             download, compute, upload, think = sampler.next_round(E_i)
             got = yield from run.read_and_upload(download, compute, upload, arrival, None,
                                                  None)

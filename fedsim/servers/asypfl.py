@@ -27,6 +27,11 @@ Choices (the paper does not fix them):
   Q"); before its first upload a client runs ``pi_k = 1`` (``E_k = E``).
 * ``DeltaT^g_k`` = total simulated compute time / total local steps of client k;
   ``DeltaT^c_k`` = total (download + upload) time / rounds of client k.
+* ``pi_k`` is computed as an exact Python integer; ``E_k = pi_k E`` above
+  :data:`MAX_LOCAL_STEPS` (the event table's int32 local-step column) raises
+  :class:`~fedsim.errors.FedsimError` naming the client, ``pi_k`` and the ratio, never an
+  integer overflow (extreme time ratios, e.g. one client with a near-zero communication
+  time, make ``pi_k`` astronomically large).
 * No communication time at all (every reporting client has ``DeltaT^c = 0``, e.g. the
   default constant-0 download/upload) makes every ratio 0/0: then ``pi_k = 1`` (no client
   is slower to reach than another).  ``pi_min = 0`` with ``DeltaT^c_k > 0`` has no finite
@@ -45,7 +50,10 @@ from fedsim.jit import jit
 from fedsim.problems.asypfl_constants import asypfl_weights
 
 __all__ = ["asypfl_apply", "client_weights", "staleness_indicator", "AsyPFLServer",
-           "AsyPFLServerRule", "AsyPFLState"]
+           "AsyPFLServerRule", "AsyPFLState", "MAX_LOCAL_STEPS"]
+
+#: the largest ``E_k = pi_k E`` one round may run (the table's ``c_steps`` column is int32)
+MAX_LOCAL_STEPS = int(np.iinfo(np.int32).max)
 
 
 @jit(inline=True)
@@ -165,8 +173,15 @@ class AsyPFLServer:
             pi = 1
         else:
             pi = _indicator(self._dTc[k], self._dTg[k], self.p[k], float(np.min(self._ratio)), k)
+        E_k = pi * self.E  # Python integers: exact
+        if E_k > MAX_LOCAL_STEPS:
+            raise FedsimError(
+                f"asypfl: client {k}'s E_k = pi_k E = {pi} * {self.E} local steps is over "
+                f"{MAX_LOCAL_STEPS}, the most one round can run (pi_k = DeltaT^c/(DeltaT^g p^k "
+                f"pi_min) with DeltaT^c_k/(DeltaT^g_k p^k) = {self._ratio[k]:.6g} and pi_min "
+                f"= {float(np.min(self._ratio)):.6g}: the clients' time ratios differ too much)")
         self.pi[k] = pi
-        return pi * self.E
+        return E_k
 
     def apply(self, w: np.ndarray, k: int, omega_new: np.ndarray,
               omega_read: np.ndarray) -> np.ndarray:
