@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,11 +253,23 @@ def build_paper_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike) 
             for nm in index["experiments"]]
     n = 0
     with atomic_writer(pdf_path, "wb") as fh, PdfPages(fh) as pdf:
-        from fedsim.validation.report.paper_previous import previous_pages
-
-        pages = [summary_page(sums)] + previous_pages(run_dir)
-        for fig in pages + [f for s in sums for f in experiment_page(s, run_dir)]:
-            pdf.savefig(fig)
-            plt.close(fig)
-            n += 1
+        for group in _page_groups(sums, run_dir):
+            try:
+                for fig in group:
+                    pdf.savefig(fig)
+                    n += 1
+            finally:  # every page is closed once written, so few are ever open at once
+                for fig in group:
+                    plt.close(fig)
     return n
+
+
+def _page_groups(sums: list[dict], run_dir: Path) -> Iterator[list[Figure]]:
+    """The report's pages, a group at a time (the summary, the previous design's pages,
+    then each experiment's), each group drawn only when the one before has been written."""
+    from fedsim.validation.report.paper_previous import previous_pages
+
+    yield [summary_page(sums)]
+    yield previous_pages(run_dir)
+    for s in sums:
+        yield experiment_page(s, run_dir)

@@ -3,8 +3,10 @@
 Reads ``<run_dir>/paper_vs_previous.csv`` (:func:`fedsim.validation.paper.previous.beside_previous`)
 and draws each experiment's verdict under the previous design and this run's with the
 changes counted, then every claim whose status moved (flipped, resolved, unresolved now,
-new, dropped) with both designs' differences and paired 99% intervals.  Claims whose status
-did not move are in the CSV.
+new, dropped) with both designs' differences and paired 99% intervals; the change cell is
+coloured by the claim's outcome against the paper in this run (:data:`OUTCOME_FILL`: holds
+green, reversed red, unresolved grey), so a claim resolved as reversed is red.  Claims whose
+status did not move are in the CSV.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from fedsim.validation.report.layout import draw_table, new_page
+from fedsim.validation.report.layout import draw_table, draw_wrapped, new_page
 from matplotlib.figure import Figure
 
-__all__ = ["previous_pages"]
+__all__ = ["previous_pages", "OUTCOME_FILL", "CHANGES"]
 
-_FILL = {"same": None, "flipped": "#f4a9a8", "resolved": "#b9e3b2",
-         "unresolved now": "#fde3a7", "new": "#dddddd", "dropped": "#dddddd"}
+#: the changes, in the order the verdict table counts them
+CHANGES = ("same", "flipped", "resolved", "unresolved now", "new", "dropped")
+#: a moved claim's change cell is coloured by its outcome against the paper in this run
+#: (``new_status``); a dropped claim has none and stays white
+OUTCOME_FILL = {"holds": "#b9e3b2", "reversed": "#f4a9a8", "unresolved": "#dddddd"}
 
 
 def _num(x: object) -> float:
@@ -52,17 +57,21 @@ def previous_pages(run_dir: str | Path) -> list[Figure]:
         ch = g["change"].value_counts()
         old_v = next((v for v in g["old_verdict"] if v), "-")
         new_v = next((v for v in g["new_verdict"] if v), "-")
-        rows.append([exp, old_v, new_v, ", ".join(f"{k} {ch[k]}" for k in _FILL if k in ch)])
+        rows.append([exp, old_v, new_v, ", ".join(f"{k} {ch[k]}" for k in CHANGES if k in ch)])
         fills.append([None, None, None, None])
     y = draw_table(fig, 0.03, 0.85, [0.2, 0.16, 0.16, 0.44],
                    ["experiment", "previous verdict", "this run", "claims"], rows, fills,
-                   size=8, row_h=0.032) - 0.03
+                   size=8, row_h=0.032) - 0.015
+    y = draw_wrapped(fig, 0.01, y, "Every claim that moved.  The change cell is coloured by "
+                     "the claim's outcome against the paper in this run: holds green, "
+                     "reversed red, unresolved grey (none: dropped).", 0.98, size=7,
+                     max_lines=2) - 0.01
     moved = df[df["change"] != "same"]
     body = [[r.experiment, f"{r.setting}: {r.claim}"[:90],
              _cell(r.old_status, r.old_diff, r.old_ci_low, r.old_ci_high),
              _cell(r.new_status, r.new_diff, r.new_ci_low, r.new_ci_high),
              r.change] for r in moved.itertuples()]
-    bfill = [[None, None, None, None, _FILL.get(r[4])] for r in body]
+    bfill = [[None, None, None, None, OUTCOME_FILL.get(st)] for st in moved["new_status"]]
     pages, k, row_h = [fig], 0, 0.021
     head = ["experiment", "setting: claim", "previous: status, diff [99% CI]",
             "this run: status, diff [99% CI]", "change"]
