@@ -2,7 +2,8 @@
 
 * :mod:`fedsim.local.sgd`    -- [P] Option A (local SGD); also AREA's and AS-FedAvg's steps;
 * :mod:`fedsim.local.maml`   -- [P] Option B (MAML, FO-MAML, HF-MAML);
-* :mod:`fedsim.local.moreau` -- [P] Option C (Moreau envelope, inexact inner solve);
+* :mod:`fedsim.local.moreau` -- [P] Option C (Moreau envelope, inexact inner solve; the inner
+  problem and its solvers in :mod:`fedsim.local.moreau_inner`);
 * :mod:`fedsim.local.area`   -- [A] Algorithm 2 (memory y_i, message x^M - y_i);
 * :mod:`fedsim.local.asypfl` -- AsyPFL Algorithm 1 ClientUpdate (local model omega_k and
   persistent personal model beta_k; its ``round`` also takes ``beta``, ``tau`` and ``E``).

@@ -2,32 +2,16 @@
 
 At each local step one fresh batch D is drawn, the stochastic function
 ``h_tilde(theta) = f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` is held fixed, and an
-approximate minimiser ``theta_tilde`` with ``||grad h_tilde(theta_tilde)|| <= nu`` is found;
-then ``w <- w - eta lam (w - theta_tilde)``.  Run under synchronous FedAvg the same rule is
-pFedMe's local step (Dinh et al. 2020; :mod:`fedsim.servers.fedavg`).
-
-Inner solvers (stated, THEORY_SPEC 2.1):
-
-* ``"gd"`` -- gradient descent on ``h_tilde`` from ``theta = w`` with step
-  ``1/(L + lam)`` (``L`` = the problem's smoothness constant; ``h_tilde`` is
-  ``(lam + L)``-smooth and, for ``lam > L``, ``(lam - L)``-strongly convex, so the
-  error contracts by ``1 - (lam - L)/(lam + L)`` per iteration, [P] Section 3); stops at
-  the first iterate with ``||grad h_tilde|| <= nu`` or after ``inner_max_iter``
-  iterations (counted in ``inner_failures``).  The inner iterations are counted.
-  Caveat: ``L`` bounds the smoothness of the expected ``f_i``; the *batch* loss
-  ``f_tilde_i(., D)`` can be rougher (logistic, batch 1: per-sample ``||x||^2/4``), and GD
-  with step ``1/(L + lam)`` is then guaranteed to converge only if ``L_D + lam < 2 (L + lam)``;
-  slow or failed inner solves show up in ``inner_failures`` (E-P11 of THEORY_SPEC 8).
-* ``"exact"`` -- the closed-form minimiser of a quadratic's ``h_tilde``
-  (``QuadraticProblem.batch_theta_hat``; ``nu = 0``), the model of THEORY_SPEC 10.2;
-  compiled, :func:`fedsim.problems.quadratic_view.quadratic_batch_theta_hat` (one Newton
-  step, ``theta = w - (A_i + lam I)^{-1} grad f_tilde_i(w, D)``).
+approximate minimiser ``theta_tilde`` with ``||grad h_tilde(theta_tilde)|| <= nu`` is found
+(the inner solve, :mod:`fedsim.local.moreau_inner`: solvers ``"gd"`` and ``"exact"``, the
+``fp`` layout, the counters); then ``w <- w - eta lam (w - theta_tilde)``.  Run under
+synchronous FedAvg the same rule is pFedMe's local step (Dinh et al. 2020;
+:mod:`fedsim.servers.fedavg`).
 
 The rule is written once, in the subset numba compiles (:mod:`fedsim.jit`):
-:func:`moreau_solve` (the inner solve) and :func:`moreau_round` (the ``nsteps`` local
-steps), generic in the problem's batch oracle ``grad(vdata, i, w, z, g)`` (``g = grad
-f_tilde_i(w, D)`` for the batch ``D`` that ``z`` encodes, :mod:`fedsim.problems.compiled`)
-and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
+:func:`fedsim.local.moreau_inner.moreau_solve` (the inner solve) and :func:`moreau_round`
+(the ``nsteps`` local steps), generic in the problem's batch oracle ``grad(vdata, i, w, z,
+g)`` and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
 
 * on a problem with a compiled view (:func:`fedsim.local.sgd.rule_view`: quadratic,
   binary logistic, softmax) the round runs compiled, :func:`moreau_update_for` (the
@@ -36,8 +20,9 @@ and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
   one call (:func:`fedsim.local.sgd.round_block`), and every inner iteration of step
   ``q`` reads the same ``Z[q]``;
 * any other problem runs the same two functions interpreted (``py_func``) with
-  ``sample_batch``/``batch_grad``/``batch_theta_hat`` (:class:`BatchSteps`: ``Z[q]`` draws
-  step ``q``'s batch once; :func:`interpreted_update`).
+  ``sample_batch``/``batch_grad``/``batch_theta_hat``
+  (:class:`~fedsim.local.moreau_inner.BatchSteps`: ``Z[q]`` draws step ``q``'s batch once;
+  :func:`interpreted_update`).
 
 :meth:`MoreauRule.round`/``step`` (the SimPy engines, ``fedsim.engine.reference``) and
 :meth:`MoreauRule.replay_form` (the table replay, :mod:`fedsim.engine.replay.kernel`) call
@@ -47,12 +32,17 @@ On softmax and logistic the view's ``grad`` IS the problem's ``batch_grad``; on 
 quadratic the compiled gradient noise is the view's (``e = scale_i z`` or ``F_i z``), the
 law of ``sample_batch`` (the same numbers up to rounding for isotropic additive noise).
 
-``fp``, the rule's parameters (:meth:`MoreauRule.params`), float64: ``fp[0] = eta``,
-``fp[1] = lam``, ``fp[2] = nu``, ``fp[3] = inner_max_iter``, ``fp[4] = 1/(L + lam)`` (0
-for "exact"), ``fp[5] = d``; then ``2 d`` work floats (``theta`` and the gradient; written
-by every call, so one ``fp`` serves one thread, as a view's data does); then the exact
-oracle's data ``pd`` (``quadratic_prox_data``: ``n d d`` floats; none for "gd").
-``cnt`` (int64, 3): inner iterations, inner solves, inner failures, accumulated.
+**Counters.**  A Trace's ``inner_iters``, ``inner_solves`` and ``inner_failures`` count the
+inner solves of the rounds the server consumed: one solve per local step of every
+contribution a server step applied (the table replay runs the rule only there).  An
+upload still in the buffer when the run stops (a time horizon ending with a partly full
+FedBuff/AS-FedAvg buffer), or a round in flight, is not counted: it enters no iterate
+``w^t`` of the trace, and [P] Theorem 3 bounds ``(1/T) sum_{t<T} E||grad F(w^t)||^2``
+through the bias and variance of the updates that form those iterates (Lemma 6, eqs.
+(26)-(27), ``||grad h_tilde|| <= nu`` for each of them) -- which is what the suites'
+"inner accuracy" check (``inner_failures == 0``) settles.  ``client_updates`` counts every
+upload, consumed or not.  (The per-step oracle :mod:`fedsim.engine.reference` also
+solves for rounds it never finishes; only its iterates are compared.)
 """
 
 from __future__ import annotations
@@ -67,75 +57,22 @@ from fedsim.errors import check_integer, check_number, require
 from fedsim.jit import Bound, cache_closure, jit
 from fedsim.local.base import StepRule
 from fedsim.local.forms import ClientForm, tag_closure, view_draw_round
+from fedsim.local.moreau_inner import (
+    COUNTERS,
+    EXACT_ORACLES,
+    SCALARS,
+    BatchSteps,
+    moreau_solve,
+    no_theta,
+    problem_batch_grad,
+    problem_theta_hat,
+)
 from fedsim.local.registry import ConfigRule
 from fedsim.local.sgd import round_block, rule_view
 from fedsim.problems.base import Problem
-from fedsim.problems.quadratic_view import (
-    quadratic_batch_theta_hat,
-    quadratic_prox_data,
-    quadratic_sample_grad,
-)
 
-__all__ = ["MoreauRule", "moreau_solve", "moreau_round", "moreau_update_for", "no_theta",
-           "problem_batch_grad", "problem_theta_hat", "BatchSteps", "batch_draw_round",
-           "interpreted_update", "EXACT_ORACLES", "SCALARS", "COUNTERS"]
-
-#: ``fp[:SCALARS]`` are the scalars (module docstring)
-SCALARS = 6
-#: the names of ``cnt``'s entries, in order
-COUNTERS = ("inner_iters", "inner_solves", "inner_failures")
-
-
-@jit(inline=True)
-def no_theta(vdata, i, w, z, pd, g, th):
-    """The exact-oracle slot of the "gd" solver (:func:`moreau_update_for`); never called
-    (``exact = 0``)."""
-    return 0
-
-
-#: the compiled exact oracle and its data builder ``(problem, lam) -> pd`` of a view, by
-#: the view's ``grad``
-EXACT_ORACLES = {quadratic_sample_grad: (quadratic_batch_theta_hat, quadratic_prox_data)}
-
-
-@jit(cache=False, inline=True)
-def moreau_solve(grad, theta, exact, vdata, i, w, z, fp, pd, th, g, cnt):
-    """``th`` = the inner solution ``theta_tilde`` of ``h_tilde(., w, D)`` for the batch
-    ``z`` encodes (module docstring); counts into ``cnt``.
-
-    "gd" (``exact == 0``): the iterates ``theta_0 = w, ..., theta_{max_iter}``, each
-    checked for ``sum_k (grad h_tilde)_k^2 <= nu^2`` (summed in index order), so at most
-    ``inner_max_iter`` steps ``theta - (grad h_tilde)/(L + lam)``; a solve that ends
-    without meeting ``nu`` counts a failure.  "exact": ``theta(vdata, i, w, z, pd, g, th)``.
-    ``g`` is a work vector.
-    """
-    cnt[1] += 1
-    if exact != 0:
-        return theta(vdata, i, w, z, pd, g, th)
-    d = w.shape[0]
-    lam = fp[1]
-    nu2 = fp[2] * fp[2]
-    max_iter = int(fp[3])
-    step = fp[4]
-    for k in range(d):
-        th[k] = w[k]
-    it = 0
-    while True:
-        grad(vdata, i, th, z, g)
-        s = 0.0
-        for k in range(d):
-            g[k] = g[k] + lam * (th[k] - w[k])
-            s += g[k] * g[k]
-        if s <= nu2:
-            return 0
-        if it == max_iter:
-            break
-        for k in range(d):
-            th[k] = th[k] - step * g[k]
-        it += 1
-        cnt[0] += 1
-    cnt[2] += 1
-    return 0
+__all__ = ["MoreauRule", "moreau_round", "moreau_update_for", "batch_draw_round",
+           "interpreted_update"]
 
 
 @jit(cache=False, inline=True)
@@ -143,7 +80,8 @@ def moreau_round(solve, grad, theta, exact, vdata, i, read, Z, nsteps, fp, out, 
     """[P] Alg. 2 lines 10-12 (Option C): ``out`` = the local model after ``nsteps`` steps
     ``w <- w - eta lam (w - theta_tilde)`` from ``read`` (only read; ``out`` may be
     ``read``), step ``q``'s inner problem on the batch ``Z[q]``; ``solve`` is
-    :func:`moreau_solve` (compiled or its ``py_func``), the work vectors are in ``fp``."""
+    :func:`~fedsim.local.moreau_inner.moreau_solve` (compiled or its ``py_func``), the work
+    vectors are in ``fp``."""
     d = out.shape[0]
     el = fp[0] * fp[1]
     th = fp[SCALARS:SCALARS + d]
@@ -197,33 +135,6 @@ def batch_draw_round(vdata, i, gen, nsteps, Z) -> int:
     batches from ``gen`` as the round runs."""
     Z.i, Z.rng = i, gen
     return 0
-
-
-def problem_batch_grad(view: tuple, i: int, w: np.ndarray, D: Any, g: np.ndarray) -> int:
-    """The interpreted batch oracle: ``view = (problem, lam)``; ``g = batch_grad(i, w, D)``."""
-    g[:] = view[0].batch_grad(i, w, D)
-    return 0
-
-
-def problem_theta_hat(view: tuple, i: int, w: np.ndarray, D: Any, pd: Any, g: np.ndarray,
-                      th: np.ndarray) -> int:
-    """The interpreted exact oracle: ``th = batch_theta_hat(i, w, lam, D)``,
-    ``view = (problem, lam)``."""
-    th[:] = view[0].batch_theta_hat(i, w, view[1], D)
-    return 0
-
-
-class BatchSteps:
-    """``Z`` of the interpreted path: ``Z[q]`` draws step ``q``'s batch
-    (``sample_batch(i, batch, rng)``), once per step."""
-
-    __slots__ = ("problem", "i", "batch", "rng")
-
-    def __init__(self, problem: Problem, i: int, batch: int, rng: np.random.Generator) -> None:
-        self.problem, self.i, self.batch, self.rng = problem, i, batch, rng
-
-    def __getitem__(self, q: int) -> Any:
-        return self.problem.sample_batch(self.i, self.batch, self.rng)
 
 
 class MoreauRule(ConfigRule, StepRule):

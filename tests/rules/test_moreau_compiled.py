@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 import fedsim.local.sgd as sgd_mod
 from fedsim.jit import jit
 from fedsim.local import MoreauRule
-from fedsim.local.moreau import (
-    SCALARS,
-    moreau_round,
-    moreau_solve,
-    moreau_update_for,
-    no_theta,
-)
+from fedsim.local.moreau import moreau_round, moreau_update_for
+from fedsim.local.moreau_inner import SCALARS, moreau_solve, no_theta
 from fedsim.local.sgd import round_block
 from fedsim.problems.quadratic import QuadraticProblem
 from fedsim.problems.quadratic_view import quadratic_batch_theta_hat
