@@ -87,3 +87,23 @@ def test_a_round_over_the_memory_budget_is_refused_before_it_is_drawn():
         assert run(sc, 0).equals(tr)
     finally:
         set_memory_budget(None)
+
+
+def test_cli_reports_the_astronomical_ratio_in_one_line(tmp_path, capsys):
+    """End to end: ``fedsim run`` on such a scenario exits 2 with one line on stderr."""
+    from fedsim.cli import main
+
+    path = tmp_path / "extreme.toml"
+    path.write_text("\n".join([
+        'name = "extreme"', "seed = 0", "[problem]", 'kind = "quadratic"', "n = 2",
+        "dim = 2", "mu = 0.1", "L = 1.0", "[algorithm]", 'name = "asypfl"',
+        'client_rule = "asypfl"', "E = 2", "eta = 0.1", "delta = 0.1", "lam = 1.0",
+        "batch = 4", "[delays]", 'compute = {kind = "constant", value = 1.0}',
+        'compute_per = "step"', 'download = {kind = "constant", value = 1.0}',
+        'upload = {kind = "constant", value = 1.0}', "[[delays.override]]",
+        "clients = [1]", 'download = {kind = "constant", value = 1e-30}',
+        'upload = {kind = "constant", value = 1e-30}', "[trigger]",
+        'kind = "every_upload"', "[horizon]", "steps = 6", ""]))
+    assert main(["run", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "client 0's E_k = pi_k E" in err and "Traceback" not in err
