@@ -80,27 +80,46 @@ def _model(problem: Problem, w: Any) -> np.ndarray:
     return w
 
 
-def _scores(problem: Problem, w: np.ndarray, X: np.ndarray) -> np.ndarray:
-    if _kind(problem) == "softmax":
+def _scores(problem: Problem, w: np.ndarray, X: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "softmax":
         return X @ w.reshape(problem.d, problem.n_classes)  # type: ignore[attr-defined]
     return X @ w
 
 
-def predict(problem: Problem, w: Any, X: Any) -> np.ndarray:
-    """Predicted labels of the rows ``X`` under model ``w`` (argmax; sign for binary)."""
-    w = _model(problem, w)
-    X = np.asarray(X, dtype=np.float64)
-    s = _scores(problem, w, X)
-    if _kind(problem) == "softmax":
+def _labels(s: np.ndarray, kind: str) -> np.ndarray:
+    """Predicted labels from the scores ``s`` of some rows (argmax; sign for binary)."""
+    if kind == "softmax":
         return np.argmax(s, axis=1).astype(np.int64)
     return np.where(s >= 0.0, 1.0, -1.0)
 
 
-def _row_losses(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    s = _scores(problem, w, X)
-    if _kind(problem) == "softmax":
-        return row_logsumexp(s) - s[np.arange(X.shape[0]), y]
+def _losses(s: np.ndarray, y: np.ndarray, kind: str) -> np.ndarray:
+    """Per-row data losses from the scores ``s`` of the rows labelled ``y``."""
+    if kind == "softmax":
+        return row_logsumexp(s) - s[np.arange(s.shape[0]), y]
     return np.logaddexp(0.0, -y * s)
+
+
+def predict(problem: Problem, w: Any, X: Any) -> np.ndarray:
+    """Predicted labels of the rows ``X`` under model ``w`` (argmax; sign for binary)."""
+    kind = _kind(problem)
+    w = _model(problem, w)
+    X = np.asarray(X, dtype=np.float64)
+    return _labels(_scores(problem, w, X, kind), kind)
+
+
+def _row_losses(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    kind = _kind(problem)
+    return _losses(_scores(problem, w, X, kind), y, kind)
+
+
+def _acc_loss(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray,
+              kind: str) -> tuple[float, float]:
+    """Accuracy and mean data loss of ``w`` on checked rows ``X`` (at least one), ``y``:
+    one product ``X w`` serves both (the numbers of :func:`predict` and
+    :func:`data_loss`)."""
+    s = _scores(problem, w, X, kind)
+    return float(np.mean(_labels(s, kind) == y)), float(np.mean(_losses(s, y, kind)))
 
 
 def data_loss(problem: Problem, w: Any, X: Any, y: Any) -> float:
@@ -167,8 +186,8 @@ def _pooled_metrics(problem: Problem, w: np.ndarray, X: np.ndarray,
                     y: np.ndarray) -> dict[str, float]:
     """:func:`global_metrics` on checked, pooled test rows."""
     require(X.shape[0] >= 1, "X_test", "<0 rows>", "must hold at least one test row")
-    return {"test_acc": float(np.mean(predict(problem, w, X) == y)),
-            "test_loss": float(np.mean(_row_losses(problem, w, X, y)))}
+    acc, loss = _acc_loss(problem, w, X, y, _kind(problem))
+    return {"test_acc": acc, "test_loss": loss}
 
 
 def personal_models(problem: Problem, w: Any, kind: str, *, alpha: float | None = None,
@@ -200,6 +219,13 @@ def personalised_metrics(problem: Problem, w: Any, kind: str, *, alpha: float | 
     """
     weighting = check_choice("weighting", weighting, ("rows", "clients"))
     Xs, ys = test_rows(problem, X_test, y_test)
+    return _personalised(problem, w, kind, alpha, lam, Xs, ys, weighting)
+
+
+def _personalised(problem: Problem, w: Any, kind: str, alpha: float | None,
+                  lam: float | None, Xs: list[np.ndarray], ys: list[np.ndarray],
+                  weighting: str) -> dict[str, Any]:
+    """:func:`personalised_metrics` on rows :func:`test_rows` has checked."""
     models = personal_models(problem, w, kind, alpha=alpha, lam=lam)
     return _evaluate(problem, models, Xs, ys, weighting)
 
@@ -227,10 +253,10 @@ def _evaluate(problem: Problem, models: Sequence[np.ndarray], Xs: list[np.ndarra
     require(int(n_rows.sum()) >= 1, "X_test", "<0 rows>", "must hold at least one test row")
     acc = np.full(problem.n, math.nan)
     loss = np.full(problem.n, math.nan)
+    kind = _kind(problem)
     for i, (Xi, yi, wi) in enumerate(zip(Xs, ys, models, strict=True)):
         if Xi.shape[0]:
-            acc[i] = float(np.mean(predict(problem, wi, Xi) == yi))
-            loss[i] = float(np.mean(_row_losses(problem, wi, Xi, yi)))
+            acc[i], loss[i] = _acc_loss(problem, wi, Xi, yi, kind)
     has = n_rows > 0
     if weighting == "rows":
         wts = n_rows[has] / n_rows.sum()
@@ -276,8 +302,8 @@ def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
                memo: list = [None, None]) -> dict:  # noqa: B006 - per-closure memo
             # the acc and loss of one w share their personal models (one solve per client)
             if memo[0] is None or not np.array_equal(memo[0], w):
-                memo[1] = personalised_metrics(problem, w, kind, weighting=weighting,
-                                               X_test=Xs, y_test=ys, **{key: v})
+                memo[1] = _personalised(problem, w, kind, v if kind == "maml" else None,
+                                        v if kind == "me" else None, Xs, ys, weighting)
                 memo[0] = np.array(w, copy=True)
             return memo[1]
 

@@ -74,7 +74,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import softmax
 
 from fedsim.errors import check_integer, check_positive, require
 from fedsim.problems.base import Problem
@@ -85,6 +84,7 @@ from fedsim.problems.softmax_kernel import (
     SoftmaxData,
     SoftmaxSolution,
     newton_cg,
+    row_softmax,
     softmax_client_arrays,
     solve_softmax,
 )
@@ -240,7 +240,7 @@ class SoftmaxProblem(RowOracles, Problem):
         sq = self._sq.get(i)
         if sq is None:
             sq = self._sq[i] = Xi * Xi
-        P = softmax(Xi @ w.reshape(self.d, self.n_classes), axis=1)
+        P = row_softmax(Xi @ w.reshape(self.d, self.n_classes))
         return (sq.T @ (P * (1.0 - P))).ravel() / Xi.shape[0] + self.reg
 
     def f(self, w: np.ndarray) -> float:
