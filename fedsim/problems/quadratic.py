@@ -205,6 +205,12 @@ class QuadraticProblem(Problem):
             return self.c
         return self.c - 0.5 * np.einsum("nij,nji->n", self.A_stack, self.S_stack)
 
+    @property
+    def noise_factor(self) -> np.ndarray:
+        """``(n, d, d)``: the factors ``L_i`` (``L_i L_i^T = S_i``; Cholesky when it exists)
+        that :meth:`sample_batch` applies to its standard normals (read-only)."""
+        return self._noise_factor
+
     def grad_noise_cov(self, i: int) -> np.ndarray:
         """Per-sample gradient-noise covariance C_i (S_i additive, A_i S_i A_i sampling)."""
         return self.C_stack[i]

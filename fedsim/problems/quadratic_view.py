@@ -8,16 +8,19 @@ compiled function of the view, so the rules in :mod:`fedsim.local` and the repla
 Hessians transposed (``At[i, j] `` is column ``j`` of ``A_i``, contiguous) and ``b`` (n, d)
 their optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
 (w - b_i)/2 + c_i``); the gradient noise ``e ~ N(0, C_i / m)`` with ``C_i =
-grad_noise_cov(i)`` is ``mode`` 0 (no noise, no draw), 1 (isotropic, ``C_i = s_i^2 I``:
-``e = scale_i z``, ``scale_i = sqrt(s_i^2 / m)``) or 2 (``e = F_i z``, ``F_i = V sqrt(max(ev,
-0)) V^T / sqrt(m)`` from ``eigh((C_i + C_i^T)/2)``), ``z`` the step's standard normals,
+grad_noise_cov(i)`` is ``mode`` 0 (no noise, no draw), 1 (additive and isotropic, ``C_i =
+s_i^2 I``: ``e = scale_i z``, ``scale_i = sqrt(s_i^2 / m)``) or 2 (``e = F_i z`` with the
+factor ``sample_batch`` applies to the same normals: ``F_i = L_i / sqrt(m)`` additive,
+``F_i = -A_i L_i / sqrt(m)`` sampling, ``L_i`` = ``QuadraticProblem.noise_factor[i]``,
+``L_i L_i^T = S_i``), ``z`` the step's standard normals,
 taken from the client's ``noise`` stream (:func:`draws_per_step`: ``d``, or 0 without
 noise; the caller draws a round's ``Q d`` in one block, the numbers Q draws of ``d`` give).
 
 :func:`quadratic_sample_grad` is ``batch_grad(i, w, sample_batch(i, m, rng))`` of the
-additive model, written for numba ([P] Assumption 2: ``grad f_i(w) + e``; for the sampling
-model ``A_i (w - xibar_D)`` has the same law, ``e = A_i (b_i - xibar_D)`` with covariance
-``A_i S_i A_i / m = C_i / m``).  :func:`quadratic_metrics` evaluates the recorded metrics
+additive model, written for numba ([P] Assumption 2: ``grad f_i(w) + e``), and of the
+sampling model (``A_i (w - xibar_D) = grad f_i(w) + e``, ``e = A_i (b_i - xibar_D)`` with
+covariance ``A_i S_i A_i / m = C_i / m``): the same numbers up to rounding, from the same
+normals.  :func:`quadratic_metrics` evaluates the recorded metrics
 of the global objective (closed forms of ``QuadraticProblem.grad_f_sq``, ``dist_sq``,
 ``f_gap``) on one model.  :func:`quadratic_compiled_view` bundles them as the problem's
 :class:`~fedsim.problems.compiled.CompiledView` (``QuadraticProblem.compiled_view``).
@@ -55,15 +58,17 @@ def quadratic_view(problem, batch: int) -> tuple:
     F = np.zeros((0, d, d))  # read in mode 2 only
     if zero:
         mode = 0
-    elif iso:
+    elif iso and problem.noise == "additive":
         mode = 1
         scale[:] = [math.sqrt(float(diag[i, 0]) / batch) for i in range(n)]
     else:
+        # the factor sample_batch applies to the same normals: e = L_i z / sqrt(m)
+        # (additive), e = -A_i L_i z / sqrt(m) (sampling: A_i (w - xibar_D))
         mode = 2
-        F = np.zeros((n, d, d))
-        for i in range(n):
-            ev, vec = np.linalg.eigh(0.5 * (C[i] + C[i].T))
-            F[i] = (vec * np.sqrt(np.clip(ev, 0.0, None))) @ vec.T / math.sqrt(batch)
+        L = np.asarray(problem.noise_factor, dtype=np.float64)
+        if problem.noise != "additive":
+            L = -(np.asarray(problem.A_stack, dtype=np.float64) @ L)
+        F = np.ascontiguousarray(L * (1.0 / math.sqrt(batch)))
     A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
     # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
     At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
