@@ -66,7 +66,7 @@ from typing import Any
 from fedsim.engine.replay.streams import stream
 from fedsim.jit import cache_closure, jit
 
-__all__ = ["table_kernel", "python_kernel", "python_stream"]
+__all__ = ["table_kernel", "python_kernel", "python_stream", "loop_kernel", "no_metrics"]
 
 
 def python_stream(states: Any, i: int) -> Any:
@@ -76,7 +76,7 @@ def python_stream(states: Any, i: int) -> Any:
 
 
 @jit(inline=True)
-def _no_metrics(mdata, codes, w, out):
+def no_metrics(mdata, codes, w, out):
     """The metrics of a loop that only snapshots (:func:`table_kernel` without ``metrics``)."""
     return 0
 
@@ -189,13 +189,24 @@ def table_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None) 
     the pass over the snapshots, so the same bits.  Without, the module docstring's
     signature (snapshots only)."""
     if metrics is None:
-        loop = table_kernel(draw_round, update, apply, _no_metrics)
+        loop = table_kernel(draw_round, update, apply, no_metrics)
         return cache_closure(jit(nrt=False)(_snap_only(loop)))
     fn = _loop_src(draw_round, update, apply, stream, metrics)
     return cache_closure(jit(nrt=False)(fn))
 
 
+def loop_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any,
+                compiled: bool) -> Any:
+    """The loop with the inline-metric signature (:func:`table_kernel` with ``metrics``),
+    compiled, or interpreted (``metrics`` then its ``py_func`` or :data:`no_metrics`'s):
+    what :mod:`fedsim.engine.replay.group` calls once per replicate."""
+    if compiled:
+        return table_kernel(draw_round, update, apply, metrics)
+    fn = getattr(metrics, "py_func", metrics)
+    return _loop_src(draw_round, update, apply, python_stream, fn)
+
+
 def python_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
     """The same loop interpreted (streams: a list of NumPy ``Generator``s; snapshots
     only)."""
-    return _snap_only(_loop_src(draw_round, update, apply, python_stream, _no_metrics.py_func))
+    return _snap_only(_loop_src(draw_round, update, apply, python_stream, no_metrics.py_func))
