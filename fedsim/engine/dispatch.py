@@ -16,7 +16,9 @@ never looks at an algorithm's name.  Runner keys:
   (:class:`fedsim.engine.physical.AsyncRun`);
 * ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
 * ``"sync"`` -- synchronous rounds (:mod:`fedsim.engine.sync`);
-* ``"area"`` -- AREA's algorithm and iterate model (:mod:`fedsim.engine.area`);
+* ``"area"`` -- AREA's algorithm and iterate model: ``run`` has SimPy write the table
+  (:func:`fedsim.engine.area.run_area`), ``run_batch`` the table writer
+  :func:`fedsim.engine.replay.area.area_table_set` (the iterate model's compiled merge);
 * ``"asypfl"`` -- AsyPFL's adaptive local epochs, SimPy writes the table and the replay's
   extras (:func:`fedsim.engine.asypfl.asypfl_tables`).
 
@@ -35,6 +37,7 @@ from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import asypfl_tables
 from fedsim.engine.physical import AsyncRun
+from fedsim.engine.replay.area import area_table_set
 from fedsim.engine.replay.driver import (
     TableSet,
     check_personal,
@@ -86,6 +89,7 @@ TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "sync": sync_tables,
     "window": window_tables,
     "asypfl": asypfl_tables,
+    "area": area_table_set,
 }
 
 
@@ -118,6 +122,7 @@ def _replayed(scenario, problem, streams, progress, spec) -> Trace:
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
+#: (AREA's: SimPy writes the table, the reference the merged timeline is tested against)
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
     "area": run_area,

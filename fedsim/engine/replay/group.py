@@ -101,9 +101,10 @@ class TableGroup:
         return slice(int(self.moff[g]) + g, int(self.moff[g + 1]) + g + 1)
 
 
-def group_slices(tables: Sequence[EventTable], steps: int = GROUP_STEPS) -> list[slice]:
-    """Consecutive groups of ``tables``, each of about ``steps`` server steps (at least one
-    table)."""
+def group_slices(tables: Sequence[EventTable], steps: int | None = None) -> list[slice]:
+    """Consecutive groups of ``tables``, each of about ``steps`` (default
+    :data:`GROUP_STEPS`) server steps, at least one table."""
+    steps = GROUP_STEPS if steps is None else int(steps)
     out, start, acc = [], 0, 0
     for k, t in enumerate(tables):
         acc += t.steps_done + 1
