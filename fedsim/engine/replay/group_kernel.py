@@ -36,6 +36,7 @@ from typing import Any
 
 from fedsim.engine.replay.kernel import loop_kernel, no_metrics
 from fedsim.jit import cache_closure, jit
+from fedsim.local.forms import tag_closure
 
 __all__ = ["group_kernel"]
 
@@ -135,4 +136,5 @@ def group_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None,
     loop = loop_kernel(draw_round, update, apply, m, compiled)
     if not compiled:
         return _group_src(loop, m.py_func)
-    return cache_closure(jit(nrt=False)(_group_src(loop, m)))
+    src = tag_closure(_group_src(loop, m), draw_round, update, apply, m)
+    return cache_closure(jit(nrt=False)(src))
