@@ -113,7 +113,7 @@ def check_personal(plan: MetricPlan, cf: ClientForm, keep_personal: bool = False
             "needs a client rule that keeps personal models (ClientForm.personal_row)")
 
 
-def progress_bar(total: int, desc: str) -> Any:
+def progress_bar(total: int | None, desc: str) -> Any:
     """A tqdm bar on stderr over ``total`` server steps (the engine's bar: unit ``step``,
     cleared when closed)."""
     from tqdm import tqdm
