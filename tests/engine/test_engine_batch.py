@@ -113,8 +113,8 @@ def test_the_replay_actually_runs_when_supported(monkeypatch) -> None:
                                   "perfedavg_sync.toml", "area_algorithm.toml"])
 def test_buffered_physical_examples_are_replayed_bitwise(name: str, monkeypatch) -> None:
     """FedBuff, AS-FedAvg, Per-FedAvg's rounds and AREA's Algorithm 2 write a table per
-    replicate and replay it, the traces of the per-replicate loop bit for bit (the engine's ``run`` disabled while ``run_batch``
-    replays)."""
+    replicate and replay it, the traces of the per-replicate loop bit for bit (the
+    engine's ``run`` disabled while ``run_batch`` replays)."""
     import fedsim.engine.batch as batch_module
 
     sc = load(EXAMPLES / name)

@@ -25,7 +25,8 @@ Each module's docstring states the exact part of the engine contract it relies o
 """
 
 from fedsim.engine.replay.fedasync import BatchResult, replay_fedasync, supports
-from fedsim.engine.replay.timeline import FedAsyncTimeline, TimelineChunk, timeline_arrays
+from fedsim.engine.replay.timeline import FedAsyncTimeline, timeline_arrays
+from fedsim.engine.replay.uploads import TimelineChunk
 
 __all__ = ["BatchResult", "FedAsyncTimeline", "TimelineChunk", "replay_fedasync", "supports",
            "timeline_arrays"]

@@ -48,7 +48,8 @@ from fedsim.engine.replay.fedasync_result import BatchResult, batch_result
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline, uploads_table
+from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
+from fedsim.engine.replay.uploads import uploads_table
 from fedsim.engine.setup import initial_model, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.errors import require
@@ -91,7 +92,7 @@ def upload_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: i
     trigger (a step every ``K`` uploads): the upload timeline of the compiled event loop
     (Constant/Exponential delays) or of the vectorised merge, ``chunk`` uploads at a time,
     up to the step horizon (``K`` uploads a step) or the time horizon, grouped into steps by
-    :func:`~fedsim.engine.replay.timeline.uploads_table`.  The clients' cycles do not depend
+    :func:`~fedsim.engine.replay.uploads.uploads_table`.  The clients' cycles do not depend
     on the server, so the uploads are those of FedAsync's timeline."""
     T = scenario.horizon.steps
     U = int(T) * K if T is not None else None
