@@ -17,7 +17,8 @@ their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
    (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
    loop at the round's upload; a client's rounds are sequential, so it consumes its
    stream round after round as the engine does (which draws a round at its read);
-3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` applies the client rule
+3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` (a group of replicates per
+   compiled call, :func:`fedsim.engine.replay.group.replay_group`) applies the client rule
    (:func:`fedsim.local.sgd.sgd_update_for` with the view's compiled oracle) and the server
    rule (:func:`fedsim.servers.fedasync.fedasync_step`) along the table -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
@@ -42,9 +43,10 @@ import numpy as np
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.replay.driver import metric_plan, noise_streams, replay_one
+from fedsim.engine.replay.driver import metric_plan, noise_streams
 from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, batch_result
+from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
@@ -162,6 +164,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     cf = make_client_rule(a, problem).replay_form()
     sf = spec.server(a, problem).replay_form()
     plan = metric_plan(scenario, problem)
+    start = initial_model(problem, scenario)
     sec = {"setup": _clock() - c0, "timeline": 0.0, "steps": 0.0}
     runs, tables = [], []
     for g in range(0, len(reps), group):
@@ -170,9 +173,9 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
         tabs = fedasync_tables(scenario, sub, n=n, Q=Q, chunk=chunk)
         c2 = _clock()
         streams = noise_streams(scenario.seed, sub, n, cf.compiled)
-        for k, tb in enumerate(tabs):
-            start = initial_model(problem, scenario) if w0 is None else w0[g + k]
-            runs.append(replay_one(tb, cf, sf, plan, streams[k], start))
+        for sl in group_slices(tabs):
+            w0s = [w0[g + k] if w0 is not None else start for k in range(sl.start, sl.stop)]
+            runs.extend(replay_group(TableGroup(tabs[sl]), cf, sf, plan, streams[sl], w0s))
         sec["timeline"] += c2 - c1
         sec["steps"] += _clock() - c2
         tables.extend(tabs)
