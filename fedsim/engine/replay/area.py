@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.area import area_client_rule, area_table
-from fedsim.engine.replay.area_timeline import area_tables, event_table
+from fedsim.engine.replay.area_timeline import area_tables, event_tables
 from fedsim.engine.replay.driver import Replayed, TableSet
 from fedsim.engine.replay.table import EventTable
 from fedsim.rng import Streams
@@ -54,10 +54,11 @@ def area_table_set(scenario: Scenario, problem, replicates: Sequence[int]) -> Ta
     reps = [int(r) for r in replicates]
     if merged_timeline(scenario):
         tabs = area_tables(scenario, reps)
-        M, every = int(scenario.algorithm.get("M")), int(scenario.record.every)
+        merged = event_tables(tabs, int(scenario.algorithm.get("M")), problem.n,
+                              int(scenario.record.every))
         tables: list[EventTable] = [
             area_table(scenario, problem, Streams(scenario.seed, r)) if tabs.tie[k]
-            else event_table(tabs, k, M, problem.n, every) for k, r in enumerate(reps)]
+            else merged[k] for k, r in enumerate(reps)]
     else:
         tables = [area_table(scenario, problem, Streams(scenario.seed, r)) for r in reps]
     a = scenario.algorithm
