@@ -190,7 +190,7 @@ def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: Metric
     xbar = np.zeros(d)
     pos = np.zeros(3, dtype=np.int64)
     total = group.steps
-    step = total if budget is None else max(1, int(budget))
+    step = max(1, total if budget is None else int(budget))  # > 0: a group of empty tables ends
     replayed = 0
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         while pos[0] < G:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine import problem_for, run
+from fedsim.engine import problem_for, run, run_batch
 from fedsim.engine.dispatch import table_writer
 from fedsim.engine.replay.driver import TableSet, metric_plan, noise_streams, replay_one
 from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
@@ -102,8 +102,6 @@ def test_progress_reports_the_steps_replayed() -> None:
 
 
 def test_the_group_traces_equal_the_engine() -> None:
-    from fedsim.engine import run_batch
-
     for r, tr in zip(REPS, run_batch(SC, REPS), strict=True):
         assert tr.equals(run(SC, r))
 
@@ -113,3 +111,19 @@ def test_group_slices_bound_the_steps() -> None:
     assert [(s.start, s.stop) for s in sl] == [(0, 2), (2, 4), (4, 6), (6, 7)]
     assert group_slices(TABLES, steps=1) == [slice(k, k + 1) for k in range(7)]
     assert group_slices(TABLES, steps=10 ** 9) == [slice(0, 7)]
+
+
+def test_a_group_of_tables_without_steps_ends() -> None:
+    """A time horizon before the first upload: every table has no step; the group ends
+    (the calls' step budget is never 0) with the initial records only."""
+    d = SC.to_dict()
+    d["horizon"] = {"time": 1e-9}
+    sc = Scenario.from_dict(d)
+    p, tables, cf, sf, plan = _setup(sc)
+    assert all(t.steps_done == 0 for t in tables)
+    got = replay_group(TableGroup(tables), cf, sf, plan,
+                       noise_streams(sc.seed, REPS, p.n, True), [W0] * len(REPS))
+    assert [g.steps_done for g in got] == [0] * len(REPS)
+    assert all(np.array_equal(g.final_w, W0) for g in got)
+    for r, tr in zip(REPS, run_batch(sc, REPS), strict=True):
+        assert tr.equals(run(sc, r))
