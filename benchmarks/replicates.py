@@ -6,11 +6,15 @@ batch split across ``--procs`` worker processes, contiguous halves of the replic
 list; a replicate's numbers do not depend on the split) and, in the same run, today's
 per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
 Other models (logistic d=64 batch 8; the AREA iterate model on [A] Theorem 7's quadratic
-instance and on the [A] Theorem 8 norm family at n=30, both replayed by
-:mod:`fedsim.engine.replay.area`): the public entry ``fedsim.engine.run_batch`` in the same
+instance and on the [A] Theorem 8 norm family at n=30, their tables written by
+:func:`fedsim.engine.replay.area.area_table_set` and replayed by the one kernel, a group of
+replicates per compiled call): the public entry ``fedsim.engine.run_batch`` in the same
 processes, after one call in the parent (compile time excluded, as for the quadratic
-cells); where it has no replay yet it loops ``run`` (``path=loop``), so its ratio
-measures only the process split.  One line per cell::
+cells); where it has no replay it loops ``run`` (``path=loop``), so its ratio measures only
+the process split.  ``vs_per_replicate`` compares with ``fedsim.engine.run`` of the same
+checkout; issue 19's ratios are against the baseline commit's engine, whose
+``engine_updates_per_s`` a run of its own ``benchmarks/replicates.py`` prints (run it in the
+same shell session).  One line per cell::
 
     model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
 

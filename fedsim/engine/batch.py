@@ -4,9 +4,9 @@ The front door for Monte Carlo.  Every execution model whose runner writes an ev
 (:data:`fedsim.engine.dispatch.TABLE_WRITERS`: the asynchronous physical model of
 FedAsync, FedBuff and AS-FedAvg, ``expcycle`` included) is written table by table and
 replayed by :func:`fedsim.engine.replay.driver.replay_table` -- compiled when the rules
-have compiled forms and the problem a compiled view, else the same functions interpreted;
-AREA's Appendix A iterate model on a problem with a compiled view goes through
-:func:`fedsim.engine.replay.area.replay_area`; any other model loops
+have compiled forms and the problem a compiled view, else the same functions interpreted,
+many replicates per compiled call (:mod:`fedsim.engine.replay.group`); AREA's tables come
+from :func:`fedsim.engine.replay.area.area_table_set`; any other model loops
 :func:`fedsim.engine.run`.  ``run(scenario, r)`` takes the same table -> replay path, so a
 trace is the same whichever entry computes it.
 
@@ -24,14 +24,12 @@ What a caller may rely on, whichever path runs:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.dispatch import replay_tables, run, table_writer
-from fedsim.engine.replay.area import replay_area, supports_area
 from fedsim.engine.setup import check_problem, problem_for
 from fedsim.errors import check_integer, require
 from fedsim.trace import Trace
@@ -40,12 +38,12 @@ __all__ = ["run_batch", "supports"]
 
 
 def supports(scenario: Scenario) -> bool:
-    """Whether :func:`run_batch` replays ``scenario`` replicate table by replicate table
-    (its execution model writes a table, or AREA's iterate model has a compiled view),
-    else it loops ``run``.  Read from the registries and the problem, never a name."""
+    """Whether :func:`run_batch` replays ``scenario`` table by table (its execution model
+    has a table writer, :data:`fedsim.engine.dispatch.TABLE_WRITERS`), else it loops
+    ``run``.  Read from the registries, never a name."""
     require(isinstance(scenario, Scenario), "scenario", type(scenario).__name__,
             "must be a fedsim.config.Scenario")
-    return table_writer(scenario) is not None or supports_area(scenario)
+    return table_writer(scenario) is not None
 
 
 def run_batch(scenario: Scenario, replicates: Sequence[int], *,
@@ -58,7 +56,5 @@ def run_batch(scenario: Scenario, replicates: Sequence[int], *,
         return [run(scenario, r) for r in reps]
     problem = problem_for(scenario)
     check_problem(scenario, problem)
-    if table_writer(scenario) is None:
-        return replay_area(scenario, reps, problem, staleness_bound=math.inf)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         return replay_tables(scenario, problem, reps)

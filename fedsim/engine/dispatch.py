@@ -16,7 +16,9 @@ never looks at an algorithm's name.  Runner keys:
   (:class:`fedsim.engine.physical.AsyncRun`);
 * ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
 * ``"sync"`` -- synchronous rounds (:mod:`fedsim.engine.sync`);
-* ``"area"`` -- AREA's algorithm and iterate model (:mod:`fedsim.engine.area`);
+* ``"area"`` -- AREA's algorithm and iterate model: ``run`` has SimPy write the table
+  (:func:`fedsim.engine.area.run_area`), ``run_batch`` the table writer
+  :func:`fedsim.engine.replay.area.area_table_set` (the iterate model's compiled merge);
 * ``"asypfl"`` -- AsyPFL's adaptive local epochs, SimPy writes the table and the replay's
   extras (:func:`fedsim.engine.asypfl.asypfl_tables`).
 
@@ -25,6 +27,7 @@ Every runner has the signature ``runner(scenario, problem, streams, progress, sp
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,11 +38,14 @@ from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import asypfl_tables
 from fedsim.engine.physical import AsyncRun
+from fedsim.engine.replay.area import area_table_set
 from fedsim.engine.replay.driver import (
+    Replayed,
     TableSet,
     check_personal,
     client_form,
     metric_plan,
+    progress_bar,
     replay_table,
 )
 from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
@@ -53,7 +59,7 @@ from fedsim.rng import Streams
 from fedsim.trace import Trace
 
 __all__ = ["run", "RUNNERS", "TABLE_WRITERS", "table_writer", "replay_tables", "runner_for",
-           "make_async_run"]
+           "make_async_run", "write_tables", "TIMELINE_PIECES"]
 
 
 def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
@@ -86,6 +92,7 @@ TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "sync": sync_tables,
     "window": window_tables,
     "asypfl": asypfl_tables,
+    "area": area_table_set,
 }
 
 
@@ -96,17 +103,57 @@ def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
     return TABLE_WRITERS.get(key)
 
 
+#: with a progress bar, the tables are written in about this many pieces of replicates
+TIMELINE_PIECES = 20
+
+
+def write_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
+                 progress: bool = False) -> TableSet:
+    """The scenario's tables of ``replicates`` (its table writer) as a
+    :class:`~fedsim.engine.replay.driver.TableSet`.  ``progress``: a bar on stderr
+    (``timeline``, unit ``step``) over the steps written, the replicates written in about
+    :data:`TIMELINE_PIECES` pieces (each replicate's table is its own, so the pieces do
+    not change one); a piece's ``extra_info`` keeps its own table indices."""
+    writer = table_writer(scenario)
+    reps = list(replicates)
+    if not progress:
+        written = writer(scenario, problem, reps)
+        return written if isinstance(written, TableSet) else TableSet(tables=written)
+    steps = scenario.horizon.steps
+    bar = progress_bar(int(steps) * len(reps) if steps is not None else None, "timeline")
+    size = max(1, -(-len(reps) // TIMELINE_PIECES))
+    pieces = []
+    for k in range(0, len(reps), size):
+        w = writer(scenario, problem, reps[k:k + size])
+        w = w if isinstance(w, TableSet) else TableSet(tables=w)
+        pieces.append((k, w))
+        bar.update(sum(t.steps_done for t in w.tables))
+    bar.close()
+    first = pieces[0][1]
+    if len(pieces) == 1:
+        return first
+    starts = [k for k, _ in pieces]
+
+    def extra(j: int, res: Replayed) -> dict[str, Any]:
+        p = bisect.bisect_right(starts, j) - 1
+        return pieces[p][1].extra_info(j - starts[p], res)
+
+    return TableSet(tables=[t for _, w in pieces for t in w.tables],
+                    client_rule=first.client_rule, server_rule=first.server_rule,
+                    extra_info=extra if first.extra_info is not None else None,
+                    keep_personal=first.keep_personal)
+
+
 def replay_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
                   progress: bool = False) -> list[Trace]:
     """Table then replay for ``replicates`` (the scenario's model must write a table); a
     personal metric the client rule cannot feed is a ConfigError before the tables are
     written (:func:`~fedsim.engine.replay.driver.check_personal`).  ``progress``: a bar
-    on stderr over the replay's steps."""
+    on stderr over the steps written (:func:`write_tables`), then one over the replay's
+    steps."""
     check_personal(metric_plan(scenario, problem),
                    client_form(make_client_rule(scenario.algorithm, problem)))
-    written = table_writer(scenario)(scenario, problem, replicates)
-    if not isinstance(written, TableSet):
-        written = TableSet(tables=written)
+    written = write_tables(scenario, problem, replicates, progress=progress)
     return replay_table(scenario, written.tables, written.client_rule, written.server_rule,
                         replicates=replicates, problem=problem,
                         extra_info=written.extra_info, keep_personal=written.keep_personal,
@@ -118,6 +165,7 @@ def _replayed(scenario, problem, streams, progress, spec) -> Trace:
 
 
 #: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
+#: (AREA's: SimPy writes the table, the reference the merged timeline is tested against)
 RUNNERS: dict[str, Callable[..., Trace]] = {
     **{key: _replayed for key in TABLE_WRITERS},
     "area": run_area,

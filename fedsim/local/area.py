@@ -21,7 +21,7 @@ compiled view (:func:`fedsim.local.sgd.rule_view`, the view the SGD rule runs; t
 randomness drawn in one call, :func:`fedsim.local.sgd.round_block`).  The SimPy engine
 (:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`: :func:`area_update_for`,
 the event with the round and the oracle bound and inlined) and the replay
-(:mod:`fedsim.engine.replay.area`) call the same function.  A problem without a compiled
+(:mod:`fedsim.engine.replay.kernel`) call the same function.  A problem without a compiled
 view runs it interpreted (``area_update.py_func``) with the SGD rule's own round
 (:meth:`fedsim.local.sgd.SGDRule.round`: the interpreted ``sgd_round``), the
 step's randomness then being the client's generator itself.

@@ -17,7 +17,7 @@ the same floats).
 
 The rule is written once, :func:`area_apply`, on array state (``x_s``, ``u_s``) in the
 subset numba compiles (:mod:`fedsim.jit`); the SimPy engine (through :class:`AreaServer`)
-and the replay (:mod:`fedsim.engine.replay.area`) both call it.
+and the replay (:mod:`fedsim.engine.replay.kernel`) both call it.
 
 Server-rule shape (:mod:`fedsim.servers.base`): :class:`AreaRule` ``init(x0)`` returns an
 :class:`AreaServer`; ``apply(state, (upload,))`` is a client arrival (``upload.new`` is the

@@ -109,15 +109,12 @@ def test_the_replay_actually_runs_when_supported(monkeypatch) -> None:
     assert all(a.equals(b) for a, b in zip(batched, looped, strict=True))
 
 
-FALLBACK = ["area_algorithm.toml"]
-
-
 @pytest.mark.parametrize("name", ["fedbuff_quadratic.toml", "asfedavg_logistic.toml",
-                                  "perfedavg_sync.toml"])
+                                  "perfedavg_sync.toml", "area_algorithm.toml"])
 def test_buffered_physical_examples_are_replayed_bitwise(name: str, monkeypatch) -> None:
-    """FedBuff and AS-FedAvg write a table per replicate and replay it, the traces of the
-    per-replicate loop bit for bit (the engine's ``run`` disabled while ``run_batch``
-    replays)."""
+    """FedBuff, AS-FedAvg, Per-FedAvg's rounds and AREA's Algorithm 2 write a table per
+    replicate and replay it, the traces of the per-replicate loop bit for bit (the
+    engine's ``run`` disabled while ``run_batch`` replays)."""
     import fedsim.engine.batch as batch_module
 
     sc = load(EXAMPLES / name)
@@ -142,15 +139,6 @@ def test_the_area_iterate_model_example_is_replayed_bitwise(monkeypatch) -> None
     monkeypatch.setattr(batch_module, "run", lambda *a, **k: 1 / 0)
     batched = run_batch(sc, reps)
     assert all(a.equals(b) for a, b in zip(batched, looped, strict=True))
-
-
-@pytest.mark.parametrize("name", FALLBACK)
-def test_unsupported_scenarios_loop_the_engine_bitwise(name: str) -> None:
-    sc = load(EXAMPLES / name)
-    assert not supports(sc)
-    reps = [0, 3]
-    for r, b in zip(reps, run_batch(sc, reps), strict=True):
-        _assert_close(run(sc, r), b, bitwise=True)
 
 
 def test_logistic_fedasync_is_replayed_bitwise(monkeypatch) -> None:

@@ -44,7 +44,8 @@ from fedsim.jit import jit
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["AreaTables", "area_tables", "event_table", "merge_events", "K_CLIENT", "K_SERVER"]
+__all__ = ["AreaTables", "area_tables", "event_tables", "merge_events", "K_CLIENT",
+           "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
@@ -264,27 +265,41 @@ def area_tables(scenario: Scenario, replicates: Sequence[int],
     return out
 
 
-def event_table(tabs: AreaTables, k: int, M: int, n: int, every: int) -> EventTable:
-    """Row ``k`` of ``tabs`` as the replay's :class:`~fedsim.engine.replay.table.EventTable`
+def event_tables(tabs: AreaTables, M: int, n: int, every: int) -> list[EventTable]:
+    """Every row of ``tabs`` as the replay's :class:`~fedsim.engine.replay.table.EventTable`
     (REPLAY_SPEC 1), the one :func:`fedsim.engine.area.area_table` writes for the iterate
     model: a client event is one contribution reading version ``t - 1`` (``M`` local
     steps, ``c_stale`` its staleness column), a server event none; ``sim_time`` the time
-    of the K-th event, the busy curve constant 1."""
-    K = tabs.time.shape[1] - 1
-    kind = tabs.kind[k, 1:]
-    client = tabs.client[k, 1:]
+    of the K-th event, the busy curve constant 1.  The columns of all rows are computed at
+    once; each table's arrays are views of them."""
+    R, K = tabs.time.shape[0], tabs.time.shape[1] - 1
+    kind = tabs.kind[:, 1:]
     cl = kind == K_CLIENT
-    before = np.flatnonzero(cl)  # step - 1 of each client event
+    ptr = np.zeros((R, K + 1), dtype=np.int64)
+    np.cumsum(cl, axis=1, out=ptr[:, 1:])
+    rows, before = np.nonzero(cl)  # row-major: each row's client events in step order
+    before = before.astype(np.int64)
+    client = tabs.client[:, 1:].astype(np.int32)
     c_client = client[cl]
+    c_stale = tabs.stale_steps[:, 1:][cl]
+    fill = tabs.fill[:, 1:].astype(np.int32)
+    counts = np.bincount(rows * n + c_client, minlength=R * n).reshape(R, n)
+    off = np.zeros(R + 1, dtype=np.int64)
+    np.cumsum(ptr[:, K], out=off[1:])
+    steps = np.full(int(ptr[:, K].max()) if R else 0, M, np.int32)
     ms = np.arange(0, K + 1, every, dtype=np.int64)
     if K % every:
         ms = np.append(ms, K)
-    return EventTable(
-        time=tabs.time[k, 1:], kind=kind, client=client,
-        staleness_steps=tabs.stale_steps[k, 1:], staleness_time=tabs.stale_time[k, 1:],
-        buffer_fill=tabs.fill[k, 1:], ptr=np.concatenate(([0], np.cumsum(cl))),
-        c_client=c_client, c_read=before, c_steps=np.full(before.size, M, np.int32),
-        c_stale=tabs.stale_steps[k, 1:][cl], sim_time=float(tabs.time[k, K]), steps_done=K,
-        client_updates=np.bincount(c_client, minlength=n),
-        concurrency_time=np.zeros(1), concurrency_busy=np.ones(1), metric_steps=ms,
-        staleness_bound=math.inf, u_client=c_client, u_before=before)
+    one, busy = np.zeros(1), np.ones(1)
+    out = []
+    for k in range(R):
+        a, b = int(off[k]), int(off[k + 1])
+        out.append(EventTable(
+            time=tabs.time[k, 1:], kind=kind[k], client=client[k],
+            staleness_steps=tabs.stale_steps[k, 1:], staleness_time=tabs.stale_time[k, 1:],
+            buffer_fill=fill[k], ptr=ptr[k], c_client=c_client[a:b], c_read=before[a:b],
+            c_steps=steps[:b - a], c_stale=c_stale[a:b], sim_time=float(tabs.time[k, K]),
+            steps_done=K, client_updates=counts[k], concurrency_time=one,
+            concurrency_busy=busy, metric_steps=ms, staleness_bound=math.inf,
+            u_client=c_client[a:b], u_before=before[a:b]))
+    return out

@@ -9,8 +9,12 @@ the order they come in):
    :func:`fedsim.engine.replay.seeding.stream_keys`) for the compiled loop, as NumPy
    ``Generator``\\ s for the interpreted one;
 2. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` over the whole table
-   (compiled when both rule forms are; else :func:`~fedsim.engine.replay.kernel.
-   python_kernel`, the same source interpreted, with the interpreted oracles);
+   (compiled when both rule forms are; else the same source interpreted, with the
+   interpreted oracles), called for a group of replicates at a time by the outer loop of
+   :mod:`fedsim.engine.replay.group_kernel` (:func:`~fedsim.engine.replay.group.
+   replay_group`: groups of about :data:`~fedsim.engine.replay.group.GROUP_STEPS` steps,
+   :func:`~fedsim.engine.replay.group.group_slices`; a rule with no replay form of its
+   own, a group of one, with a fresh rule object per replicate);
 3. the metrics from the snapshots (:class:`fedsim.engine.replay.metrics.MetricPlan`) and
    the Trace (:meth:`fedsim.engine.replay.table.EventTable.trace`), truncated at a
    divergence as the engine truncates it.
@@ -22,14 +26,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.replay.kernel import python_kernel, table_kernel
+from fedsim.engine.replay.group import Replayed, TableGroup, group_slices, replay_group
 from fedsim.engine.replay.metrics import MetricPlan
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
@@ -39,8 +43,8 @@ from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.local.forms import ClientForm, ServerForm, round_form
 from fedsim.problems.compiled import compiled_view
-from fedsim.trace import DIVERGE_NORM, Trace
 from fedsim.trace import PERSONAL as PERSONAL_METRICS
+from fedsim.trace import Trace
 
 __all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams",
            "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS", "TableSet"]
@@ -48,26 +52,6 @@ __all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_strea
 #: with a progress callback, :func:`replay_one` runs the loop in about this many chunks of
 #: steps and reports between them (never from inside the compiled loop)
 PROGRESS_CHUNKS = 100
-
-_DIV2 = DIVERGE_NORM * DIVERGE_NORM
-
-
-@dataclass
-class Replayed:
-    """One replicate replayed: ``steps_done``, ``diverged_step`` (``None``: did not
-    diverge), the final server state row 0 ``final_w``, the records ``metric_steps`` /
-    ``metrics`` (no running averages), the counters ``info``."""
-
-    steps_done: int
-    diverged_step: int | None
-    final_w: np.ndarray
-    metric_steps: np.ndarray
-    metrics: dict[str, np.ndarray]
-    info: dict[str, Any] = field(default_factory=dict)
-    #: the clients' states ``(n, c_rows, d)`` as the replay left them
-    client_state: np.ndarray | None = None
-    #: row 0 of every client's state at each recorded step ``(records, n, d)``, when kept
-    personal: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -94,12 +78,11 @@ def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
     return MetricPlan(problem, scenario.record.metrics, cv, *metric_params(scenario))
 
 
-def noise_streams(seed: int, replicates: Sequence[int], n: int, compiled: bool) -> list[Any]:
-    """Per replicate, the clients' ``noise`` streams: a ``(n, 6)`` state-row array
-    (compiled) or a list of NumPy ``Generator``\\ s."""
+def noise_streams(seed: int, replicates: Sequence[int], n: int, compiled: bool) -> Any:
+    """Per replicate, the clients' ``noise`` streams: row ``k`` of an ``(R, n, 6)``
+    state-row array (compiled) or a list of NumPy ``Generator``\\ s."""
     if compiled:
-        st = client_states(seed, replicates, n, "noise")
-        return [st[k] for k in range(len(replicates))]
+        return client_states(seed, replicates, n, "noise")
     gen = np.random.Generator
     return [[gen(bg) for bg in row] for row in client_bitgens(seed, replicates, n, "noise")]
 
@@ -130,7 +113,7 @@ def check_personal(plan: MetricPlan, cf: ClientForm, keep_personal: bool = False
             "needs a client rule that keeps personal models (ClientForm.personal_row)")
 
 
-def progress_bar(total: int, desc: str) -> Any:
+def progress_bar(total: int | None, desc: str) -> Any:
     """A tqdm bar on stderr over ``total`` server steps (the engine's bar: unit ``step``,
     cleared when closed)."""
     from tqdm import tqdm
@@ -143,81 +126,19 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
                states: Any, w0: np.ndarray, *, keep_personal: bool = False,
                progress: Callable[[int], None] | None = None) -> Replayed:
     """Replay one table from ``w0`` with the clients' noise ``states`` (module
-    docstring); ``keep_personal``: snapshot the clients' personal models
-    (``cf.personal_row``) at the recorded steps even when no personal metric is recorded
-    (``Replayed.personal``).  ``progress(steps)``: called with the number of steps replayed
-    so far after each of about :data:`PROGRESS_CHUNKS` chunks of the loop (the loop resumes
-    where it stopped, so the numbers do not depend on the chunks)."""
+    docstring): :func:`~fedsim.engine.replay.group.replay_group` on a group of one.
+    ``keep_personal``: snapshot the clients' personal models (``cf.personal_row``) at the
+    recorded steps even when no personal metric is recorded (``Replayed.personal``).
+    ``progress(steps)``: called with the number of steps replayed so far after each of
+    about :data:`PROGRESS_CHUNKS` chunks of the loop (the loop resumes where it stopped,
+    so the numbers do not depend on the chunks)."""
     check_personal(plan, cf, keep_personal)
-    d = w0.shape[0]
-    n = table.n
     T = table.steps_done
-    mf = plan.kernel_metrics if cf.compiled else None  # evaluated inline by the loop
-    kern = (table_kernel(cf.draw_round, cf.update, sf.apply, mf) if cf.compiled
-            else python_kernel(cf.draw_round, cf.update, sf.apply))
-    H = 1 << table.max_lag().bit_length()
-    hist = np.empty((H, sf.s_rows, d))
-    if sf.init_state is None:
-        hist[0][:] = w0
-    else:
-        sf.init_state(hist[0], w0)
-    cst = np.zeros((n, cf.c_rows, d))
-    if cf.init_state is not None:
-        for i in range(n):
-            cf.init_state(cst[i], w0)
-    rec = table.metric_steps
-    nrec = rec.size
-    snap = np.empty((nrec + 1, d))
-    snap[0] = hist[0, 0]
-    ergo = plan.ergodic
-    wsum = np.zeros(d) + hist[0, 0] if ergo else np.zeros(1)
-    esnap = np.empty((nrec + 1, d)) if ergo else np.empty((1, 1))
-    prow = cf.personal_row if plan.personal or keep_personal else -1
-    psnap = np.empty((nrec + 1, n, d)) if prow >= 0 else np.empty((1, 1, 1))
-    if prow >= 0:
-        psnap[0] = cst[:, prow]
-    isnap = np.ones(1, dtype=np.int64)
-    ptr = table.ptr
-    kmax = max(1, table.max_contributions())
-    smax = max(1, table.max_steps())
-    Z = cf.make_z(smax) if cf.make_z is not None else np.empty((smax, cf.k), dtype=cf.dtype)
-    clients = np.zeros(kmax, dtype=np.int32)
-    reads, news = np.zeros((kmax, d)), np.zeros((kmax, d))
-    stale = np.zeros(kmax, dtype=np.int64)
-    ccnt = np.zeros(max(cf.ncnt, 1), dtype=np.int64)
-    scnt = np.zeros(max(sf.ncnt, 1), dtype=np.int64)
-    fills = np.zeros(max(T, 1), dtype=np.int64)
-    inline = plan.buffers(nrec + 1, hist[0, 0]) if mf is not None else None
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        chunk = T if progress is None else max(1, -(-T // PROGRESS_CHUNKS))
-        done = t0 = 0
-        while True:
-            t1 = min(T, t0 + chunk)
-            done = kern(cf.vdata, t0, t1, ptr, table.kind, table.c_client, table.c_read,
-                        table.c_steps, table.c_stale, hist, cst, states, Z, clients, reads,
-                        news, stale, cf.fp, sf.fp, ccnt, scnt, rec, isnap, snap, ergo, wsum,
-                        esnap, prow, psnap, _DIV2, fills, *(inline or ()))
-            if progress is not None:
-                progress(-done if done < 0 else done)
-            if done < 0 or t1 >= T:
-                break
-            t0 = t1
-    t = -done if done < 0 else done
-    require(np.array_equal(fills[:t], table.buffer_fill[:t]), "server rule fill",
-            fills[:t].tolist()[:8], "must equal the table's buffer_fill")
-    j = int(isnap[0])
-    if done < 0:
-        steps = np.append(rec[:j], t)
-        rows = j + 1
-    else:
-        steps, rows = rec, nrec
-    esn = esnap[:rows] if ergo else None
-    psn = psnap[:rows] if prow >= 0 else None
-    metrics = plan.values(steps, snap[:rows], esn, psn, inline)
-    info = {name: int(ccnt[k]) for k, name in enumerate(cf.counters)}
-    return Replayed(steps_done=t, diverged_step=t if done < 0 else None,
-                    final_w=hist[t & (H - 1), 0].copy(), metric_steps=steps, metrics=metrics,
-                    info=info, client_state=cst, personal=psn)
+    budget = None if progress is None else max(1, -(-T // PROGRESS_CHUNKS))
+    st = states[None] if cf.compiled else [states]
+    return replay_group(TableGroup([table]), cf, sf, plan, st, [w0],
+                        keep_personal=keep_personal, keep_state=True, budget=budget,
+                        progress=progress)[0]
 
 
 def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
@@ -253,26 +174,37 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     plan = metric_plan(scenario, problem)
     check_personal(plan, cf, keep_personal)
     streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
-    bar = progress_bar(sum(t.steps_done for t in tables), "replay") if progress else None
+    total = sum(t.steps_done for t in tables)
+    bar = progress_bar(total, "replay") if progress else None
+    budget = None if bar is None else max(1, -(-total // PROGRESS_CHUNKS))
+    keep_state = extra_info is not None
+    problem_w0 = initial_model(problem, scenario) if w0 is None else None
     out = []
     base = 0
-    for k, table in enumerate(tables):
-        if fallback and client_rule is None and k > 0:
+    groups = ([slice(k, k + 1) for k in range(len(tables))] if fallback
+              else group_slices(tables))
+    for sl in groups:
+        if fallback and client_rule is None and sl.start > 0:
             rule = make_client_rule(a, problem)
             cf = client_form(rule)
-        start = initial_model(problem, scenario) if w0 is None else np.array(w0[k], np.float64)
+        k0 = sl.start
+        tabs = tables[sl]
+        w0s = ([problem_w0] * len(tabs) if w0 is None
+               else [np.array(w0[k], np.float64) for k in range(sl.start, sl.stop)])
         tick = None if bar is None else (lambda t, b=base: bar.update(b + t - bar.n))
-        res = replay_one(table, cf, sf, plan, streams[k], start, keep_personal=keep_personal,
-                         progress=tick)
-        base += table.steps_done
-        info = {**table.info, **res.info}  # the timeline's facts, then the rules' counters
-        if fallback:
-            info.update(inner_counters(rule))
-        if extra_info:
-            info.update(extra_info(k, res))
-        out.append(table.trace(metric_steps=res.metric_steps, metrics=res.metrics,
-                               final_w=res.final_w, diverged_step=res.diverged_step,
-                               info=info))
+        res = replay_group(TableGroup(tabs), cf, sf, plan, streams[sl], w0s,
+                           keep_personal=keep_personal, keep_state=keep_state, budget=budget,
+                           progress=tick)
+        base += sum(t.steps_done for t in tabs)
+        for q, (table, rp) in enumerate(zip(tabs, res, strict=True)):
+            info = {**table.info, **rp.info}  # the timeline's facts, then the rules' counters
+            if fallback:
+                info.update(inner_counters(rule))
+            if extra_info:
+                info.update(extra_info(k0 + q, rp))
+            out.append(table.trace(metric_steps=rp.metric_steps, metrics=rp.metrics,
+                                   final_w=rp.final_w, diverged_step=rp.diverged_step,
+                                   info=info))
     if bar is not None:
         bar.close()
     return out

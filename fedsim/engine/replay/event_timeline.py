@@ -4,7 +4,7 @@ For a scenario whose delay models are all ``Constant`` or ``Exponential``
 (:attr:`DelayPlan.vector <fedsim.engine.replay.delay_streams.DelayPlan>`), this module
 runs the physical model's event loop -- the clients as callbacks on one heap, the order of
 the SimPy writer :class:`fedsim.engine.physical.AsyncRun` -- in compiled code, and emits the same
-:class:`~fedsim.engine.replay.timeline.TimelineChunk` rows as
+:class:`~fedsim.engine.replay.uploads.TimelineChunk` rows as
 :class:`~fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge, which
 serves every other delay model).  No model values are involved.
 
@@ -48,7 +48,7 @@ from fedsim.config import Scenario
 from fedsim.delays import Constant, Exponential
 from fedsim.engine.replay.delay_streams import DelayPlan
 from fedsim.engine.replay.streams import client_states, stream
-from fedsim.engine.replay.timeline import TimelineChunk
+from fedsim.engine.replay.uploads import TimelineChunk
 from fedsim.jit import jit
 
 __all__ = ["EventTimeline", "supports_plan", "delay_params"]

@@ -17,7 +17,8 @@ their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
    (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
    loop at the round's upload; a client's rounds are sequential, so it consumes its
    stream round after round as the engine does (which draws a round at its read);
-3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` applies the client rule
+3. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` (a group of replicates per
+   compiled call, :func:`fedsim.engine.replay.group.replay_group`) applies the client rule
    (:func:`fedsim.local.sgd.sgd_update_for` with the view's compiled oracle) and the server
    rule (:func:`fedsim.servers.fedasync.fedasync_step`) along the table -- the very
    functions the SimPy engine calls, so the iterates are the engine's bit for bit; the
@@ -42,13 +43,15 @@ import numpy as np
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.replay.driver import metric_plan, noise_streams, replay_one
+from fedsim.engine.replay.driver import metric_plan, noise_streams
 from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, batch_result
+from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline, uploads_table
+from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
+from fedsim.engine.replay.uploads import uploads_table
 from fedsim.engine.setup import initial_model, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.errors import require
@@ -91,7 +94,7 @@ def upload_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: i
     trigger (a step every ``K`` uploads): the upload timeline of the compiled event loop
     (Constant/Exponential delays) or of the vectorised merge, ``chunk`` uploads at a time,
     up to the step horizon (``K`` uploads a step) or the time horizon, grouped into steps by
-    :func:`~fedsim.engine.replay.timeline.uploads_table`.  The clients' cycles do not depend
+    :func:`~fedsim.engine.replay.uploads.uploads_table`.  The clients' cycles do not depend
     on the server, so the uploads are those of FedAsync's timeline."""
     T = scenario.horizon.steps
     U = int(T) * K if T is not None else None
@@ -161,6 +164,7 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     cf = make_client_rule(a, problem).replay_form()
     sf = spec.server(a, problem).replay_form()
     plan = metric_plan(scenario, problem)
+    start = initial_model(problem, scenario)
     sec = {"setup": _clock() - c0, "timeline": 0.0, "steps": 0.0}
     runs, tables = [], []
     for g in range(0, len(reps), group):
@@ -169,9 +173,9 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
         tabs = fedasync_tables(scenario, sub, n=n, Q=Q, chunk=chunk)
         c2 = _clock()
         streams = noise_streams(scenario.seed, sub, n, cf.compiled)
-        for k, tb in enumerate(tabs):
-            start = initial_model(problem, scenario) if w0 is None else w0[g + k]
-            runs.append(replay_one(tb, cf, sf, plan, streams[k], start))
+        for sl in group_slices(tabs):
+            w0s = [w0[g + k] if w0 is not None else start for k in range(sl.start, sl.stop)]
+            runs.extend(replay_group(TableGroup(tabs[sl]), cf, sf, plan, streams[sl], w0s))
         sec["timeline"] += c2 - c1
         sec["steps"] += _clock() - c2
         tables.extend(tabs)

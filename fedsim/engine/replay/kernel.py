@@ -65,8 +65,9 @@ from typing import Any
 
 from fedsim.engine.replay.streams import stream
 from fedsim.jit import cache_closure, jit
+from fedsim.local.forms import tag_closure
 
-__all__ = ["table_kernel", "python_kernel", "python_stream"]
+__all__ = ["table_kernel", "python_kernel", "python_stream", "loop_kernel", "no_metrics"]
 
 
 def python_stream(states: Any, i: int) -> Any:
@@ -76,7 +77,7 @@ def python_stream(states: Any, i: int) -> Any:
 
 
 @jit(inline=True)
-def _no_metrics(mdata, codes, w, out):
+def no_metrics(mdata, codes, w, out):
     """The metrics of a loop that only snapshots (:func:`table_kernel` without ``metrics``)."""
     return 0
 
@@ -187,15 +188,34 @@ def table_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None) 
     ``metrics(mdata, ecodes, xbar, evals[j])``, ``xbar = wsum / t`` (the Recorder's
     ergodic average; ``xbar`` a ``(d,)`` scratch row) -- the same function and inputs as
     the pass over the snapshots, so the same bits.  Without, the module docstring's
-    signature (snapshots only)."""
+    signature (snapshots only).
+
+    The loop's name carries a hash of the rules it binds (:func:`fedsim.local.forms.
+    tag_closure`): a compiled caller (:func:`_snap_only`'s wrapper, the group's outer
+    loop) calls it by that name, and machine code loaded from the disk cache for two
+    combinations must not define one name twice (the second caller would run the first
+    combination's loop)."""
     if metrics is None:
-        loop = table_kernel(draw_round, update, apply, _no_metrics)
+        loop = table_kernel(draw_round, update, apply, no_metrics)
         return cache_closure(jit(nrt=False)(_snap_only(loop)))
-    fn = _loop_src(draw_round, update, apply, stream, metrics)
+    fn = tag_closure(_loop_src(draw_round, update, apply, stream, metrics), draw_round,
+                     update, apply, metrics)
     return cache_closure(jit(nrt=False)(fn))
+
+
+@functools.cache
+def loop_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any,
+                compiled: bool = True) -> Any:
+    """The loop with the inline-metric signature (:func:`table_kernel` with ``metrics``),
+    or (``compiled=False``) the same source interpreted, ``metrics`` then its ``py_func``:
+    what :mod:`fedsim.engine.replay.group_kernel` calls once per replicate."""
+    if compiled:
+        return table_kernel(draw_round, update, apply, metrics)
+    fn = getattr(metrics, "py_func", metrics)
+    return _loop_src(draw_round, update, apply, python_stream, fn)
 
 
 def python_kernel(draw_round: Any, update: Any, apply: Any) -> Any:
     """The same loop interpreted (streams: a list of NumPy ``Generator``s; snapshots
     only)."""
-    return _snap_only(_loop_src(draw_round, update, apply, python_stream, _no_metrics.py_func))
+    return _snap_only(_loop_src(draw_round, update, apply, python_stream, no_metrics.py_func))

@@ -59,6 +59,12 @@ _CONTRIB_COLS = {"c_client": np.int32, "c_read": np.int64, "c_steps": np.int32,
 _UPLOAD_COLS = {"u_client": np.int32, "u_before": np.int64}
 _BUSY_COLS = {"b_time": np.float64, "b_delta": np.int64, "b_gate": np.int64,
               "b_before": np.int64}
+#: the one-dimensional columns and their dtypes; then the other arrays
+_ONE_D = tuple((name, np.dtype(dt)) for cols in (_STEP_COLS, _CONTRIB_COLS, _UPLOAD_COLS,
+                                                 _BUSY_COLS) for name, dt in cols.items())
+_ARRAYS = (("ptr", np.dtype(np.int64)), ("client_updates", np.dtype(np.int64)),
+           ("metric_steps", np.dtype(np.int64)), ("concurrency_time", np.dtype(np.float64)),
+           ("concurrency_busy", np.dtype(np.float64)))
 
 
 def busy_curve(n: int, b_time: np.ndarray, b_delta: np.ndarray
@@ -151,49 +157,52 @@ class EventTable:
 
     def __post_init__(self) -> None:
         cast = object.__setattr__
-        for cols in (_STEP_COLS, _CONTRIB_COLS, _UPLOAD_COLS, _BUSY_COLS):
-            for name, dt in cols.items():
-                a = np.ascontiguousarray(getattr(self, name), dtype=dt)
-                require(a.ndim == 1, f"EventTable.{name}", a.shape, "must be one-dimensional")
+        for name, dt in _ONE_D:
+            a = getattr(self, name)
+            if not (type(a) is np.ndarray and a.ndim == 1 and a.dtype == dt
+                    and a.flags.c_contiguous):
+                a = np.ascontiguousarray(a, dtype=dt)
                 cast(self, name, a)
-        cast(self, "ptr", np.ascontiguousarray(self.ptr, dtype=np.int64))
-        cast(self, "client_updates", np.ascontiguousarray(self.client_updates, dtype=np.int64))
-        cast(self, "metric_steps", np.ascontiguousarray(self.metric_steps, dtype=np.int64))
-        for name in ("concurrency_time", "concurrency_busy"):
-            cast(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
-        require(self.concurrency_busy.shape == self.concurrency_time.shape,
-                "EventTable.concurrency_busy", self.concurrency_busy.shape,
-                f"must have the shape of concurrency_time {self.concurrency_time.shape}")
+            if a.ndim != 1:
+                require(False, f"EventTable.{name}", a.shape, "must be one-dimensional")
+        for name, dt in _ARRAYS:
+            a = getattr(self, name)
+            if not (type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous):
+                cast(self, name, np.ascontiguousarray(a, dtype=dt))
+        if self.concurrency_busy.shape != self.concurrency_time.shape:
+            require(False, "EventTable.concurrency_busy", self.concurrency_busy.shape,
+                    f"must have the shape of concurrency_time {self.concurrency_time.shape}")
         cast(self, "sim_time", float(self.sim_time))
         cast(self, "steps_done", int(self.steps_done))
         cast(self, "staleness_bound", float(self.staleness_bound))
         T = self.steps_done
-        for name in _STEP_COLS:
-            require(getattr(self, name).size == T, f"EventTable.{name}",
-                    getattr(self, name).size, f"must have steps_done = {T} rows")
         P = self.c_client.size
-        for name in _CONTRIB_COLS:
-            require(getattr(self, name).size == P, f"EventTable.{name}",
-                    getattr(self, name).size, f"must have {P} rows (as c_client)")
-        require(self.u_before.size == self.u_client.size, "EventTable.u_before",
-                self.u_before.size, f"must have {self.u_client.size} rows (as u_client)")
-        for name in _BUSY_COLS:
-            require(getattr(self, name).size == self.b_time.size, f"EventTable.{name}",
-                    getattr(self, name).size, f"must have {self.b_time.size} rows (as b_time)")
+        B = self.b_time.size
+        for names, rows, rule in ((_STEP_COLS, T, f"steps_done = {T}"),
+                                  (_CONTRIB_COLS, P, "c_client's"),
+                                  (_BUSY_COLS, B, "b_time's")):
+            for name in names:
+                size = getattr(self, name).size
+                if size != rows:
+                    require(False, f"EventTable.{name}", size, f"must have {rule} rows "
+                            f"({rows})")
+        if self.u_before.size != self.u_client.size:
+            require(False, "EventTable.u_before", self.u_before.size,
+                    f"must have {self.u_client.size} rows (as u_client)")
         ptr = self.ptr
-        require(ptr.shape == (T + 1,), "EventTable.ptr", ptr.shape, f"must be ({T + 1},)")
+        if ptr.shape != (T + 1,):
+            require(False, "EventTable.ptr", ptr.shape, f"must be ({T + 1},)")
         f = np.empty(7, np.int64)
         if ptr[0] == 0 and ptr[-1] == P:
             _table_facts(ptr, self.c_read, self.c_steps, f)
-        require(ptr[0] == 0 and ptr[-1] == P and (T == 0 or f[0] == 1),
-                "EventTable.ptr", f"[{ptr[0]} .. {ptr[-1]}]",
-                f"must rise from 0 to the {P} contributions")
+        if not (ptr[0] == 0 and ptr[-1] == P and (T == 0 or f[0] == 1)):
+            require(False, "EventTable.ptr", f"[{ptr[0]} .. {ptr[-1]}]",
+                    f"must rise from 0 to the {P} contributions")
         lag = 1
         if P:
-            require(int(f[1]) >= 0 and int(f[2]) >= 1,
-                    "EventTable.c_read", int(f[1]),
+            require(bool(f[1] >= 0 and f[2] >= 1), "EventTable.c_read", int(f[1]),
                     "must name a model older than the step consuming it")
-            require(int(f[5]) >= 0, "EventTable.c_steps", int(f[5]), "must be >= 0")
+            require(bool(f[5] >= 0), "EventTable.c_steps", int(f[5]), "must be >= 0")
             lag = max(1, int(f[3]))
         cast(self, "_lag", lag)
         cast(self, "_kmax", int(f[4]) if T else 0)

@@ -1,5 +1,7 @@
-"""AREA iterate model replayed along its event tables (norm family and Theorem 7
-quadratics): per replicate the engine's trace, bit for bit.
+"""AREA's runs replayed by ``run_batch`` along the tables of
+:func:`fedsim.engine.replay.area.area_table_set` (the iterate model's compiled merge, norm
+family and Theorem 7 quadratics; other AREA runs SimPy's tables): per replicate the
+engine's trace, bit for bit.
 
 Timelines (times, kinds, clients, staleness, buffer fill) must be bitwise the engine's, and
 so must the metrics and the final model (the replay calls the engine's compiled rules and
@@ -14,8 +16,8 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine import problem_for, run, run_batch, supports
-from fedsim.engine.replay.area import replay_area, supports_area
+from fedsim.engine import run, run_batch, supports
+from fedsim.engine.replay.area import merged_timeline
 from fedsim.engine.replay.area_timeline import area_tables
 
 TIMELINE = ("time", "kind_code", "client", "staleness_steps", "staleness_time",
@@ -84,7 +86,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_replay_equals_engine(name: str) -> None:
     sc = norm_scenario(**CASES[name])
-    assert supports(sc) and supports_area(sc)
+    assert supports(sc) and merged_timeline(sc)
     reps = [0, 1, 4]
     for r, b in zip(reps, run_batch(sc, reps), strict=True):
         assert_engine(sc, b, r)
@@ -92,12 +94,11 @@ def test_replay_equals_engine(name: str) -> None:
 
 def test_a_replicate_does_not_depend_on_the_batch() -> None:
     sc = norm_scenario()
-    p = problem_for(sc)
-    big = replay_area(sc, list(range(9)), p)
+    big = run_batch(sc, list(range(9)))
     for r in (0, 5, 8):
-        (one,) = replay_area(sc, [r], p)
+        (one,) = run_batch(sc, [r])
         assert one.equals(big[r])
-    sub = replay_area(sc, [8, 5], p)
+    sub = run_batch(sc, [8, 5])
     assert sub[0].equals(big[8]) and sub[1].equals(big[5])
 
 
@@ -114,20 +115,19 @@ def test_diverging_replicates_end_where_the_engine_does() -> None:
 
 def test_one_diverged_row_leaves_the_others_bitwise() -> None:
     sc = norm_scenario(alpha={"kind": "constant", "value": 1e150}, K=400, every=5)
-    p = problem_for(sc)
-    alone = replay_area(sc, [4], p)[0]  # the one that does not diverge
-    mixed = replay_area(sc, [2, 4, 3], p)  # beside two that diverge at steps 51 and 94
+    alone = run_batch(sc, [4])[0]  # the one that does not diverge
+    mixed = run_batch(sc, [2, 4, 3])  # beside two that diverge at steps 51 and 94
     assert not alone.diverged and mixed[0].diverged and mixed[2].diverged
     assert mixed[1].equals(alone)
 
 
 def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
     """Ties have probability 0 under the model's exponential clocks; a replicate whose
-    timeline has one is run by the engine (forced here), the others are replayed."""
+    timeline has one takes SimPy's table (forced here), the others the merged one."""
     import fedsim.engine.replay.area as ra
 
     sc = norm_scenario(K=60)
-    real = ra.area_tables
+    real, simpy_table = ra.area_tables, ra.area_table
 
     def tied_for_one(scenario, reps):
         tabs = real(scenario, reps)
@@ -136,9 +136,9 @@ def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
 
     calls = []
     monkeypatch.setattr(ra, "area_tables", tied_for_one)
-    monkeypatch.setattr("fedsim.engine.dispatch.run",
-                        lambda s, r: calls.append(r) or run(s, r))
-    out = replay_area(sc, [0, 1, 2], problem_for(sc))
+    monkeypatch.setattr(ra, "area_table",
+                        lambda s, p, st: calls.append(st.replicate) or simpy_table(s, p, st))
+    out = run_batch(sc, [0, 1, 2])
     assert calls == [1]
     for r, b in enumerate(out):
         assert_engine(sc, b, r)
@@ -180,18 +180,27 @@ def test_the_two_delay_draw_paths_agree() -> None:
             assert np.array_equal(getattr(a, f), getattr(b, f)), (trig, f)
 
 
-def test_unsupported_area_variants_fall_back() -> None:
-    d = norm_scenario().to_dict()
+def test_other_area_runs_replay_simpy_tables() -> None:
+    """Algorithm 2 and a time horizon (SimPy's tables) are replayed too, and so is the
+    iterate model on logistic data (its own compiled view), bit for bit the engine's
+    traces."""
+    variants = []
+    d = norm_scenario(K=60).to_dict()
     d["algorithm"]["model"] = "algorithm"
-    assert not supports(Scenario.from_dict(d))
-    d = norm_scenario().to_dict()
+    variants.append(d)
+    d = norm_scenario(K=60).to_dict()
     d["horizon"] = {"time": 20.0}
-    assert not supports(Scenario.from_dict(d))
-    d = norm_scenario().to_dict()
+    variants.append(d)
+    d = norm_scenario(K=40).to_dict()
     d["problem"] = {"kind": "logistic", "n_clients": 6, "dim": 3, "samples_per_client": 8,
                     "seed": 0}
     d["record"]["metrics"] = ["grad_sq"]
-    assert not supports(Scenario.from_dict(d))  # no compiled view: the engine runs it
+    variants.append(d)
+    for k, d in enumerate(variants):
+        sc = Scenario.from_dict(d)
+        assert supports(sc) and merged_timeline(sc) == (k == 2)
+        for r, b in zip([0, 2], run_batch(sc, [0, 2]), strict=True):
+            assert_engine(sc, b, r)
 
 
 def test_tables_of_a_batch_equal_the_single_ones() -> None:
@@ -233,16 +242,16 @@ def test_theorem7_quadratic_replay_equals_engine(kw) -> None:
     both = run_batch(sc, reps)
     for r, b in zip(reps, both, strict=True):
         assert_engine(sc, b, r)
-    assert replay_area(sc, [4], problem_for(sc))[0].equals(both[2])
+    assert run_batch(sc, [4])[0].equals(both[2])
 
 
 def test_replicate_groups_do_not_change_a_trace(monkeypatch) -> None:
-    """The replicates' noise is held a group at a time; a group of one gives the same bits."""
-    import fedsim.engine.replay.area as ra
+    """The replicates are replayed a group at a time; groups of one give the same bits."""
+    import fedsim.engine.replay.group as rg
 
     sc = theorem7_scenario(K=150)
     whole = run_batch(sc, [0, 1, 2])
-    monkeypatch.setattr(ra, "_GROUP_NUMBERS", 1)
+    monkeypatch.setattr(rg, "GROUP_STEPS", 1)
     assert all(a.equals(b) for a, b in zip(run_batch(sc, [0, 1, 2]), whole, strict=True))
 
 
@@ -255,16 +264,9 @@ def test_server_streams_equal_fedsim_rng() -> None:
         assert np.array_equal(x, Streams(42, r).server("timer").standard_normal(8))
 
 
-def test_the_timeline_as_an_event_table_replays_to_the_same_traces() -> None:
-    """The iterate model's compiled timeline written as the replay's EventTable
-    (:func:`fedsim.engine.replay.area_timeline.event_table`) and replayed by the one kernel
-    (:func:`fedsim.engine.replay.driver.replay_table`) gives replay_area's traces bit for
-    bit (the batched path keeps its own loop for speed: docs/INTERNALS.md section 3)."""
-    from fedsim.algorithms import get_algorithm
-    from fedsim.engine.area import area_client_rule
-    from fedsim.engine.replay.area_timeline import event_table
-    from fedsim.engine.replay.driver import replay_table
-
+def test_quadratic_ergodic_gap_equals_engine() -> None:
+    """The ergodic gap on a quadratic (noise drawn per event) off the record grid: the
+    merged tables replayed in a group equal the engine's SimPy table replayed alone."""
     quad = Scenario.from_dict({
         "name": "area-quad", "seed": 2,
         "problem": {"kind": "quadratic", "n": 4, "dim": 3, "mu": 0.5, "L": 1.0,
@@ -272,16 +274,8 @@ def test_the_timeline_as_an_event_table_replays_to_the_same_traces() -> None:
         "algorithm": {"name": "area", "model": "iterate_model", "client_rule": "area", "M": 2,
                       "alpha": {"kind": "theorem7"}},
         "delays": {"compute": {"kind": "exponential", "rate": 1.0}},
-        "trigger": {"kind": "poisson", "rate": 2.0}, "horizon": {"steps": 300},
+        "trigger": {"kind": "poisson", "rate": 2.0}, "horizon": {"steps": 303},
         "record": {"every": 10, "metrics": ["f_gap", "ergodic_f_gap"]}})
-    for sc in (norm_scenario(n=30, M=10, K=140, every=35), quad):
-        p = problem_for(sc)
-        reps = [0, 3, 5]
-        tabs = area_tables(sc, reps)
-        tables = [event_table(tabs, k, int(sc.algorithm.get("M")), p.n, int(sc.record.every))
-                  for k in range(len(reps))]
-        cf = area_client_rule(sc, p).replay_form()
-        sf = get_algorithm("area").server(sc.algorithm, p).replay_form()
-        out = replay_table(sc, tables, cf, sf, replicates=reps, problem=p)
-        for a, b in zip(out, replay_area(sc, reps, p), strict=True):
-            assert a.equals(b)
+    reps = [0, 3, 5]
+    for r, b in zip(reps, run_batch(quad, reps), strict=True):
+        assert_engine(quad, b, r)

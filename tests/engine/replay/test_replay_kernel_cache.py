@@ -45,3 +45,27 @@ def test_a_fresh_process_loads_the_bound_kernel_from_the_cache(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     assert _run(env) == (0, 1)  # compiled and saved
     assert _run(env) == (1, 0)  # loaded
+
+
+PROG_TWO = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from test_physical_table import scenario
+from fedsim.engine import run_batch
+for name in ("asfedavg-period", "fedasync-diverges"):
+    for tr in run_batch(scenario(name), [0, 3]):
+        print(name, tr.diverged_step, repr(tr.final_w.tolist()))
+"""
+
+
+@pytest.mark.slow
+def test_two_cached_group_loops_in_one_process_keep_their_own_rules(tmp_path):
+    """Two rule combinations' outer loops loaded from the disk cache into one process: each
+    calls its own per-replicate loop (their names differ by what they bind), so the
+    second process prints what the compiling one printed."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    here = os.path.join(os.path.dirname(__file__), "..")
+    outs = [subprocess.run([sys.executable, "-c", PROG_TWO, here], env=env,
+                           capture_output=True, text=True, check=True, timeout=900).stdout
+            for _ in range(2)]
+    assert outs[0] == outs[1] and outs[0].count("\n") == 4
