@@ -2,7 +2,9 @@
 
 Subcommands are registered by the module that owns them, each exposing
 ``add_parser(subparsers)`` (which sets ``func``) so this file stays a thin
-dispatcher:
+dispatcher; :data:`SUBCOMMANDS` says which module registers which subcommand, and a
+command line naming one imports that module only (``fedsim run`` starts without the
+theorems or the suites):
 
 * ``fedsim run``       -- :mod:`fedsim.cli_run` (one simulated scenario -> CSV)
 * ``fedsim bounds``    -- :mod:`fedsim.theory.cli` (evaluate a theorem's bound)
