@@ -25,7 +25,8 @@ with ``PYTHONDONTWRITEBYTECODE=1`` compiles every fedsim module from source at e
 ``PYTHONPYCACHEPREFIX`` pointing into a temporary directory (nothing is written into the
 tree); ``--as-is`` keeps the environment unchanged.
 
-Prints one line per command: median and minimum wall seconds (and, with ``--baseline``, the
+Prints one line per command: median and minimum wall seconds, median CPU seconds (user +
+system: on a loaded machine, closer to what an idle one would show) (and, with ``--baseline``, the
 baseline's median and the ratio baseline / this tree, both measured in this run).
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,11 +70,15 @@ def _floor_commands(tmp: Path) -> dict[str, list[str]]:
     }
 
 
-def _wall(cmd: list[str], root: Path, env: dict[str, str]) -> float:
+def _wall(cmd: list[str], root: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of ``cmd``."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def _run_commands(python: str, root: Path, stems: list[str], tmp: Path) -> dict[str, list[str]]:
@@ -125,18 +131,23 @@ def main(argv: list[str] | None = None) -> int:
         for cmd, root in jobs.values():  # warm: numba's disk cache, the OS file cache
             _wall(cmd, root, env)
         times: dict[str, list[float]] = {k: [] for k in jobs}
+        cpu: dict[str, list[float]] = {k: [] for k in jobs}
         for _ in range(args.repeat):
             for name, (cmd, root) in jobs.items():
-                times[name].append(_wall(cmd, root, env))
+                w, c = _wall(cmd, root, env)
+                times[name].append(w)
+                cpu[name].append(c)
     width = max(map(len, times))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     mode = "environment as is" if args.as_is else "with .pyc files"
     print(f"fedsim run start-up ({mode}), {args.repeat} runs each, load average {load:.2f} "
-          f"(median / min wall seconds{'; baseline median, baseline/this' if base_py else ''})")
+          f"(median / min wall seconds, median CPU seconds"
+          f"{'; baseline median wall, baseline/this' if base_py else ''})")
     for name, ts in times.items():
         if name.startswith("baseline "):
             continue
-        line = f"  {name:<{width}}  {statistics.median(ts):6.3f}  {min(ts):6.3f}"
+        line = (f"  {name:<{width}}  {statistics.median(ts):6.3f}  {min(ts):6.3f}  "
+                f"{statistics.median(cpu[name]):6.3f}")
         base = times.get(f"baseline {name}")
         if base:
             line += (f"   {statistics.median(base):6.3f}  "
