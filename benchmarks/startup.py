@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = "environment as is" if args.as_is else "with .pyc files"
     print(f"fedsim run start-up ({mode}), {args.repeat} runs each, load average {load:.2f} "
           f"(median / min wall seconds, median CPU seconds"
-          f"{'; baseline median wall, baseline/this' if base_py else ''})")
+          f"{'; baseline median wall, baseline/this, baseline CPU, ratio' if base_py else ''})")
     for name, ts in times.items():
         if name.startswith("baseline "):
             continue
@@ -150,8 +150,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{statistics.median(cpu[name]):6.3f}")
         base = times.get(f"baseline {name}")
         if base:
+            bcpu = statistics.median(cpu[f"baseline {name}"])
             line += (f"   {statistics.median(base):6.3f}  "
-                     f"{statistics.median(base) / statistics.median(ts):5.2f}x")
+                     f"{statistics.median(base) / statistics.median(ts):5.2f}x  CPU {bcpu:6.3f} "
+                     f"{bcpu / statistics.median(cpu[name]):5.2f}x")
         print(line)
     return 0
 
