@@ -2,7 +2,9 @@
 
 Subcommands are registered by the module that owns them, each exposing
 ``add_parser(subparsers)`` (which sets ``func``) so this file stays a thin
-dispatcher:
+dispatcher; :data:`SUBCOMMANDS` says which module registers which subcommand, and a
+command line naming one imports that module only (``fedsim run`` starts without the
+theorems or the suites):
 
 * ``fedsim run``       -- :mod:`fedsim.cli_run` (one simulated scenario -> CSV)
 * ``fedsim bounds``    -- :mod:`fedsim.theory.cli` (evaluate a theorem's bound)
@@ -35,7 +37,7 @@ from collections.abc import Sequence
 from fedsim.errors import FedsimError
 
 __all__ = ["main", "build_parser", "OneLineParser", "DESCRIPTION", "EXIT_CODES",
-           "EXIT_FAILED_RESULT"]
+           "EXIT_FAILED_RESULT", "SUBCOMMANDS"]
 
 #: the command finished, but its result is a failure (a diverged run, a failed control)
 EXIT_FAILED_RESULT = 3
@@ -45,8 +47,13 @@ EXIT_CODES = {0: "done", 2: "bad input or a user error (one line on stderr)",
               "a negative control without its required verdict)",
               130: "interrupted (re-run to resume)"}
 
-_SUBCOMMAND_MODULES = ("fedsim.cli_run", "fedsim.theory.cli", "fedsim.validation.cli",
-                       "fedsim.validation.search_cli")
+#: subcommand -> the module that registers it (``add_parser``); ``fedsim run`` imports
+#: ``fedsim.cli_run`` only, not the theorems or the suites (issue 19: start-up time).
+#: tests/core/test_startup.py checks it against what each module registers.
+SUBCOMMANDS = {"run": "fedsim.cli_run", "bounds": "fedsim.theory.cli",
+               "validate": "fedsim.validation.cli", "report": "fedsim.validation.cli",
+               "search": "fedsim.validation.search_cli"}
+_SUBCOMMAND_MODULES = tuple(dict.fromkeys(SUBCOMMANDS.values()))
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -61,8 +68,9 @@ DESCRIPTION = ("Simulate asynchronous and personalized federated learning and ch
                "published convergence theorems against the simulation.")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every subcommand module."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser: with every subcommand module, or with only the module that registers
+    ``command`` (:data:`SUBCOMMANDS`; its siblings in that module come along)."""
     from fedsim import __version__
 
     parser = OneLineParser(prog="fedsim", description=DESCRIPTION,
@@ -70,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                              EXIT_CODES.items()))
     parser.add_argument("--version", action="version", version=f"fedsim {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=OneLineParser, required=True)
-    for modname in _SUBCOMMAND_MODULES:
+    modules = (SUBCOMMANDS[command],) if command in SUBCOMMANDS else _SUBCOMMAND_MODULES
+    for modname in modules:
         importlib.import_module(modname).add_parser(sub)
     return parser
 
@@ -79,7 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (130 on Ctrl-C, also while
     the subcommand modules are still being imported)."""
     try:
-        parser = build_parser()  # imports numpy, scipy, pandas, simpy: seconds on a cold disk
+        args_in = sys.argv[1:] if argv is None else list(argv)
+        # the named subcommand's module only; anything else (--help, --version, a typo):
+        # every module, so the top-level help and "invalid choice" list every subcommand
+        command = args_in[0] if args_in and args_in[0] in SUBCOMMANDS else None
+        parser = build_parser(command)
     except KeyboardInterrupt:
         sys.stderr.write("fedsim: interrupted while starting\n")
         return 130

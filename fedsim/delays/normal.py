@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special
 
 from fedsim.delays.base import REQUIRED, Delay, as_output
 from fedsim.delays.truncated_normal import truncated_normal_moments
@@ -77,6 +76,8 @@ class Normal(Delay):
         b = (self.high - self.loc) / self.sd
         object.__setattr__(self, "_a", a)
         object.__setattr__(self, "_b", b)
+        from scipy import special  # imported where used: start-up time (issue 19)
+
         use_log = b < -_LOG_SPACE_CUTOFF or a > _LOG_SPACE_CUTOFF
         object.__setattr__(self, "_log", bool(use_log))
         f = special.log_ndtr if use_log else special.ndtr
@@ -117,6 +118,8 @@ class Normal(Delay):
 
     def sample(self, rng: np.random.Generator,
                size: int | tuple[int, ...] | None = None) -> float | np.ndarray:
+        from scipy import special
+
         u = rng.random(size)
         pa, pb, qa, qb = self._cdf_levels
         if self._log:

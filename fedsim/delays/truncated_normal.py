@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import special
-
 __all__ = ["truncated_normal_moments"]
 
 _SQRT2 = math.sqrt(2.0)
@@ -38,6 +36,8 @@ def _mills_parts(t: float) -> tuple[float, float, float]:
     ``R = 1/D_0``, ``D_k = t + (k+1)/D_{k+1}``, as ``g = R/D_1`` and
     ``h = 2R/(D_1 D_2)`` (200 levels, evaluated backwards: converged to 1e-16 for t >= 1.5).
     """
+    from scipy import special  # imported where used: start-up time (issue 19)
+
     R = _SQRT_HALF_PI * float(special.erfcx(t / _SQRT2))
     if t < 2.0:
         return R, 1.0 - t * R, (1.0 + t * t) * R - t
@@ -92,6 +92,8 @@ def truncated_normal_moments(a: float, b: float) -> tuple[float, float]:
     if a >= 0.0:
         m1, var = _moments_lower_half(-b, -a)
         return -m1, var
+    from scipy import special
+
     z = 0.5 * (float(special.erf(b / _SQRT2)) - float(special.erf(a / _SQRT2)))
     m1 = (_phi(a) - _phi(b)) / z
     var = 1.0 + (_xphi(a) - _xphi(b)) / z - m1 * m1

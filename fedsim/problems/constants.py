@@ -16,10 +16,12 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from fedsim.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Tag", "Constant", "ConstantsTable"]
 
@@ -90,6 +92,8 @@ class ConstantsTable(Mapping[str, Constant]):
 
     def to_frame(self) -> pd.DataFrame:
         """The table as a DataFrame (columns name, value, tag, reason)."""
+        import pandas as pd  # imported where used: start-up time (issue 19)
+
         return pd.DataFrame(
             [(c.name, c.value, c.tag.value, c.reason) for c in self._d.values()],
             columns=["name", "value", "tag", "reason"],

@@ -13,8 +13,6 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
 
 from fedsim.errors import ConfigError, check_finite, check_number, require
 
@@ -79,6 +77,8 @@ def psd_solve(h: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     top = float(np.max(np.abs(ev))) if ev.size else 0.0
     cut = top * h.shape[0] * np.finfo(np.float64).eps
     if ev.size and ev[0] > cut:
+        import scipy.linalg  # imported where used: start-up time (issue 19)
+
         try:
             return scipy.linalg.cho_solve(scipy.linalg.cho_factor(h), rhs)
         except np.linalg.LinAlgError:
@@ -159,6 +159,8 @@ def max_quadratic_on_ball(H: np.ndarray, h: np.ndarray, k: float, R: float) -> f
     elif g_hi <= 0.0:
         t = t_hi
     else:
+        import scipy.optimize
+
         t = scipy.optimize.brentq(g, t_lo, t_hi, xtol=1e-15 * max(t_hi, 1e-300),
                                   rtol=4 * np.finfo(np.float64).eps, maxiter=500)
     v = vec(t)

@@ -125,7 +125,7 @@ def test_ctrl_c_while_the_subcommands_import(monkeypatch, capsys):
     not a traceback."""
     import fedsim.cli as cli
 
-    def interrupted():
+    def interrupted(*args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "build_parser", interrupted)
