@@ -11,7 +11,8 @@ import pytest
 
 PROG = r"""
 import numpy as np
-from fedsim.engine.replay.kernel import table_kernel, view_draw_round
+from fedsim.engine.replay.kernel import table_kernel
+from fedsim.local.forms import view_draw_round
 from fedsim.local.sgd import sgd_update_for
 from fedsim.problems import QuadraticProblem
 from fedsim.servers.fedasync import fedasync_step
