@@ -22,8 +22,12 @@ $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,data]'
 	touch $(STAMP)
 
+# the tests run in parallel over the machine's cores (pytest-xdist; at most 4 workers, each
+# compiles the kernels it needs once into the shared numba cache)
+XDIST := -n auto --maxprocesses=4
+
 test: $(STAMP) plugin-test
-	$(BIN)/python -m pytest --hypothesis-profile=ci
+	$(BIN)/python -m pytest --hypothesis-profile=ci $(XDIST)
 
 $(PLUGIN)/.stamp: $(STAMP) $(PLUGIN_SRC)
 	rm -rf $(PLUGIN)
@@ -35,7 +39,7 @@ plugin-test: $(PLUGIN)/.stamp
 	PYTHONPATH=$(PLUGIN) $(BIN)/python -m pytest --hypothesis-profile=ci examples/plugin/tests
 
 slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow --hypothesis-profile=ci
+	$(BIN)/python -m pytest -m slow --hypothesis-profile=ci $(XDIST)
 
 explore: $(STAMP)
 	$(BIN)/python -m pytest --hypothesis-profile=explore
