@@ -18,7 +18,8 @@ depend on the engine or on theory.  Payload keys:
 
 :func:`normal_mean_batched` is :func:`normal_mean` with a batch variant
 (``normal_mean_batched.batch``: a list of payloads -> their values, computed one by one),
-to test how the runner groups tasks into batch calls.
+to test how the runner groups tasks into batch calls; :func:`normal_mean_grouped` adds a
+group key (``group``), to test how the runner chunks groups.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import time
 
 import numpy as np
 
-__all__ = ["normal_mean", "normal_mean_batched", "replicate_generator", "write_synthetic_run"]
+__all__ = ["normal_mean", "normal_mean_batched", "normal_mean_grouped", "group_of",
+           "replicate_generator", "write_synthetic_run"]
 
 
 def replicate_generator(seed: int, replicate: int) -> np.random.Generator:
@@ -75,6 +77,21 @@ def normal_means(payloads: list[dict]) -> list[dict]:
 
 
 normal_mean_batched.batch = normal_means  # type: ignore[attr-defined]
+
+
+def normal_mean_grouped(payload: dict) -> dict:
+    """:func:`normal_mean` with the batch variant :func:`normal_means` and a group key
+    (:func:`group_of`: the payload's ``group``), to test how the runner chunks groups."""
+    return normal_mean(payload)
+
+
+def group_of(payload: dict) -> str:
+    """The group key of :func:`normal_mean_grouped`: the payload's ``group``."""
+    return str(payload.get("group", ""))
+
+
+normal_mean_grouped.batch = normal_means  # type: ignore[attr-defined]
+normal_mean_grouped.group = group_of  # type: ignore[attr-defined]
 
 
 def write_synthetic_run(run_dir: str | os.PathLike, seed: int = 0, replicates: int = 20) -> dict:

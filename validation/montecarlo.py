@@ -39,11 +39,15 @@ Backends (:func:`run_tasks`):
 * ``workers=1``                 -- in the calling process, no pool (debugging, tests);
 * ``workers=None | N > 1``      -- ``concurrent.futures.ProcessPoolExecutor`` with
   N (default ``os.cpu_count()``) processes started by ``forkserver`` (``spawn``
-  where unavailable); tasks are sent in chunks of ``montecarlo_backends.CHUNK`` (16,
-  whatever N and the backend) and a chunk's records are committed when it returns, so a
-  kill loses at most the chunks in flight.  Within a chunk, consecutive tasks whose
-  function has a batch variant (``fn.batch``, e.g. ``fedsim.validation.worker.run_replicates``)
-  run in one call of it; records stay one per task;
+  where unavailable); tasks are sent in chunks (:func:`montecarlo_backends.plan_chunks`,
+  the same whatever N and the backend: ``CHUNK`` = 16 tasks, or, for a task function with
+  a group key such as the suites' ``run_replicate``, up to ``GROUP_CHUNK`` = 64 tasks of
+  one run set or of consecutive small run sets) and a chunk's records are committed when it
+  returns, so a kill loses at most the chunks in flight.  Within a chunk, consecutive tasks
+  whose function has a batch variant (``fn.batch``, e.g.
+  ``fedsim.validation.worker.run_replicates``) run in one call of it; records stay one per
+  task.  The forkserver imports ``montecarlo_backends.PRELOAD`` (the suites' task module)
+  once, so pool workers start with it loaded;
 * ``dask="local"``              -- a ``dask.distributed.LocalCluster`` with
   ``n_workers=workers or cpu_count``, one thread each, separate processes;
 * ``dask="tcp://host:port"``    -- an existing Dask scheduler (every worker must be

@@ -18,7 +18,6 @@ import concurrent.futures as cf
 import contextlib
 import importlib
 import json
-import math
 import multiprocessing as mp
 import os
 import signal
@@ -34,7 +33,8 @@ from fedsim.validation.montecarlo_store import Task, canonical_json
 from fedsim.errors import FedsimError
 
 __all__ = ["execute_task", "execute_batch", "resolve_task_function", "new_record",
-           "run_inprocess", "run_pool", "run_dask", "CHUNK", "DASK_STALL_SECONDS",
+           "run_inprocess", "run_pool", "run_dask", "CHUNK", "GROUP_CHUNK", "plan_chunks",
+           "PRELOAD", "DASK_STALL_SECONDS",
            "set_dask_timeout", "new_pool",
            "kill_pool", "process_gone"]
 
@@ -42,6 +42,11 @@ __all__ = ["execute_task", "execute_batch", "resolve_task_function", "new_record
 #: a batch of replicates is the same whatever the backend; a kill loses at most the
 #: chunks in flight)
 CHUNK = 16
+
+#: at most this many tasks per chunk for a task function with a group key (``fn.group``:
+#: payload -> key, e.g. one run set's replicates, which the batch variant runs in one call;
+#: :func:`plan_chunks`)
+GROUP_CHUNK = 64
 
 #: a backend hands the finished records of a chunk to a sink (stored as one transaction)
 Sink = Callable[[list[dict]], None]
@@ -145,9 +150,79 @@ def _chunks(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def _group_of(fn: str) -> Callable[[dict], Any] | None:
+    try:
+        f = _resolve(fn)
+    except Exception:  # noqa: BLE001 -- execute_task records the import error
+        return None
+    group = getattr(f, "group", None)
+    return group if callable(group) and callable(getattr(f, "batch", None)) else None
+
+
+def _group_runs(todo: list) -> list[tuple[bool, list]]:
+    """``todo`` cut into runs of consecutive tasks: ``(True, tasks)`` for tasks of one
+    function with a group key and one key, ``(False, tasks)`` for the tasks between them."""
+    runs: list[tuple[bool, list]] = []
+    groups: dict[str, Callable[[dict], Any] | None] = {}
+    last: tuple | None = None
+    for item in todo:
+        fn = item[0].fn
+        if fn not in groups:
+            groups[fn] = _group_of(fn)
+        g = groups[fn]
+        key = (fn, g(item[0].payload)) if g is not None else None
+        if runs and key == last and runs[-1][0] == (g is not None):
+            runs[-1][1].append(item)
+        else:
+            runs.append((g is not None, [item]))
+        last = key
+    return runs
+
+
+def plan_chunks(todo: list) -> list[list]:
+    """The chunks ``todo`` is sent in; they depend on the task list alone (never on the
+    backend or the number of workers).
+
+    Tasks of a function with a group key (``fn.group``; e.g.
+    :func:`fedsim.validation.worker.run_replicate`: the replicates of one run set) are
+    chunked by group: a group larger than :data:`GROUP_CHUNK` is split into
+    ``ceil(size / GROUP_CHUNK)`` near-equal chunks, and consecutive smaller groups share a
+    chunk while it stays within :data:`GROUP_CHUNK`, so the batch variant replays many
+    replicates per call.  Other tasks go in chunks of :data:`CHUNK`, as they come.
+    """
+    out: list[list] = []
+    open_chunk: list | None = None   # the chunk that small groups are packed into
+    for grouped, items in _group_runs(todo):
+        if not grouped:
+            out.extend(_chunks(items, CHUNK))
+            open_chunk = None
+            continue
+        if len(items) > GROUP_CHUNK:
+            k = -(-len(items) // GROUP_CHUNK)
+            size = -(-len(items) // k)
+            out.extend(_chunks(items, size))
+            open_chunk = None
+        elif open_chunk is not None and len(open_chunk) + len(items) <= GROUP_CHUNK:
+            open_chunk.extend(items)
+        else:
+            open_chunk = list(items)
+            out.append(open_chunk)
+    return out
+
+
+#: modules the forkserver imports once, before it forks any worker (the suites' task
+#: function and the engine): each pool worker then starts with them loaded, instead of
+#: every worker of every pool importing them again
+PRELOAD = ("fedsim.validation.worker",)
+
+
 def _mp_context() -> mp.context.BaseContext:
     methods = mp.get_all_start_methods()
-    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in methods:
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))  # no effect once the forkserver runs
+    return ctx
 
 
 def _die_with_parent() -> None:
@@ -242,18 +317,19 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def run_inprocess(todo: list[tuple[Task, str]], sink: Sink) -> None:
-    for chunk in _chunks(todo, CHUNK):
+    for chunk in plan_chunks(todo):
         for recs in _chunk_records(chunk):  # each record written as soon as it exists
             sink(recs)
 
 
-def _pool_round(todo: list[tuple[Task, str]], workers: int, chunk: int,
+def _pool_round(todo: list[tuple[Task, str]], workers: int, chunks: list[list],
                 sink: Sink) -> list[tuple[Task, str]]:
-    """One pool lifetime; returns the tasks left unfinished if the pool broke."""
+    """One pool lifetime over ``chunks``; returns the tasks left unfinished if the pool
+    broke."""
     done: set[str] = set()
     ex = new_pool(workers)
     try:
-        futs = {ex.submit(_run_chunk, c): c for c in _chunks(todo, chunk)}
+        futs = {ex.submit(_run_chunk, c): c for c in chunks}
         for fut in cf.as_completed(futs):
             try:
                 recs = fut.result()
@@ -295,10 +371,11 @@ def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
 
 
 def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
-    workers = max(1, min(workers, math.ceil(len(todo) / CHUNK)))
-    left = _pool_round(todo, workers, CHUNK, sink)
+    chunks = plan_chunks(todo)
+    workers = max(1, min(workers, len(chunks)))
+    left = _pool_round(todo, workers, chunks, sink)
     if left:  # the pool broke: rebuild once with chunk 1, then isolate
-        left = _pool_round(left, max(1, min(workers, len(left))), 1, sink)
+        left = _pool_round(left, max(1, min(workers, len(left))), _chunks(left, 1), sink)
     if left:
         _run_isolated(left, sink)
 
@@ -376,7 +453,7 @@ def run_dask(todo: list[tuple[Task, str]], address: str, workers: int | None,
             raise FedsimError(f"cannot connect to the Dask scheduler at {address}: {exc}") from exc
     try:
         futs = {}
-        for c in _chunks(todo, CHUNK):
+        for c in plan_chunks(todo):
             futs[client.submit(_run_chunk, c, pure=False)] = c
         for fut in _watched(client, address, list(futs)):
             try:

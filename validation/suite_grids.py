@@ -152,7 +152,8 @@ def _div1000(suite: str) -> tuple[tuple[str, str], ...]:
 SUITES: dict[str, Suite] = {
     name: Suite(name, R, _from_registry(name), text)
     for name, R, text in (
-        ("quick", 16, "every theorem at L ~ 1 and L << 1, every negative control, small R"),
+        ("quick", 64, "every theorem at L ~ 1 and L << 1, every negative control, "
+                      "R = 64 per in-regime run set"),
         ("smoke", 6, "the quick scenarios at their smallest horizons (end-to-end test)"),
         ("full", 200, "larger horizon grids; replicates per scenario sized (R = 200 default) "
                       "for 99% CIs of about +-10% of the mean"),

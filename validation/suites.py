@@ -30,8 +30,9 @@ each case a family at a point and horizons, then the family rows).  :func:`run_s
 The run directory is locked while a suite writes it: a second ``fedsim validate`` on
 the same ``--out`` is refused at once with the first one's pid.
 
-``quick`` covers every theorem at two scales and every control with small R (minutes on two
-cores); ``full`` uses larger grids and R, enough for tightness ratios to about 10%.
+``quick`` covers every theorem at two scales and every control with R = 64 per in-regime run
+set (about a minute on two cores); ``full`` uses larger grids and R, enough for tightness
+ratios to about 10%.
 """
 
 from __future__ import annotations

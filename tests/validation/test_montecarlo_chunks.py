@@ -1,7 +1,8 @@
 """Monte Carlo in chunks (issue 10 item 3): fixed-size chunks, batch calls, records per task.
 
 * the backends send chunks of ``CHUNK`` tasks whatever the number of workers, and a task
-  function with a batch variant is called once per chunk (hand-checked call log);
+  function with a batch variant is called once per chunk (hand-checked call log); a task
+  function with a group key is chunked by group (``GROUP_CHUNK``; hand-computed sizes);
 * a batch call that fails falls back to the tasks one by one: only the failing task is an
   error;
 * ``fedsim.validation.worker.run_replicate`` (through the engine's ``run_batch``, the
@@ -18,7 +19,13 @@ import pytest
 from fedsim.validation import worker
 from fedsim.validation._selftest import normal_mean
 from fedsim.validation.montecarlo import Task, run_tasks
-from fedsim.validation.montecarlo_backends import CHUNK, execute_batch, execute_task
+from fedsim.validation.montecarlo_backends import (
+    CHUNK,
+    GROUP_CHUNK,
+    execute_batch,
+    execute_task,
+    plan_chunks,
+)
 
 from fedsim.config import Scenario
 
@@ -136,3 +143,66 @@ def test_task_function_is_the_replay_whatever_the_environment(monkeypatch):
     assert worker.task_function() == "fedsim.validation.worker:run_replicate"
     assert callable(worker.run_replicate.batch)
     assert worker.run_replicate_batched is worker.run_replicate  # older run directories
+
+
+GFN = "fedsim.validation._selftest:normal_mean_grouped"
+
+
+def _grouped(sizes: list[int], blog: Path) -> list[Task]:
+    out = []
+    for g, size in enumerate(sizes):
+        out += [Task(f"g{g}/r{r:03d}", GFN, {"seed": 5, "replicate": r, "n": 8, "group": f"g{g}",
+                                             "tag": f"g{g}r{r}", "batch_log": str(blog)})
+                for r in range(size)]
+    return out
+
+
+def test_groups_are_chunked_by_group(tmp_path):
+    """Hand-computed chunks (GROUP_CHUNK = 64): a group of 150 is three chunks of 50;
+    consecutive groups of 10, 20 and 30 share one chunk (60 <= 64); the next group of 40
+    would pass 64 and opens a chunk; ungrouped tasks between them go in chunks of CHUNK."""
+    assert GROUP_CHUNK == 64 and CHUNK == 16
+    tasks = _grouped([150, 10, 20, 30, 40], tmp_path / "b.log")
+    plain = [Task(f"p{r}", BFN, {"seed": 3, "replicate": r, "n": 4}) for r in range(20)]
+    todo = [(t, "h") for t in tasks[:150] + plain + tasks[150:]]
+    sizes = [len(c) for c in plan_chunks(todo)]
+    assert sizes == [50, 50, 50, 16, 4, 60, 40]
+    assert [t.task_id for c in plan_chunks(todo) for t, _ in c] == [t.task_id for t, _ in todo]
+    # a group of exactly GROUP_CHUNK is one chunk; one more task splits it in two halves
+    assert [len(c) for c in plan_chunks([(t, "h") for t in _grouped([64], tmp_path / "c")])] \
+        == [64]
+    assert [len(c) for c in plan_chunks([(t, "h") for t in _grouped([65], tmp_path / "c")])] \
+        == [33, 32]
+
+
+def test_grouped_chunks_are_one_batch_call_each_whatever_the_backend(tmp_path):
+    ref = None
+    for workers in (1, 2):
+        blog = tmp_path / f"b{workers}.log"
+        tasks = _grouped([70, 5, 6], blog)
+        res = run_tasks(tasks, tmp_path / f"w{workers}", workers=workers, progress=False)
+        calls = sorted(",".join(c) for c in _batches(blog))
+        assert calls == sorted([",".join(f"g0r{r}" for r in range(35)),
+                                ",".join(f"g0r{r}" for r in range(35, 70)),
+                                ",".join([f"g1r{r}" for r in range(5)]
+                                         + [f"g2r{r}" for r in range(6)])]), workers
+        vals = [res[t.task_id]["value"] for t in tasks]
+        assert vals == [normal_mean_ref(t.payload) for t in tasks]
+        ref = vals if ref is None else ref
+        assert vals == ref
+
+
+def normal_mean_ref(payload: dict) -> dict:
+    import json
+
+    from fedsim.validation.montecarlo_store import canonical_json
+
+    return json.loads(canonical_json(normal_mean(payload)))
+
+
+def test_the_suites_task_function_groups_by_run_set():
+    a = _replicate_tasks("fedsim.validation.worker:run_replicate", range(3))
+    b = [Task(f"o/r{r}", t.fn, {**t.payload, "horizons": [100]}) for r, t in enumerate(a)]
+    assert len({worker.run_replicate.group(t.payload) for t in a}) == 1
+    assert worker.run_replicate.group(a[0].payload) != worker.run_replicate.group(b[0].payload)
+    assert [len(c) for c in plan_chunks([(t, "h") for t in a + b])] == [6]

@@ -41,7 +41,7 @@ def test_div1000_controls_are_the_old_table():
            ("asypfl_theorem2", "quad-Lsmall"))
     for name in ("quick", "smoke", "full"):
         assert suites.SUITES[name].div1000 == old
-    assert [s.replicates for s in suites.SUITES.values()] == [16, 6, 200]
+    assert [s.replicates for s in suites.SUITES.values()] == [64, 6, 200]
 
 
 @pytest.fixture

@@ -89,10 +89,19 @@ def _option_maps(problem: Any, option: str, Q: int, eta: float, batch: int,
             "resid": Hbar @ w_star - hb, "Q": Q, "eta": eta}
 
 
-def _grad_sq(mp: dict[str, Any], m0: np.ndarray, P00: np.ndarray) -> float:
-    """E||grad F(w)||^2 = E||Hbar e + r||^2 with e = w - w_F* (THEORY_SPEC 10.2(a))."""
+def _grad_sq_terms(mp: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """The step-independent factors of :func:`_grad_sq`: ``Hbar``, ``Hbar @ Hbar``, ``2 r``
+    and ``r @ r``."""
     Hb, r = mp["Hbar"], mp["resid"]
-    return float(np.sum((Hb @ Hb) * P00) + 2.0 * r @ (Hb @ m0) + r @ r)
+    return Hb, Hb @ Hb, 2.0 * r, r @ r
+
+
+def _grad_sq(terms: tuple[np.ndarray, np.ndarray, np.ndarray, Any], m0: np.ndarray,
+             P00: np.ndarray) -> float:
+    """E||grad F(w)||^2 = E||Hbar e + r||^2 with e = w - w_F* (THEORY_SPEC 10.2(a));
+    ``terms`` from :func:`_grad_sq_terms`."""
+    Hb, HbHb, r2, rr = terms
+    return float(np.sum(HbHb * P00) + r2 @ (Hb @ m0) + rr)
 
 
 def _fedasync_frame(rec: np.ndarray, gsq: np.ndarray, sq: np.ndarray) -> pd.DataFrame:
@@ -145,32 +154,44 @@ def fedasync_window_moments(problem: Any, option: str, Q: int, eta: float, beta:
     e0 = w0v - mp["w_star"]
     mu = np.tile(e0, (Lb, 1))
     P = np.outer(mu.ravel(), mu.ravel())
+    terms = _grad_sq_terms(mp)
     gsq = np.empty(T + 1)
     sq = np.empty(T + 1)
-    gsq[0] = _grad_sq(mp, mu[0], P[:d, :d])
+    gsq[0] = _grad_sq(terms, mu[0], P[:d, :d])
     sq[0] = float(np.trace(P[:d, :d]))
+    # the recursion of 10.1 on tiny matrices: per-step cost is NumPy call overhead, so the
+    # loop calls the kernels directly (np.dot for tensordot, broadcasting for np.outer,
+    # preallocated buffers for vstack: the same floating-point operations)
+    pi_row = pi.reshape(1, Lb)
+    check_every = max(1, T // 64)
     for t in range(T):
         m_pi = pi @ mu
-        Prow = np.tensordot(pi, P.reshape(Lb, d, Lb * d), axes=(0, 0))      # (d, Lb d)
+        Prow = np.dot(pi_row, P.reshape(Lb, d * Lb * d)).reshape(d, Lb * d)   # (d, Lb d)
         P_pi = np.einsum("s,sasb->ab", pi, P.reshape(Lb, d, Lb, d))
-        head = mu[0] - beta * (Gbar @ m_pi) + beta * cbar
+        mu0 = mu[0]
+        head = mu0 - beta * (Gbar @ m_pi) + beta * cbar
         Z = Gbar @ Prow[:, :d]
         Gm = G @ m_pi                                                       # (n, d)
         GmC = np.einsum("ia,ib->ab", Gm, c) / n
-        P00 = (P[:d, :d] - beta * (Z + Z.T) + beta * (np.outer(mu[0], cbar) + np.outer(cbar, mu[0]))
+        mc = mu0[:, None] * cbar[None, :]
+        P00 = (P[:d, :d] - beta * (Z + Z.T) + beta * (mc + mc.T)
                + beta**2 * np.einsum("iab,bc,idc->ad", G, P_pi, G) / n
                - beta**2 * (GmC + GmC.T) + const)
-        row = P[:d, :-d] - beta * (Gbar @ Prow[:, :-d]) + beta * np.outer(cbar, mu[:-1].ravel())
+        row = (P[:d, :-d] - beta * (Gbar @ Prow[:, :-d])
+               + beta * (cbar[:, None] * mu[:-1].reshape(1, -1)))
         nP = np.empty_like(P)
         nP[d:, d:] = P[:-d, :-d]
         nP[:d, d:] = row
         nP[d:, :d] = row.T
         nP[:d, :d] = 0.5 * (P00 + P00.T)
         P = nP
-        mu = np.vstack([head[None, :], mu[:-1]])
-        gsq[t + 1] = _grad_sq(mp, mu[0], P[:d, :d])
+        nmu = np.empty_like(mu)
+        nmu[0] = head
+        nmu[1:] = mu[:-1]
+        mu = nmu
+        gsq[t + 1] = _grad_sq(terms, head, P[:d, :d])
         sq[t + 1] = float(np.trace(P[:d, :d]))
-        if (t + 1) % max(1, T // 64) == 0 or t + 1 == T:
+        if (t + 1) % check_every == 0 or t + 1 == T:
             check_psd(P - np.outer(mu.ravel(), mu.ravel()), float(np.trace(P)),
                        f"fedasync_window_moments at t={t + 1}")
     rec = record_steps(T, record_every)
@@ -240,7 +261,8 @@ def fedasync_expcycle_moments(problem: Any, option: str, Q: int, eta: float, bet
     P = np.outer(mu.ravel(), mu.ravel())
     gsq = np.empty(T + 1)
     sq = np.empty(T + 1)
-    gsq[0] = _grad_sq(mp, mu[0], P[:d, :d])
+    terms = _grad_sq_terms(mp)
+    gsq[0] = _grad_sq(terms, mu[0], P[:d, :d])
     sq[0] = float(np.trace(P[:d, :d]))
     for t in range(T):
         mflat = mu.ravel()
@@ -271,7 +293,7 @@ def fedasync_expcycle_moments(problem: Any, option: str, Q: int, eta: float, bet
         nmu[0] = pi @ hmean
         nmu[1:] = (1.0 - pi[:, None]) * mu[1:] + pi[:, None] * hmean
         mu = nmu
-        gsq[t + 1] = _grad_sq(mp, mu[0], P[:d, :d])
+        gsq[t + 1] = _grad_sq(terms, mu[0], P[:d, :d])
         sq[t + 1] = float(np.trace(P[:d, :d]))
         if (t + 1) % max(1, T // 64) == 0 or t + 1 == T:
             check_psd(P - np.outer(mu.ravel(), mu.ravel()), float(np.trace(P)),
