@@ -51,8 +51,10 @@ __all__ = [
     "global_metrics",
     "metric_functions",
     "models_metrics",
+    "models_metrics_batch",
     "personal_models",
     "personalised_metrics",
+    "pooled_metrics_batch",
     "predict",
     "test_rows",
     "time_to_accuracy",
@@ -166,9 +168,47 @@ def global_metrics(problem: Problem, w: Any, *, X_test: Sequence[np.ndarray] | N
 def _pooled_metrics(problem: Problem, w: np.ndarray, X: np.ndarray,
                     y: np.ndarray) -> dict[str, float]:
     """:func:`global_metrics` on checked, pooled test rows."""
+    acc, loss = pooled_metrics_batch(problem, w[None, :], X, y)
+    return {"test_acc": float(acc[0]), "test_loss": float(loss[0])}
+
+
+def _batch_scores(problem: Problem, W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The scores of the rows ``X`` under each model ``W[s]``: ``(S, rows)`` (logistic) or
+    ``(S, rows, C)`` (softmax), one matrix product per model, as :func:`_scores` computes
+    it for one."""
+    if _kind(problem) == "softmax":
+        C = problem.n_classes  # type: ignore[attr-defined]
+        return np.stack([X @ W[s].reshape(-1, C) for s in range(W.shape[0])])
+    return np.stack([X @ W[s] for s in range(W.shape[0])])
+
+
+def _batch_hits_losses(problem: Problem, W: np.ndarray, X: np.ndarray,
+                       y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(hits, losses)``, both ``(S, rows)``: whether model ``W[s]`` predicts row j's
+    label (:func:`predict`) and its per-row data loss (:func:`data_loss`)."""
+    s = _batch_scores(problem, W, X)
+    if _kind(problem) == "softmax":
+        S, m, C = s.shape
+        flat = s.reshape(S * m, C)
+        hits = (np.argmax(flat, axis=1) == np.tile(y, S)).reshape(S, m)
+        losses = (row_logsumexp(flat) - flat[np.arange(S * m), np.tile(y, S)]).reshape(S, m)
+        return hits, losses
+    hits = np.where(s >= 0.0, 1.0, -1.0) == y[None, :]
+    return hits, np.logaddexp(0.0, -y[None, :] * s)
+
+
+def pooled_metrics_batch(problem: Problem, W: Any, X: np.ndarray,
+                         y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(test_acc, test_loss)`` of every model ``W[s]`` (``W``: ``(S, dim)``) on the
+    checked, pooled rows ``X``/``y`` (:func:`test_rows`): one pass for all S models, each
+    model's numbers those of :func:`global_metrics` (the accuracy a count over the rows, the
+    loss the mean of the per-row losses)."""
+    W = np.asarray(W, dtype=np.float64)
     require(X.shape[0] >= 1, "X_test", "<0 rows>", "must hold at least one test row")
-    return {"test_acc": float(np.mean(predict(problem, w, X) == y)),
-            "test_loss": float(np.mean(_row_losses(problem, w, X, y)))}
+    require(W.ndim == 2 and W.shape[1] == problem.dim, "W.shape", W.shape,
+            f"must be (models, {problem.dim})")
+    hits, losses = _batch_hits_losses(problem, W, X, y)
+    return np.mean(hits, axis=1), np.mean(losses, axis=1)
 
 
 def personal_models(problem: Problem, w: Any, kind: str, *, alpha: float | None = None,
@@ -223,21 +263,44 @@ def models_metrics(problem: Problem, models: Any, *, weighting: str = "clients",
 def _evaluate(problem: Problem, models: Sequence[np.ndarray], Xs: list[np.ndarray],
               ys: list[np.ndarray], weighting: str) -> dict[str, Any]:
     """Client i's model on client i's (checked) rows; see :func:`personalised_metrics`."""
+    M = np.stack([np.asarray(m, dtype=np.float64) for m in models])[None]
+    a, l_, acc, loss = models_metrics_batch(problem, M, Xs, ys, weighting)
+    return {"acc": float(a[0]), "loss": float(l_[0]), "client_acc": acc[0],
+            "client_loss": loss[0]}
+
+
+def models_metrics_batch(problem: Problem, models: Any, Xs: list[np.ndarray],
+                         ys: list[np.ndarray], weighting: str
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Client i's model ``models[s, i]`` on client i's checked rows ``Xs[i]``/``ys[i]``
+    (:func:`test_rows`) for every set ``s`` of models (``models``: ``(S, n, dim)``, e.g. the
+    personal models at each recorded step): ``(acc, loss, client_acc, client_loss)`` of
+    shapes ``(S,)``, ``(S,)``, ``(S, n)``, ``(S, n)``, each ``s`` the numbers of
+    :func:`models_metrics` on ``models[s]`` (``weighting`` as there; NaN for a client
+    without rows)."""
+    M = np.asarray(models, dtype=np.float64)
+    require(M.ndim == 3 and M.shape[1:] == (problem.n, problem.dim), "models.shape",
+            M.shape, f"must be (sets, {problem.n}, {problem.dim})")
+    weighting = check_choice("weighting", weighting, ("rows", "clients"))
     n_rows = np.array([X.shape[0] for X in Xs])
     require(int(n_rows.sum()) >= 1, "X_test", "<0 rows>", "must hold at least one test row")
-    acc = np.full(problem.n, math.nan)
-    loss = np.full(problem.n, math.nan)
-    for i, (Xi, yi, wi) in enumerate(zip(Xs, ys, models, strict=True)):
+    S = M.shape[0]
+    acc = np.full((S, problem.n), math.nan)
+    loss = np.full((S, problem.n), math.nan)
+    for i, (Xi, yi) in enumerate(zip(Xs, ys, strict=True)):
         if Xi.shape[0]:
-            acc[i] = float(np.mean(predict(problem, wi, Xi) == yi))
-            loss[i] = float(np.mean(_row_losses(problem, wi, Xi, yi)))
+            hits, losses = _batch_hits_losses(problem, np.ascontiguousarray(M[:, i]), Xi, yi)
+            acc[:, i] = np.mean(hits, axis=1)
+            loss[:, i] = np.mean(losses, axis=1)
     has = n_rows > 0
     if weighting == "rows":
         wts = n_rows[has] / n_rows.sum()
-        a, l_ = float(wts @ acc[has]), float(wts @ loss[has])
+        a = np.array([wts @ acc[s, has] for s in range(S)])
+        l_ = np.array([wts @ loss[s, has] for s in range(S)])
     else:
-        a, l_ = float(np.mean(acc[has])), float(np.mean(loss[has]))
-    return {"acc": a, "loss": l_, "client_acc": acc, "client_loss": loss}
+        a = np.array([np.mean(acc[s, has]) for s in range(S)])
+        l_ = np.array([np.mean(loss[s, has]) for s in range(S)])
+    return a, l_, acc, loss
 
 
 def metric_functions(problem: Problem, *, maml_alpha: float | None = None,
