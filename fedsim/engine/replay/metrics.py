@@ -12,7 +12,12 @@ records:
   one), with the view's compiled ``metrics`` -- the very closed forms the problem's own
   methods call, so bitwise the Recorder's numbers;
 * else with the Recorder's Python metric functions (:func:`fedsim.trace.metric_functions`:
-  held-out and validation accuracy, the MAML/Moreau ones, the personal ``pers_*``).
+  the MAML/Moreau gradients, ``f_gap`` on a view without it, ...);
+* the held-out and personal metrics (:data:`fedsim.trace.HELD_OUT`,
+  :data:`fedsim.trace.VALIDATION`: ``test_*``, ``pers_*``, ``val_*``) of every recorded step
+  at once, from ``snap`` and ``psnap``
+  (:func:`fedsim.problems.held_out_batch.held_out_values`, the Recorder's numbers bit for
+  bit), whichever way the others are computed.
 
 ``ergodic_f_gap`` at step ``t`` is ``f_gap(wsum / t)`` (NaN at ``t = 0``), the Recorder's
 rule.
