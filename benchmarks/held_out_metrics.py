@@ -21,6 +21,24 @@ share, and the largest relative difference of the final figures between the tree
 
     arm <name> tree=<tag> cpu_s=<t> metrics_s=<m> share=<m/t>
     arm <name> ratio=<base/this> max_rel_diff=<r>
+
+Recorded figures (2026-11-25 23:36-23:41 UTC, shared 2-core VM with other agents, CPU time,
+profiled; base = main at d5f8a26)::
+
+    $ python benchmarks/held_out_metrics.py --vs /tmp/su/base
+    arm perfedavg tree=this cpu_s=0.21 metrics_s=0.13 share=0.61
+    arm perfedavg tree=base cpu_s=0.36 metrics_s=0.28 share=0.78
+    arm perfedavg ratio=1.76 max_rel_diff=0.0e+00
+    arm asypfl tree=this cpu_s=0.22 metrics_s=0.04 share=0.20
+    arm asypfl tree=base cpu_s=0.73 metrics_s=0.53 share=0.74
+    arm asypfl ratio=3.26 max_rel_diff=0.0e+00
+    arm area tree=this cpu_s=1.36 metrics_s=0.89 share=0.65
+    arm area tree=base cpu_s=1.39 metrics_s=0.83 share=0.59
+    arm area ratio=1.03 max_rel_diff=0.0e+00
+
+Per-FedAvg's remaining metric time is the personal models ``w - alpha grad f_i(w)``
+(``SoftmaxProblem.grad``, n per recorded step); AREA's is numerical (the test rows' log-sum-exp
+and ``f_gap``'s ``SoftmaxProblem.f`` at every one of its ~1,700 recorded steps).
 """
 
 from __future__ import annotations
