@@ -51,8 +51,10 @@ __all__ = [
     "global_metrics",
     "metric_functions",
     "models_metrics",
+    "models_metrics_batch",
     "personal_models",
     "personalised_metrics",
+    "pooled_metrics_batch",
     "predict",
     "test_rows",
     "time_to_accuracy",
@@ -111,15 +113,6 @@ def predict(problem: Problem, w: Any, X: Any) -> np.ndarray:
 def _row_losses(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
     kind = _kind(problem)
     return _losses(_scores(problem, w, X, kind), y, kind)
-
-
-def _acc_loss(problem: Problem, w: np.ndarray, X: np.ndarray, y: np.ndarray,
-              kind: str) -> tuple[float, float]:
-    """Accuracy and mean data loss of ``w`` on checked rows ``X`` (at least one), ``y``:
-    one product ``X w`` serves both (the numbers of :func:`predict` and
-    :func:`data_loss`)."""
-    s = _scores(problem, w, X, kind)
-    return float(np.mean(_labels(s, kind) == y)), float(np.mean(_losses(s, y, kind)))
 
 
 def data_loss(problem: Problem, w: Any, X: Any, y: Any) -> float:
@@ -185,9 +178,46 @@ def global_metrics(problem: Problem, w: Any, *, X_test: Sequence[np.ndarray] | N
 def _pooled_metrics(problem: Problem, w: np.ndarray, X: np.ndarray,
                     y: np.ndarray) -> dict[str, float]:
     """:func:`global_metrics` on checked, pooled test rows."""
+    acc, loss = pooled_metrics_batch(problem, w[None, :], X, y)
+    return {"test_acc": float(acc[0]), "test_loss": float(loss[0])}
+
+
+def _batch_scores(problem: Problem, W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """The scores of the rows ``X`` under each model ``W[s]``: ``(S, rows)`` (logistic) or
+    ``(S, rows, C)`` (softmax), one matrix product per model, as :func:`_scores` computes
+    it for one."""
+    if _kind(problem) == "softmax":
+        C = problem.n_classes  # type: ignore[attr-defined]
+        return np.stack([X @ W[s].reshape(-1, C) for s in range(W.shape[0])])
+    return np.stack([X @ W[s] for s in range(W.shape[0])])
+
+
+def _batch_hits_losses(problem: Problem, W: np.ndarray, X: np.ndarray,
+                       y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(hits, losses)``, both ``(S, rows)``: whether model ``W[s]`` predicts row j's
+    label (:func:`predict`) and its per-row data loss (:func:`data_loss`)."""
+    kind = _kind(problem)
+    s = _batch_scores(problem, W, X)
+    if kind == "softmax":  # the models' rows stacked: (S rows) x C scores
+        S, m, C = s.shape
+        flat, yy = s.reshape(S * m, C), np.tile(y, S)
+        return ((_labels(flat, kind) == yy).reshape(S, m),
+                _losses(flat, yy, kind).reshape(S, m))
+    return _labels(s, kind) == y[None, :], _losses(s, y[None, :], kind)
+
+
+def pooled_metrics_batch(problem: Problem, W: Any, X: np.ndarray,
+                         y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(test_acc, test_loss)`` of every model ``W[s]`` (``W``: ``(S, dim)``) on the
+    checked, pooled rows ``X``/``y`` (:func:`test_rows`): one pass for all S models, each
+    model's numbers those of :func:`global_metrics` (the accuracy a count over the rows, the
+    loss the mean of the per-row losses)."""
+    W = np.asarray(W, dtype=np.float64)
     require(X.shape[0] >= 1, "X_test", "<0 rows>", "must hold at least one test row")
-    acc, loss = _acc_loss(problem, w, X, y, _kind(problem))
-    return {"test_acc": acc, "test_loss": loss}
+    require(W.ndim == 2 and W.shape[1] == problem.dim, "W.shape", W.shape,
+            f"must be (models, {problem.dim})")
+    hits, losses = _batch_hits_losses(problem, W, X, y)
+    return np.mean(hits, axis=1), np.mean(losses, axis=1)
 
 
 def personal_models(problem: Problem, w: Any, kind: str, *, alpha: float | None = None,
@@ -249,21 +279,44 @@ def models_metrics(problem: Problem, models: Any, *, weighting: str = "clients",
 def _evaluate(problem: Problem, models: Sequence[np.ndarray], Xs: list[np.ndarray],
               ys: list[np.ndarray], weighting: str) -> dict[str, Any]:
     """Client i's model on client i's (checked) rows; see :func:`personalised_metrics`."""
+    M = np.stack([np.asarray(m, dtype=np.float64) for m in models])[None]
+    a, l_, acc, loss = models_metrics_batch(problem, M, Xs, ys, weighting)
+    return {"acc": float(a[0]), "loss": float(l_[0]), "client_acc": acc[0],
+            "client_loss": loss[0]}
+
+
+def models_metrics_batch(problem: Problem, models: Any, Xs: list[np.ndarray],
+                         ys: list[np.ndarray], weighting: str
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Client i's model ``models[s, i]`` on client i's checked rows ``Xs[i]``/``ys[i]``
+    (:func:`test_rows`) for every set ``s`` of models (``models``: ``(S, n, dim)``, e.g. the
+    personal models at each recorded step): ``(acc, loss, client_acc, client_loss)`` of
+    shapes ``(S,)``, ``(S,)``, ``(S, n)``, ``(S, n)``, each ``s`` the numbers of
+    :func:`models_metrics` on ``models[s]`` (``weighting`` as there; NaN for a client
+    without rows)."""
+    M = np.asarray(models, dtype=np.float64)
+    require(M.ndim == 3 and M.shape[1:] == (problem.n, problem.dim), "models.shape",
+            M.shape, f"must be (sets, {problem.n}, {problem.dim})")
+    weighting = check_choice("weighting", weighting, ("rows", "clients"))
     n_rows = np.array([X.shape[0] for X in Xs])
     require(int(n_rows.sum()) >= 1, "X_test", "<0 rows>", "must hold at least one test row")
-    acc = np.full(problem.n, math.nan)
-    loss = np.full(problem.n, math.nan)
-    kind = _kind(problem)
-    for i, (Xi, yi, wi) in enumerate(zip(Xs, ys, models, strict=True)):
+    S = M.shape[0]
+    acc = np.full((S, problem.n), math.nan)
+    loss = np.full((S, problem.n), math.nan)
+    for i, (Xi, yi) in enumerate(zip(Xs, ys, strict=True)):
         if Xi.shape[0]:
-            acc[i], loss[i] = _acc_loss(problem, wi, Xi, yi, kind)
+            hits, losses = _batch_hits_losses(problem, np.ascontiguousarray(M[:, i]), Xi, yi)
+            acc[:, i] = np.mean(hits, axis=1)
+            loss[:, i] = np.mean(losses, axis=1)
     has = n_rows > 0
     if weighting == "rows":
         wts = n_rows[has] / n_rows.sum()
-        a, l_ = float(wts @ acc[has]), float(wts @ loss[has])
+        a = np.array([wts @ acc[s, has] for s in range(S)])
+        l_ = np.array([wts @ loss[s, has] for s in range(S)])
     else:
-        a, l_ = float(np.mean(acc[has])), float(np.mean(loss[has]))
-    return {"acc": a, "loss": l_, "client_acc": acc, "client_loss": loss}
+        a = np.array([np.mean(acc[s, has]) for s in range(S)])
+        l_ = np.array([np.mean(loss[s, has]) for s in range(S)])
+    return a, l_, acc, loss
 
 
 def metric_functions(problem: Problem, *, maml_alpha: float | None = None,

@@ -12,7 +12,12 @@ records:
   one), with the view's compiled ``metrics`` -- the very closed forms the problem's own
   methods call, so bitwise the Recorder's numbers;
 * else with the Recorder's Python metric functions (:func:`fedsim.trace.metric_functions`:
-  held-out and validation accuracy, the MAML/Moreau ones, the personal ``pers_*``).
+  the MAML/Moreau gradients, ``f_gap`` on a view without it, ...);
+* the held-out and personal metrics (:data:`fedsim.trace.HELD_OUT`,
+  :data:`fedsim.trace.VALIDATION`: ``test_*``, ``pers_*``, ``val_*``) of every recorded step
+  at once, from ``snap`` and ``psnap``
+  (:func:`fedsim.problems.held_out_batch.held_out_values`, the Recorder's numbers bit for
+  bit), whichever way the others are computed.
 
 ``ergodic_f_gap`` at step ``t`` is ``f_gap(wsum / t)`` (NaN at ``t = 0``), the Recorder's
 rule.
@@ -28,7 +33,8 @@ import numpy as np
 
 from fedsim.jit import cache_closure, jit
 from fedsim.problems.compiled import CompiledView
-from fedsim.trace import PERSONAL, metric_functions
+from fedsim.problems.held_out_batch import held_out_values
+from fedsim.trace import HELD_OUT, PERSONAL, VALIDATION, metric_functions
 
 __all__ = ["MetricPlan", "metric_rows_for"]
 
@@ -62,15 +68,20 @@ class MetricPlan:
         self.ergodic = "ergodic_f_gap" in self.names
         self.plain = [m for m in self.names if m != "ergodic_f_gap"]
         self.personal = any(_is_personal(m) for m in self.names)
-        want = self.plain + (["f_gap"] if self.ergodic else [])
+        self.held = [m for m in self.plain if m in HELD_OUT or m in VALIDATION]
+        self.rest = [m for m in self.plain if m not in self.held]
+        self.problem, self.maml_alpha, self.me_lam = problem, maml_alpha, me_lam
+        # the Recorder's checks of the held-out names (rows, alpha, lam), raised here
+        metric_functions(problem, self.held, maml_alpha, me_lam, personal=lambda: None)
+        want = self.rest + (["f_gap"] if self.ergodic else [])
         self.cv = cv if cv is not None and cv.has_metrics(want) else None
         if self.cv is not None:
-            self.codes = self.cv.codes(self.plain)
+            self.codes = self.cv.codes(self.rest)
             self.ecode = self.cv.codes(["f_gap"] if self.ergodic else [])
             self.rows = metric_rows_for(self.cv.metrics)
         else:
             self._models: np.ndarray | None = None
-            self.fns = metric_functions(problem, self.plain, maml_alpha, me_lam,
+            self.fns = metric_functions(problem, self.rest, maml_alpha, me_lam,
                                         personal=lambda: self._models)
             if self.ergodic:
                 (_, self.efn), = metric_functions(problem, ["f_gap"], maml_alpha, me_lam)
@@ -86,9 +97,9 @@ class MetricPlan:
         xbar)`` for ``rows`` recorded rows, row 0 (step 0, model ``w0``) filled here; pass
         the tuple back to :meth:`values` as ``inline``.  Compiled plans only."""
         d = w0.shape[0]
-        mvals = np.empty((rows, len(self.plain)))
+        mvals = np.empty((rows, len(self.rest)))
         evals = np.empty((rows, 1)) if self.ergodic else np.empty((1, 1))
-        if self.plain:
+        if self.rest:
             with np.errstate(all="ignore"):
                 self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(w0[None, :]),
                           mvals[:1])
@@ -110,17 +121,17 @@ class MetricPlan:
         with np.errstate(all="ignore"):
             if inline is not None:
                 vals, ev = inline[3][:m], inline[5][:m]
-                cols = {name: vals[:, k] for k, name in enumerate(self.plain)}
+                cols = {name: vals[:, k] for k, name in enumerate(self.rest)}
                 if self.ergodic:
                     e = np.full(m, math.nan)
                     pos = steps > 0
                     e[pos] = ev[pos, 0]
                     cols["ergodic_f_gap"] = e
             elif self.cv is not None:
-                vals = np.empty((m, len(self.plain)))
-                if self.plain and m:
+                vals = np.empty((m, len(self.rest)))
+                if self.rest and m:
                     self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)
-                cols = {name: vals[:, k] for k, name in enumerate(self.plain)}
+                cols = {name: vals[:, k] for k, name in enumerate(self.rest)}
                 if self.ergodic:
                     e = np.full((m, 1), math.nan)
                     pos = steps > 0
@@ -131,7 +142,7 @@ class MetricPlan:
                         e[pos] = ev
                     cols["ergodic_f_gap"] = e[:, 0]
             else:
-                cols = {name: np.empty(m) for name in self.plain}
+                cols = {name: np.empty(m) for name in self.rest}
                 for r in range(m):
                     if psnap is not None:
                         self._models = psnap[r]
@@ -141,6 +152,14 @@ class MetricPlan:
                     cols["ergodic_f_gap"] = np.array(
                         [self.efn(esnap[r] / int(steps[r])) if steps[r] > 0 else math.nan
                          for r in range(m)], dtype=np.float64)
+            if self.held:
+                if m:
+                    cols.update(held_out_values(
+                        self.problem, self.held, snap[:m],
+                        psnap[:m] if psnap is not None else None, self.maml_alpha,
+                        self.me_lam))
+                else:
+                    cols.update({name: np.empty(0) for name in self.held})
         for name in self.plain + (["ergodic_f_gap"] if self.ergodic else []):
             out[name] = np.asarray(cols[name], dtype=np.float64)  # the Recorder's order
         return out
