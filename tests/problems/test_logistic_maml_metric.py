@@ -22,10 +22,11 @@ from fedsim.trace import metric_functions
 
 
 def _problem(seed: int, n: int, d: int, nu: float) -> LogisticProblem:
+    """``n`` clients of 1..8 Gaussian rows in dimension ``d``, labels +-1 at random."""
     rng = np.random.default_rng(seed)
-    X = [rng.standard_normal((int(rng.integers(1, 9)), d)) for _ in range(n)]
-    y = [np.where(rng.random(x.shape[0]) < 0.5, -1.0, 1.0) for x in X]
-    return LogisticProblem(X, y, nu_reg=nu)
+    sizes = rng.integers(1, 9, size=n)
+    return LogisticProblem([rng.standard_normal((int(k), d)) for k in sizes],
+                           [rng.choice([-1.0, 1.0], size=int(k)) for k in sizes], nu_reg=nu)
 
 
 def _sig(t: float) -> float:
