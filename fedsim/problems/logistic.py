@@ -36,6 +36,7 @@ re-exported here.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -141,7 +142,8 @@ class LogisticProblem(RowOracles, Problem):
         data = logistic_view(self._rows, nu)
         self._ranges = rows_per_client(data[0])
         self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1)
-        self._maml_mdata: dict[float, tuple] = {}  # grad_F_maml_sq's metric data per alpha
+        #: grad_F_maml_sq's metric data per (thread, alpha)
+        self._maml_mdata: dict[tuple[int, float], tuple] = {}
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -246,9 +248,10 @@ class LogisticProblem(RowOracles, Problem):
         if (cls.grad is not LogisticProblem.grad or cls.hvp is not LogisticProblem.hvp
                 or "grad" in own or "hvp" in own):
             return float(np.sum(self.grad_F_maml(w, a) ** 2))
-        mdata = self._maml_mdata.get(a)
+        key = (threading.get_ident(), a)  # work rows per thread (a view serves one thread)
+        mdata = self._maml_mdata.get(key)
         if mdata is None:
-            mdata = self._maml_mdata[a] = self._cv.metric_data(maml_alpha=a)
+            mdata = self._maml_mdata[key] = self._cv.metric_data(maml_alpha=a)
         out = np.empty(1)
         self._cv.metrics(mdata, _MAML_CODE, w, out)
         return float(out[0])
