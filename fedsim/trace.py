@@ -37,6 +37,7 @@ A run whose model stops being finite, or whose norm passes 1e150, is marked
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable
@@ -251,6 +252,8 @@ def _metric_fn(problem, name: str, maml_alpha: float | None, me_lam: float | Non
                 "is needed for grad_maml_sq (set it, or use client_rule maml/fomaml/hfmaml)")
         if hasattr(problem, "maml"):
             return problem.maml(maml_alpha).grad_sq
+        if hasattr(problem, "grad_F_maml_sq"):
+            return functools.partial(problem.grad_F_maml_sq, alpha=maml_alpha)
         return lambda w: float(np.sum(problem.grad_F_maml(w, maml_alpha) ** 2))
     if name == "grad_me_sq":
         require(me_lam is not None, "record.me_lam", me_lam,

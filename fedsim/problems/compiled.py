@@ -29,6 +29,10 @@ The view (:class:`CompiledView`) holds
   normals/uniforms, ``np.int64`` for sample indices) of ``z``;
 * ``metrics(mdata, codes, w, out) -> 0`` -- compiled: ``out[k]`` = metric
   ``metric_names[codes[k]]`` of the global objective at ``w``; ``mdata`` its data tuple;
+  a metric with a parameter (:data:`METRIC_PARAMS`: ``grad_maml_sq`` reads ``maml_alpha``,
+  ``grad_me_sq`` ``me_lam``) reads it from the ``mdata`` that
+  :meth:`CompiledView.metric_data` returns for the run's parameters (``with_params(mdata,
+  maml_alpha, me_lam)``, the view's Python function; without it ``mdata`` as is);
 * ``normal_block`` -- ``True`` when every step's ``z`` is ``draws`` standard normals
   (``z[k] = gen.standard_normal()``), so that a round's ``Q`` steps are one NumPy
   ``standard_normal(out=Z)`` call with ``Z`` of shape ``(Q, draws)`` (the SimPy engine's
@@ -61,10 +65,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CompiledView", "compiled_view", "has_compiled_view", "view_base", "VIEW_ORACLES"]
+__all__ = ["CompiledView", "compiled_view", "has_compiled_view", "view_base", "VIEW_ORACLES",
+           "METRIC_PARAMS"]
 
 #: the per-call oracles a compiled view stands for
 VIEW_ORACLES = ("grad", "loss", "sample_batch", "batch_grad", "batch_hvp")
+
+#: the metrics with a parameter, and its name (``fedsim.engine.setup.metric_params``)
+METRIC_PARAMS = {"grad_maml_sq": "maml_alpha", "grad_me_sq": "me_lam"}
 
 
 @dataclass(frozen=True)
@@ -80,15 +88,30 @@ class CompiledView:
     mdata: tuple
     metric_names: tuple[str, ...]
     normal_block: bool = False
+    with_params: Any = None
 
     def codes(self, names: Any) -> np.ndarray:
         """The ``codes`` array of ``metrics`` for the metric ``names`` (all must be in
         :attr:`metric_names`: :meth:`has_metrics`)."""
         return np.array([self.metric_names.index(m) for m in names], dtype=np.int64)
 
-    def has_metrics(self, names: Any) -> bool:
-        """Whether every metric in ``names`` is one of the view's compiled metrics."""
-        return all(m in self.metric_names for m in names)
+    def has_metrics(self, names: Any, *, maml_alpha: float | None = None,
+                    me_lam: float | None = None) -> bool:
+        """Whether every metric in ``names`` is one of the view's compiled metrics, each
+        with its parameter (:data:`METRIC_PARAMS`) given (not ``None``)."""
+        given = {"maml_alpha": maml_alpha, "me_lam": me_lam}
+        return all(m in self.metric_names
+                   and (m not in METRIC_PARAMS or given[METRIC_PARAMS[m]] is not None)
+                   for m in names)
+
+    def metric_data(self, *, maml_alpha: float | None = None,
+                    me_lam: float | None = None) -> tuple:
+        """The ``mdata`` of :attr:`metrics` for these metric parameters (module docstring):
+        ``with_params(mdata, maml_alpha, me_lam)``, or :attr:`mdata` for a view without
+        parameterised metrics."""
+        if self.with_params is None:
+            return self.mdata
+        return self.with_params(self.mdata, maml_alpha, me_lam)
 
 
 def view_base(cls: type) -> type | None:

@@ -36,6 +36,7 @@ re-exported here.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,12 +53,13 @@ from fedsim.problems.logistic_certificate import (
 )
 from fedsim.problems.logistic_constants import constants_table, data_constants
 from fedsim.problems.logistic_view import (
+    METRIC_NAMES,
     logistic_compiled_view,
     logistic_metric_view,
     logistic_view,
 )
 from fedsim.problems.newton import NewtonResult, newton_minimize
-from fedsim.problems.row_view import RowOracles, rows_per_client
+from fedsim.problems.row_view import RowOracles, as_model, rows_per_client
 from fedsim.problems.separability import (
     Separability,
     SeparabilityReport,
@@ -83,6 +85,8 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
+#: the ``codes`` array of ``grad_maml_sq`` in the compiled view's metrics
+_MAML_CODE = np.array([METRIC_NAMES.index("grad_maml_sq")], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -138,6 +142,8 @@ class LogisticProblem(RowOracles, Problem):
         data = logistic_view(self._rows, nu)
         self._ranges = rows_per_client(data[0])
         self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1)
+        #: grad_F_maml_sq's metric data per (thread, alpha)
+        self._maml_mdata: dict[tuple[int, float], tuple] = {}
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -228,6 +234,27 @@ class LogisticProblem(RowOracles, Problem):
     def hess_f(self, w: np.ndarray) -> np.ndarray:
         """grad^2 f(w), vectorised."""
         return self._all_rows.hess(np.asarray(w, dtype=np.float64))
+
+    # ---- MAML objective ([P] eq. (4)-(5)) -----------------------------------------------
+    def grad_F_maml_sq(self, w: np.ndarray, alpha: float) -> float:
+        """``||grad F^(b)(w)||^2`` ([P] eq. (5)), the recorded ``grad_maml_sq``: the compiled
+        view's metric (:func:`~fedsim.problems.logistic_view.logistic_grad_maml`, which the
+        replay records too) when ``grad``/``hvp`` are the class's own, else
+        ``||grad_F_maml(w, alpha)||^2`` through the replaced oracles."""
+        a = check_number("alpha", alpha)
+        w = as_model(w, self.dim)
+        cls = type(self)
+        own = vars(self)
+        if (cls.grad is not LogisticProblem.grad or cls.hvp is not LogisticProblem.hvp
+                or "grad" in own or "hvp" in own):
+            return float(np.sum(self.grad_F_maml(w, a) ** 2))
+        key = (threading.get_ident(), a)  # work rows per thread (a view serves one thread)
+        mdata = self._maml_mdata.get(key)
+        if mdata is None:
+            mdata = self._maml_mdata[key] = self._cv.metric_data(maml_alpha=a)
+        out = np.empty(1)
+        self._cv.metrics(mdata, _MAML_CODE, w, out)
+        return float(out[0])
 
     # ---- stochastic oracles -------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:

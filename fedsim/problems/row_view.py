@@ -43,7 +43,7 @@ from fedsim.jit import jit
 from fedsim.problems.compiled import CompiledView
 
 __all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
-           "rows_view", "dot4", "squares_into", "as_model",
+           "rows_view", "dot4", "squares_into", "sum_squares", "as_model",
            "RowOracles"]
 
 def stack_rows(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -95,12 +95,19 @@ def dot4(a, b, n):
 
 
 @jit
-def squares_into(g, codes, out):
-    """``out[k] = sum_j g[j]^2`` (summed in order) for every ``k < len(codes)``: the
-    ``grad_sq`` metric of a gradient ``g`` (the only metric code of the row views)."""
+def sum_squares(g):
+    """``sum_j g[j]^2``, summed in order: a squared-gradient metric."""
     acc = 0.0
     for j in range(g.shape[0]):
         acc += g[j] * g[j]
+    return acc
+
+
+@jit
+def squares_into(g, codes, out):
+    """``out[k] = sum_j g[j]^2`` (:func:`sum_squares`) for every ``k < len(codes)``: the
+    ``grad_sq`` metric of a gradient ``g`` (for a view whose only metric code it is)."""
+    acc = sum_squares(g)
     for k in range(codes.shape[0]):
         out[k] = acc
     return 0
@@ -143,13 +150,14 @@ class RowsView(CompiledView):
 
 
 def rows_view(data: tuple, grad: Any, hvp: Any, batch: int, metrics: Any = None,
-              mdata: tuple = (), metric_names: tuple[str, ...] = ()) -> RowsView:
+              mdata: tuple = (), metric_names: tuple[str, ...] = (),
+              with_params: Any = None) -> RowsView:
     """A :class:`RowsView` on ``data`` (``data[0]`` is ``start``) for batches of ``batch``
-    rows."""
+    rows (``with_params``: :meth:`~fedsim.problems.compiled.CompiledView.metric_data`)."""
     start = data[0]
     return RowsView(data=data, draw=draw_rows, grad=grad, draws=int(batch), dtype=np.int64,
                     metrics=metrics, mdata=mdata, metric_names=metric_names,
-                    normal_block=False, hvp=hvp, m=np.diff(start))
+                    normal_block=False, with_params=with_params, hvp=hvp, m=np.diff(start))
 
 
 #: the code array of ``grad_sq``

@@ -52,7 +52,7 @@ from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.engine.replay.uploads import uploads_table
-from fedsim.engine.setup import initial_model, problem_for
+from fedsim.engine.setup import initial_model, metric_params, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.errors import require
 from fedsim.local import make_client_rule
@@ -79,7 +79,9 @@ def supports(scenario: Scenario) -> bool:
     if scenario.trigger.kind != "every_upload":
         return False
     cv = compiled_view(problem_for(scenario), int(a.get("batch")))
-    return cv is not None and cv.has_metrics(scenario.record.metrics)
+    alpha, lam = metric_params(scenario)
+    return cv is not None and cv.has_metrics(scenario.record.metrics, maml_alpha=alpha,
+                                             me_lam=lam)
 
 
 def fedasync_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,

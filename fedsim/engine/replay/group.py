@@ -181,8 +181,8 @@ def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: Metric
     final = np.empty((G, d))
     cout = np.empty((G, n, cf.c_rows, d)) if keep_state else np.empty((1, 1, 1, 1))
     if mf is not None:
-        mon, mdata, codes, ecodes = True, plan.cv.mdata, plan.codes, plan.ecode
-        mvals = np.empty((rows, len(plan.plain)))
+        mon, mdata, codes, ecodes = True, plan.mdata, plan.codes, plan.ecode
+        mvals = np.empty((rows, len(plan.rest)))
         evals = np.empty((rows, 1)) if ergo else np.empty((1, 1))
     else:
         mon, mdata, codes, ecodes = False, cf.vdata, group.rec, group.rec

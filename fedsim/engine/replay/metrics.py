@@ -9,7 +9,9 @@ records:
 * on a problem whose compiled view computes every recorded metric (evaluated inside the
   compiled loop at each recorded step, :meth:`MetricPlan.buffers`, or from snapshots)
   (:meth:`~fedsim.problems.compiled.CompiledView.has_metrics`, ``f_gap`` for the ergodic
-  one), with the view's compiled ``metrics`` -- the very closed forms the problem's own
+  one; ``grad_maml_sq`` on the view's
+  :meth:`~fedsim.problems.compiled.CompiledView.metric_data` for the run's ``maml_alpha``),
+  with the view's compiled ``metrics`` -- the very closed forms the problem's own
   methods call, so bitwise the Recorder's numbers;
 * else with the Recorder's Python metric functions (:func:`fedsim.trace.metric_functions`:
   the MAML/Moreau gradients, ``f_gap`` on a view without it, ...);
@@ -74,8 +76,11 @@ class MetricPlan:
         # the Recorder's checks of the held-out names (rows, alpha, lam), raised here
         metric_functions(problem, self.held, maml_alpha, me_lam, personal=lambda: None)
         want = self.rest + (["f_gap"] if self.ergodic else [])
-        self.cv = cv if cv is not None and cv.has_metrics(want) else None
+        params = dict(maml_alpha=maml_alpha, me_lam=me_lam)
+        self.cv = cv if cv is not None and cv.has_metrics(want, **params) else None
         if self.cv is not None:
+            #: the view's metric data for the run's parameters (``grad_maml_sq``'s alpha)
+            self.mdata = self.cv.metric_data(**params)
             self.codes = self.cv.codes(self.rest)
             self.ecode = self.cv.codes(["f_gap"] if self.ergodic else [])
             self.rows = metric_rows_for(self.cv.metrics)
@@ -101,9 +106,9 @@ class MetricPlan:
         evals = np.empty((rows, 1)) if self.ergodic else np.empty((1, 1))
         if self.rest:
             with np.errstate(all="ignore"):
-                self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(w0[None, :]),
+                self.rows(self.mdata, self.codes, np.ascontiguousarray(w0[None, :]),
                           mvals[:1])
-        return (True, self.cv.mdata, self.codes, mvals, self.ecode, evals, np.zeros(d))
+        return (True, self.mdata, self.codes, mvals, self.ecode, evals, np.zeros(d))
 
     @property
     def compiled(self) -> bool:
@@ -130,7 +135,7 @@ class MetricPlan:
             elif self.cv is not None:
                 vals = np.empty((m, len(self.rest)))
                 if self.rest and m:
-                    self.rows(self.cv.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)
+                    self.rows(self.mdata, self.codes, np.ascontiguousarray(snap[:m]), vals)
                 cols = {name: vals[:, k] for k, name in enumerate(self.rest)}
                 if self.ergodic:
                     e = np.full((m, 1), math.nan)
@@ -138,7 +143,7 @@ class MetricPlan:
                     if pos.any():
                         xbar = esnap[:m][pos] / steps[pos][:, None].astype(np.float64)
                         ev = np.empty((int(pos.sum()), 1))
-                        self.rows(self.cv.mdata, self.ecode, np.ascontiguousarray(xbar), ev)
+                        self.rows(self.mdata, self.ecode, np.ascontiguousarray(xbar), ev)
                         e[pos] = ev
                     cols["ergodic_f_gap"] = e[:, 0]
             else:
