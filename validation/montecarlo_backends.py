@@ -288,9 +288,10 @@ def new_pool(workers: int) -> cf.ProcessPoolExecutor:
 def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
     """On Ctrl-C: terminate the workers now instead of waiting for their chunks.
 
-    Then wait (at most 5 s) for the executor's manager thread to close its wake-up pipe:
+    Then wait (at most 30 s) for the executor's manager thread to close its wake-up pipe:
     otherwise CPython's exit hook (``concurrent.futures.process._python_exit``) can race
     that close and print an ``OSError: Bad file descriptor`` traceback after our one line.
+    (5 s was too short once, with the other core busy: ``make test`` under pytest-xdist.)
     """
     for p in list((getattr(ex, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
@@ -298,7 +299,7 @@ def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
     ex.shutdown(wait=False, cancel_futures=True)
     manager = getattr(ex, "_executor_manager_thread", None)
     if manager is not None:
-        manager.join(timeout=5)
+        manager.join(timeout=30)
 
 
 @contextlib.contextmanager
