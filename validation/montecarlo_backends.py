@@ -291,13 +291,13 @@ def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
     Then wait (at most 30 s) for the executor's manager thread to close its wake-up pipe:
     otherwise CPython's exit hook (``concurrent.futures.process._python_exit``) can race
     that close and print an ``OSError: Bad file descriptor`` traceback after our one line.
-    (5 s was too short once, with the other core busy: ``make test`` under pytest-xdist.)
     """
+    # read before shutdown: shutdown(wait=False) drops the executor's reference to the thread
+    manager = getattr(ex, "_executor_manager_thread", None)
     for p in list((getattr(ex, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
             p.terminate()
     ex.shutdown(wait=False, cancel_futures=True)
-    manager = getattr(ex, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=30)
 
