@@ -39,7 +39,7 @@ Backends (:func:`run_tasks`):
 * ``workers=1``                 -- in the calling process, no pool (debugging, tests);
 * ``workers=None | N > 1``      -- ``concurrent.futures.ProcessPoolExecutor`` with
   N (default ``os.cpu_count()``) processes started by ``forkserver`` (``spawn``
-  where unavailable); tasks are sent in chunks (:func:`montecarlo_backends.plan_chunks`,
+  where unavailable); tasks are sent in chunks (:func:`montecarlo_plan.plan_chunks`,
   the same whatever N and the backend: ``CHUNK`` = 16 tasks, or, for a task function with
   a group key such as the suites' ``run_replicate``, up to ``GROUP_CHUNK`` = 64 tasks of
   one run set or of consecutive small run sets) and a chunk's records are committed when it
@@ -75,11 +75,11 @@ from typing import Any
 
 from fedsim.validation.montecarlo_backends import (
     execute_task,
-    resolve_task_function,
     run_dask,
     run_inprocess,
     run_pool,
 )
+from fedsim.validation.montecarlo_plan import resolve_task_function
 from fedsim.validation.montecarlo_store import (
     Task,
     atomic_write_json,

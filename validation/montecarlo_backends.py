@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import importlib
 import json
 import multiprocessing as mp
 import os
@@ -28,34 +27,18 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from fedsim.validation.montecarlo_plan import cut_chunks, plan_chunks, resolve_task_function
 from fedsim.validation.montecarlo_store import Task, canonical_json
 
 from fedsim.errors import FedsimError
 
-__all__ = ["execute_task", "execute_batch", "resolve_task_function", "new_record",
-           "run_inprocess", "run_pool", "run_dask", "CHUNK", "GROUP_CHUNK", "plan_chunks",
-           "PRELOAD", "DASK_STALL_SECONDS",
+__all__ = ["execute_task", "execute_batch", "new_record",
+           "run_inprocess", "run_pool", "run_dask", "PRELOAD", "DASK_STALL_SECONDS",
            "set_dask_timeout", "new_pool",
            "kill_pool", "process_gone"]
 
-#: tasks per chunk sent to a pool or Dask worker (independent of the number of workers, so
-#: a batch of replicates is the same whatever the backend; a kill loses at most the
-#: chunks in flight)
-CHUNK = 16
-
-#: at most this many tasks per chunk for a task function with a group key (``fn.group``:
-#: payload -> key, e.g. one run set's replicates, which the batch variant runs in one call;
-#: :func:`plan_chunks`)
-GROUP_CHUNK = 64
-
 #: a backend hands the finished records of a chunk to a sink (stored as one transaction)
 Sink = Callable[[list[dict]], None]
-
-
-def resolve_task_function(fn: str) -> Callable[[dict], Any]:
-    """The function a task names (``"module:function"``)."""
-    mod, name = fn.split(":")
-    return getattr(importlib.import_module(mod), name)
 
 
 _resolve = resolve_task_function
@@ -146,70 +129,6 @@ def _run_chunk(chunk: Sequence[tuple[Task, str]]) -> list[dict]:
     return [rec for recs in _chunk_records(chunk) for rec in recs]
 
 
-def _chunks(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-def _group_of(fn: str) -> Callable[[dict], Any] | None:
-    try:
-        f = _resolve(fn)
-    except Exception:  # noqa: BLE001 -- execute_task records the import error
-        return None
-    group = getattr(f, "group", None)
-    return group if callable(group) and callable(getattr(f, "batch", None)) else None
-
-
-def _group_runs(todo: list) -> list[tuple[bool, list]]:
-    """``todo`` cut into runs of consecutive tasks: ``(True, tasks)`` for tasks of one
-    function with a group key and one key, ``(False, tasks)`` for the tasks between them."""
-    runs: list[tuple[bool, list]] = []
-    groups: dict[str, Callable[[dict], Any] | None] = {}
-    last: tuple | None = None
-    for item in todo:
-        fn = item[0].fn
-        if fn not in groups:
-            groups[fn] = _group_of(fn)
-        g = groups[fn]
-        key = (fn, g(item[0].payload)) if g is not None else None
-        if runs and key == last and runs[-1][0] == (g is not None):
-            runs[-1][1].append(item)
-        else:
-            runs.append((g is not None, [item]))
-        last = key
-    return runs
-
-
-def plan_chunks(todo: list) -> list[list]:
-    """The chunks ``todo`` is sent in; they depend on the task list alone (never on the
-    backend or the number of workers).
-
-    Tasks of a function with a group key (``fn.group``; e.g.
-    :func:`fedsim.validation.worker.run_replicate`: the replicates of one run set) are
-    chunked by group: a group larger than :data:`GROUP_CHUNK` is split into
-    ``ceil(size / GROUP_CHUNK)`` near-equal chunks, and consecutive smaller groups share a
-    chunk while it stays within :data:`GROUP_CHUNK`, so the batch variant replays many
-    replicates per call.  Other tasks go in chunks of :data:`CHUNK`, as they come.
-    """
-    out: list[list] = []
-    open_chunk: list | None = None   # the chunk that small groups are packed into
-    for grouped, items in _group_runs(todo):
-        if not grouped:
-            out.extend(_chunks(items, CHUNK))
-            open_chunk = None
-            continue
-        if len(items) > GROUP_CHUNK:
-            k = -(-len(items) // GROUP_CHUNK)
-            size = -(-len(items) // k)
-            out.extend(_chunks(items, size))
-            open_chunk = None
-        elif open_chunk is not None and len(open_chunk) + len(items) <= GROUP_CHUNK:
-            open_chunk.extend(items)
-        else:
-            open_chunk = list(items)
-            out.append(open_chunk)
-    return out
-
-
 #: modules the forkserver imports once, before it forks any worker (the suites' task
 #: function and the engine): each pool worker then starts with them loaded, instead of
 #: every worker of every pool importing them again
@@ -288,7 +207,7 @@ def new_pool(workers: int) -> cf.ProcessPoolExecutor:
 def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
     """On Ctrl-C: terminate the workers now instead of waiting for their chunks.
 
-    Then wait (at most 30 s) for the executor's manager thread to close its wake-up pipe:
+    Then wait (at most 5 s) for the executor's manager thread to close its wake-up pipe:
     otherwise CPython's exit hook (``concurrent.futures.process._python_exit``) can race
     that close and print an ``OSError: Bad file descriptor`` traceback after our one line.
     """
@@ -299,7 +218,7 @@ def kill_pool(ex: cf.ProcessPoolExecutor) -> None:
             p.terminate()
     ex.shutdown(wait=False, cancel_futures=True)
     if manager is not None:
-        manager.join(timeout=30)
+        manager.join(timeout=5)
 
 
 @contextlib.contextmanager
@@ -376,7 +295,7 @@ def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
     workers = max(1, min(workers, len(chunks)))
     left = _pool_round(todo, workers, chunks, sink)
     if left:  # the pool broke: rebuild once with chunk 1, then isolate
-        left = _pool_round(left, max(1, min(workers, len(left))), _chunks(left, 1), sink)
+        left = _pool_round(left, max(1, min(workers, len(left))), cut_chunks(left, 1), sink)
     if left:
         _run_isolated(left, sink)
 

@@ -14,7 +14,7 @@ depends on the payload alone, whatever the worker or backend.
 that the Monte-Carlo backends call once per chunk, and a group key
 (``run_replicate.group``: the payload without ``replicate`` and ``representative``) by
 which the backends put one run set's replicates in the same chunks
-(:func:`fedsim.validation.montecarlo_backends.plan_chunks`).  Payloads that differ only in
+(:func:`fedsim.validation.montecarlo_plan.plan_chunks`).  Payloads that differ only in
 ``replicate`` and ``representative`` share one ``run_batch`` call, which replays them along
 their timelines with the engine's own compiled rules where the problem has a compiled view
 (issue 19; FedAsync on quadratics: bit for bit ``fedsim.engine.run``'s trace), else runs
@@ -141,7 +141,7 @@ def run_replicates(payloads: list[dict]) -> list[dict]:
 
 
 run_replicate.batch = run_replicates  # type: ignore[attr-defined]
-# tasks of one run set share a chunk (montecarlo_backends.plan_chunks)
+# tasks of one run set share a chunk (montecarlo_plan.plan_chunks)
 run_replicate.group = _group_key  # type: ignore[attr-defined]
 run_replicate.warmup = warm_up  # type: ignore[attr-defined]  (compiled once in the parent)
 

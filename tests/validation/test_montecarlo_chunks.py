@@ -19,13 +19,8 @@ import pytest
 from fedsim.validation import worker
 from fedsim.validation._selftest import normal_mean
 from fedsim.validation.montecarlo import Task, run_tasks
-from fedsim.validation.montecarlo_backends import (
-    CHUNK,
-    GROUP_CHUNK,
-    execute_batch,
-    execute_task,
-    plan_chunks,
-)
+from fedsim.validation.montecarlo_backends import execute_batch, execute_task
+from fedsim.validation.montecarlo_plan import CHUNK, GROUP_CHUNK, plan_chunks
 
 from fedsim.config import Scenario
 
