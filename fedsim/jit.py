@@ -9,8 +9,15 @@ Compiled code is cached on disk (``cache=True``).  numba writes its cache next t
 source when it can; when the package directory is read-only, this module points
 ``NUMBA_CACHE_DIR`` at ``$XDG_CACHE_HOME/fedsim/numba`` (default ``~/.cache/fedsim/numba``)
 before numba is imported, unless the user set ``NUMBA_CACHE_DIR`` already.  A cache entry
-is keyed on the function and on everything it calls, in any module (:func:`source_digest`):
-editing a callee compiles its callers again (numba's own key sees the caller's file only).
+is keyed on the function and on everything that changes its machine code
+(:func:`source_digest`): its compile options, and everything it calls or reads, in any module,
+with their compile options (``inline`` decides whether a callee is inlined or linked) and the
+constants they freeze; editing a callee compiles its callers again (numba's own key sees the
+caller's file only).  A compiled closure is named after what it binds (:func:`jit` appends
+the digest to its ``__qualname__``): numba links a callee's machine code into each caller
+under the callee's name with "link once" semantics, so two bindings of one source loaded
+from the cache into one process must not share a name (the second would run the first's
+code).
 ``error_model="numpy"``: a division by zero gives inf/NaN as in NumPy (a diverging
 replicate is marked by the caller, never an exception).
 """
@@ -23,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["jit", "cache_dir", "Bound", "cache_closure", "source_digest"]
+__all__ = ["jit", "cache_dir", "Bound", "cache_closure", "source_digest", "compile_options"]
 
 
 def cache_dir() -> str | None:
@@ -47,6 +54,7 @@ def _ensure_cache_dir() -> None:
 _ensure_cache_dir()
 
 import numba  # noqa: E402  (after the cache directory is fixed)
+import numpy as np  # noqa: E402
 from numba.core.caching import FunctionCache  # noqa: E402
 
 try:  # numba's C fingerprint of an argument (dtype, layout, read-only flag; the dispatcher's
@@ -71,12 +79,19 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True, inline: boo
     re-save a cache index holding such a signature once another process added one
     (``ReferenceError: underlying object has vanished`` while pickling the index), so
     those are compiled once per process; the leaf functions they call stay cached.
+
+    A closure (a function with free variables, e.g. a loop binding its rules) gets
+    ``[<16 hex digits>]`` appended to its ``__qualname__`` before it is compiled: the
+    :func:`source_digest` of what it binds and of these options (module docstring).
     """
     opts = {"cache": cache, "error_model": "numpy", "inline": "always" if inline else "never"}
     if not nrt:
         opts["_nrt"] = False
 
     def make(f: Callable[..., Any]) -> Any:
+        if getattr(f, "__closure__", None):
+            tag = _digest_with_options(f, _options_text(opts))[:16]
+            f.__qualname__ = f"{f.__qualname__}[{tag}]"
         dispatcher = numba.njit(**opts)(f)
         return cache_closure(dispatcher) if cache else dispatcher
 
@@ -137,14 +152,39 @@ def _global_names(code: Any) -> set[str]:
     return names
 
 
-def _deep_digest(value: Any, memo: dict[int, str], stack: set[int]) -> str:
+#: compile options that do not change the machine code (where it is kept)
+_NOT_CODE = frozenset({"cache"})
+
+
+def _options_text(opts: dict[str, Any] | None) -> str:
+    return repr(sorted((k, repr(v)) for k, v in (opts or {}).items() if k not in _NOT_CODE))
+
+
+def compile_options(fn: Any) -> str:
+    """The compile options of a compiled function that change its machine code or its
+    callers' (``inline``, ``error_model``, ``_nrt``, ``fastmath``, ...; not ``cache``), as
+    text; ``""`` for a plain function."""
+    opts = getattr(fn, "targetoptions", None)
+    return _options_text(opts) if opts is not None and hasattr(fn, "py_func") else ""
+
+
+def _frozen(value: Any) -> bool:
+    """A global numba freezes into the machine code as a constant (numbers, strings, arrays,
+    NumPy scalars)."""
+    return isinstance(value, (bool, int, float, complex, str, bytes, np.ndarray, np.generic))
+
+
+def _deep_digest(value: Any, memo: dict[Any, str], stack: set[int]) -> str:
     """A process-independent digest of a compiled function (or a closure constant) AND of
-    everything it calls: its bytecode and constants, its defaults, its closure constants,
-    and each global it names that is a function (compiled or not), a function named as
-    ``module.attr``, or a tuple of those, each by its own deep digest.  Any other value
+    everything that changes its machine code: its compile options
+    (:func:`compile_options`), bytecode and constants, its defaults, its closure constants,
+    and each global it names that is a function (compiled or not, with its options), a
+    function or a constant named as ``module.attr``, a tuple of those, or a constant numba
+    freezes (a number, string or array), each by its own deep digest.  Any other value
     counts by its type and repr (arrays by their bytes); a module counts by its name."""
     f = getattr(value, "py_func", value)
-    key = id(f)
+    opts = compile_options(value)
+    key = (id(f), opts)
     if key in memo:
         return memo[key]
     code = getattr(f, "__code__", None)
@@ -154,7 +194,7 @@ def _deep_digest(value: Any, memo: dict[int, str], stack: set[int]) -> str:
             h.update(type(value).__name__.encode())
             for v in value:
                 h.update(_deep_digest(v, memo, stack).encode())
-        elif hasattr(value, "tobytes") and hasattr(value, "dtype"):
+        elif isinstance(value, (np.ndarray, np.generic)):
             h.update(repr((value.dtype.str, getattr(value, "shape", ()))).encode())
             h.update(value.tobytes())
         elif type(value).__name__ == "module":
@@ -162,10 +202,11 @@ def _deep_digest(value: Any, memo: dict[int, str], stack: set[int]) -> str:
         else:
             h.update(repr((type(value).__qualname__, repr(value))).encode())
         return h.hexdigest()  # not memoised: id() of a plain value may be reused
-    if key in stack:  # recursion: the cycle is covered by the outer digest
+    if id(f) in stack:  # recursion: the cycle is covered by the outer digest
         return "cycle:" + getattr(f, "__qualname__", "")
-    stack.add(key)
+    stack.add(id(f))
     h.update(f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', '')}".encode())
+    h.update(b"options:" + opts.encode())
     _code_digest(code, h)
     h.update(repr(getattr(f, "__defaults__", None)).encode())
     for cell in getattr(f, "__closure__", None) or ():
@@ -181,22 +222,31 @@ def _deep_digest(value: Any, memo: dict[int, str], stack: set[int]) -> str:
             continue
         if callable(getattr(g, "py_func", None)) or hasattr(g, "__code__"):
             h.update(name.encode() + _deep_digest(g, memo, stack).encode())
-        elif type(g).__name__ == "module":  # module.attr: the functions it names here
+        elif type(g).__name__ == "module":  # module.attr: the functions, constants it names
             for attr in sorted(names):
                 a = getattr(g, attr, None)
-                if a is not None and (hasattr(a, "py_func") or hasattr(a, "__code__")):
+                if a is not None and (hasattr(a, "py_func") or hasattr(a, "__code__")
+                                      or _frozen(a)):
                     h.update(f"{name}.{attr}".encode() + _deep_digest(a, memo, stack).encode())
-        elif isinstance(g, tuple):
+        elif isinstance(g, tuple) or _frozen(g):
             h.update(name.encode() + _deep_digest(g, memo, stack).encode())
-    stack.discard(key)
+    stack.discard(id(f))
     memo[key] = h.hexdigest()
     return memo[key]
 
 
+def _digest_with_options(f: Any, options: str) -> str:
+    """:func:`source_digest` of the plain function ``f`` as if compiled with ``options``."""
+    h = hashlib.sha256(_deep_digest(f, {}, set()).encode())
+    h.update(b"options:" + options.encode())
+    return h.hexdigest()
+
+
 def source_digest(fn: Any) -> str:
     """The deep digest of a compiled function (:func:`_deep_digest`): it changes when the
-    function, a function it calls (directly or through other functions, in any module) or
-    one of its closure constants changes."""
+    function, its compile options, a function it calls (directly or through other functions,
+    in any module) or that function's options, one of its closure constants, or a constant
+    it reads from a global changes."""
     return _deep_digest(fn, {}, set())
 
 
@@ -205,21 +255,31 @@ class _DeepCache(FunctionCache):
 
     numba's own key is the function's bytecode (and, for a closure, its pickled closure
     contents) and the time stamp of its source file: a change in a callee defined in
-    another file is not seen, and the stale machine code (with the old callee compiled
-    in) is loaded.  Here the key also holds :func:`source_digest`, so such a change is a
-    cache miss and the function is compiled again.  A pickled dispatcher in a closure
-    carries a per-process id, which made numba's closure key differ in every process; the
-    digest does not.
+    another file, in a constant read from another module, or in a compile option (its own,
+    or a callee's ``inline``) is not seen, and the stale machine code is loaded.  Here the
+    key also holds :func:`source_digest` of the dispatcher (its options included), so such a
+    change is a cache miss and the function is compiled again.  A pickled dispatcher in a
+    closure carries a per-process id, which made numba's closure key differ in every
+    process; the digest does not.  The digest is computed once per cache (per dispatcher
+    and process): numba asks for the key at every load and save.
     """
 
+    def __init__(self, dispatcher: Any) -> None:
+        super().__init__(dispatcher.py_func)
+        self._dispatcher = dispatcher
+        self._digest: str | None = None
+
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        if self._digest is None:
+            self._digest = source_digest(self._dispatcher)
         fn = self._py_func
         return (sig, codegen.magic_tuple(), (hashlib.sha256(fn.__code__.co_code).hexdigest(),
-                                             source_digest(fn)))
+                                             self._digest))
 
 
 def cache_closure(dispatcher: Any) -> Any:
-    """Give a compiled closure (``jit`` with ``cache=True``) an on-disk cache that is found
-    again by other processes (:class:`_DeepCache`); returns ``dispatcher``."""
-    dispatcher._cache = _DeepCache(dispatcher.py_func)
+    """Give a compiled function (``jit`` with ``cache=True``) an on-disk cache that is found
+    again by other processes and keyed on what changes its machine code
+    (:class:`_DeepCache`); returns ``dispatcher``."""
+    dispatcher._cache = _DeepCache(dispatcher)
     return dispatcher

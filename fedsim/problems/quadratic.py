@@ -33,7 +33,9 @@ minimiser set is ``x* + null(Abar)`` and ``x_star`` is its minimum-norm element
 
 The class lives here; beside it (names re-exported): ``quadratic_linalg`` (PSD checks, the
 trust-region maximum), ``quadratic_personalized`` (``MamlExact``, ``MoreauExact``),
-``quadratic_constants`` (the 9.1 table) and ``quadratic_random`` (random instances).
+``quadratic_constants`` (the 9.1 table), ``quadratic_random`` (random instances) and
+``quadratic_stochastic`` (the batch oracles: ``sample_batch``, ``batch_grad``, ``batch_hvp``,
+``batch_theta_hat``, ``compiled_view``; a base class of :class:`QuadraticProblem`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ import numpy as np
 from fedsim.errors import ConfigError, check_finite, check_number, require
 from fedsim.jit import Bound
 from fedsim.problems.base import Problem
-from fedsim.problems.compiled import CompiledView
 from fedsim.problems.constants import ConstantsTable
 from fedsim.problems.quadratic_constants import constants_table, local_G, local_gamma_g2
 from fedsim.problems.quadratic_linalg import (
@@ -66,14 +67,10 @@ from fedsim.problems.quadratic_personalized import (
     MoreauExact,
     build_maml_exact,
     build_moreau_exact,
-    check_batch_size,
 )
 from fedsim.problems.quadratic_random import NOISE_KINDS, random_client_data
-from fedsim.problems.quadratic_view import (
-    quadratic_compiled_view,
-    quadratic_metric_view,
-    quadratic_metrics,
-)
+from fedsim.problems.quadratic_stochastic import QuadraticStochasticOracles
+from fedsim.problems.quadratic_view import quadratic_metric_view, quadratic_metrics
 
 __all__ = ["QuadraticProblem", "MamlExact", "MoreauExact", "max_quadratic_on_ball"]
 
@@ -84,7 +81,7 @@ _CODE_ARRAYS = tuple(np.array([k], dtype=np.int64) for k in range(3))
 PERSONALIZED_CACHE_SIZE = 32
 
 
-class QuadraticProblem(Problem):
+class QuadraticProblem(QuadraticStochasticOracles, Problem):
     """``f_i(w) = 0.5 (w - b_i)^T A_i (w - b_i) + c_i`` (THEORY_SPEC 9.1).
 
     Parameters
@@ -276,58 +273,6 @@ class QuadraticProblem(Problem):
         state["_metric_fns"] = {}
         return state
 
-    # --- stochastic oracles -----------------------------------------------------------------
-    def compiled_view(self, batch: int) -> CompiledView:
-        """The compiled oracles for batches of ``batch`` samples
-        (:func:`fedsim.problems.quadratic_view.quadratic_compiled_view`)."""
-        return quadratic_compiled_view(self, batch)
-
-    def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
-        """A batch of ``size`` samples as one d-vector (draws exactly d standard normals).
-
-        additive: ``e_D = chol(S_i) z / sqrt(size)``; sampling: ``xibar_D = b_i + chol(S_i) z
-        / sqrt(size)``.
-        """
-        check_batch_size(size)
-        e = self._noise_factor[i] @ rng.standard_normal(self.dim)
-        e *= 1.0 / math.sqrt(size)
-        if self.noise == "additive":
-            return e
-        e += self.b_stack[i]
-        return e
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
-        """additive: A_i (w - b_i) + e_D; sampling: A_i (w - xibar_D)."""
-        if self.noise == "additive":
-            out = self.A_stack[i] @ (w - self.b_stack[i])
-            out += batch
-            return out
-        return self.A_stack[i] @ (w - batch)
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
-        """A_i v (the per-sample Hessian is exactly A_i)."""
-        return self.A_stack[i] @ v
-
-    def batch_theta_hat(self, i: int, w: np.ndarray, lam: float, batch: np.ndarray,
-                        residual: np.ndarray | None = None) -> np.ndarray:
-        """Minimiser of ``h_tilde(theta) = f_tilde_i(theta, D) + lam/2 ||theta - w||^2`` (Option C).
-
-        additive: ``(A_i + lam I)^{-1}(A_i b_i - e_D + lam w)``; sampling: ``(A_i + lam I)^{-1}
-        (A_i xibar_D + lam w)``.  Equals ``theta_hat_i(w) - (A_i + lam I)^{-1} (batch_grad -
-        grad)`` since the batch gradient is the exact one plus a constant.  With ``residual``
-        r, returns the controlled inexact solution ``theta* + (A_i + lam I)^{-1} r`` of
-        THEORY_SPEC 9.1, for which ``grad h_tilde(theta) = r`` exactly (so nu = ||r||).
-        """
-        me = self.me(lam)
-        if self.noise == "additive":
-            err = batch
-        else:
-            err = self.A_stack[i] @ (self.b_stack[i] - batch)
-        if residual is not None:
-            err = err - residual
-        k = self.eigvecs[i]
-        res = k @ ((k.T @ err) / (self.eigvals[i] + lam))
-        return me.theta_hat(i, w) - res
     # --- personalised objectives ([P] eq. (9)-(10)) -------------------------------------------
     def maml(self, alpha: float) -> MamlExact:
         """Exact MAML objective for inner step ``alpha >= 0`` (cached per alpha)."""
@@ -432,7 +377,6 @@ class QuadraticProblem(Problem):
         mats, b, noise_cov = random_client_data(n, dim, mu, L, heterogeneity, noise_sd, noise,
                                                 shared_hessian, seed)
         return cls(mats, b, None, noise=noise, noise_cov=noise_cov)
-
 
     def __repr__(self) -> str:
         return (f"QuadraticProblem(n={self.n}, dim={self.dim}, noise={self.noise!r}, "

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 CALLEE = """
@@ -173,3 +174,146 @@ def test_read_only_install_caches_under_xdg_cache_home(tmp_path):
     assert outs[1].stdout.split() == [target, "1"]
     assert list(Path(target).rglob("*.nbi"))
     assert not list(site.rglob("*.nbi"))
+
+
+def test_the_digest_holds_the_compile_options_of_a_function_and_of_what_it_binds():
+    """The old key saw a bound callee's source only: the same source bound once inlined
+    (``inline=True``) and once called shared one cache entry, though their machine code
+    differs."""
+    from fedsim.jit import compile_options, jit, source_digest
+
+    def g(x):
+        return x + 1.0
+
+    inlined, called = jit(cache=False, inline=True)(g), jit(cache=False)(g)
+    assert inlined.py_func is called.py_func
+    assert "always" in compile_options(inlined) and "never" in compile_options(called)
+    assert "cache" not in compile_options(jit(g)) and compile_options(g) == ""
+
+    def make(k):
+        def h(x):
+            return k(x)
+        return h
+
+    assert source_digest(inlined) != source_digest(called)
+    assert source_digest(make(inlined)) != source_digest(make(called))
+    assert source_digest(make(inlined)) == source_digest(make(jit(cache=False, inline=True)(g)))
+    assert source_digest(jit(cache=False, nrt=False)(g)) != source_digest(called)
+
+
+def test_the_digest_holds_the_constants_a_function_reads_from_globals():
+    """numba freezes a global number or array into the machine code; the old key did not
+    see it (the caller's bytecode is the same whatever the constant's value)."""
+    import types
+
+    from fedsim.jit import source_digest
+
+    consts = types.ModuleType("consts")
+    consts.K = 1.0
+    ns: dict = {"consts": consts, "A": np.zeros(3)}
+    exec(textwrap.dedent("""
+        K = 1.0
+        def f(x):
+            return x + K + consts.K + A[0]
+    """), ns)
+    before = source_digest(ns["f"])
+    ns["K"] = 2.0
+    after_k = source_digest(ns["f"])
+    consts.K = 2.0
+    after_mod = source_digest(ns["f"])
+    ns["A"] = np.ones(3)
+    assert len({before, after_k, after_mod, source_digest(ns["f"])}) == 4
+
+
+def test_a_compiled_closure_is_named_after_what_it_binds():
+    """numba links a callee into each caller under its name, "link once": two bindings of
+    one source must carry two names, the same binding one."""
+    from fedsim.jit import jit
+
+    def one(x):
+        return x + 1.0
+
+    def two(x):
+        return x + 2.0
+
+    def make(k):
+        def h(x):
+            return k(x)
+        return h
+
+    a, b = jit(cache=False)(one), jit(cache=False)(two)
+    names = [jit(cache=False)(make(k)).py_func.__qualname__ for k in (a, b, a)]
+    assert names[0] != names[1] and names[0] == names[2]
+    assert names[0].startswith("test_a_compiled_closure_is_named_after_what_it_binds.<locals>"
+                               ".make.<locals>.h[")
+    assert jit(cache=False)(one).py_func.__qualname__.endswith(".one")  # no closure: as is
+    inl = jit(cache=False, inline=True)(make(a)).py_func.__qualname__
+    assert inl != names[0]  # the options are part of the name
+
+
+BINDINGS = """
+from fedsim.jit import jit, cache_closure
+from pkgx import consts
+
+def g(x):
+    return x + 1.0
+
+LEAF = {"inline": jit(inline=True)(g), "call": jit(g)}
+
+def make(k):
+    def h(x):
+        return k(x) + consts.K
+    return cache_closure(jit(h))
+"""
+
+#: the key before options and constants counted: the digest without them
+OLD_KEY = """
+import fedsim.jit as J
+J.compile_options = lambda fn: ""
+setattr(J, "_frozen", lambda value: False)
+"""
+
+BINDINGS_MAIN = """
+import sys
+from pkgx.bindings import LEAF, make
+h = make(LEAF[sys.argv[1]])
+print(h(1.0), sum(h.stats.cache_hits.values()), sum(h.stats.cache_misses.values()))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fedsim_key", [True, False])
+def test_two_bindings_of_one_source_never_share_a_cache_entry(tmp_path, fedsim_key):
+    """End to end, in fresh processes sharing one cache: a closure bound to a callee
+    compiled inline, then the same source bound to the same callee compiled as a call, then
+    a constant changed in another module.  With fedsim's key each is a miss; with the old
+    key (``fedsim_key=False``: the bound callee's source only, constants not seen) the second
+    process loads the first's entry and the third loads a stale constant."""
+    pkg = tmp_path / "pkgx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "consts.py").write_text("K = 10.0\n")
+    (pkg / "bindings.py").write_text(BINDINGS)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "c"), "PYTHONPATH": str(tmp_path)}
+    prog = BINDINGS_MAIN if fedsim_key else OLD_KEY + BINDINGS_MAIN
+
+    def run(leaf: str) -> list[float]:
+        out = subprocess.run([sys.executable, "-c", prog, leaf], env=env, text=True,
+                             capture_output=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return [float(v) for v in out.stdout.split()]
+
+    assert run("inline") == [12.0, 0, 1]
+    second = run("call")
+    again = run("call")
+    (pkg / "consts.py").write_text("K = 20.0\n")
+    for p in pkg.rglob("*.pyc"):
+        p.unlink()
+    third = run("call")
+    assert again == [12.0, 1, 0]
+    if fedsim_key:
+        assert second == [12.0, 0, 1]  # its own entry, compiled
+        assert third == [22.0, 0, 1]  # the constant changed: compiled again
+    else:
+        assert second == [12.0, 1, 0]  # the inlined binding's entry, loaded
+        assert third == [12.0, 1, 0]  # stale: consts.K is 20 now
