@@ -94,6 +94,8 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         a list of n of them (default: zeros, i.e. an exact oracle).
     """
 
+    compiled_view_base = True  # the oracles its compiled view stands for (with the base's)
+
     def __init__(self, A: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray,
                  c: Sequence[float] | np.ndarray | None = None, noise: str = "additive",
                  noise_cov: Any = None) -> None:
