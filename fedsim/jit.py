@@ -92,7 +92,7 @@ def jit(fn: Callable[..., Any] | None = None, *, cache: bool = True, inline: boo
         if getattr(f, "__closure__", None):
             tag = _digest_with_options(f, _options_text(opts))[:16]
             f.__qualname__ = f"{f.__qualname__}[{tag}]"
-        dispatcher = numba.njit(**opts)(f)
+        dispatcher = numba.njit(**{**opts, "cache": False})(f)
         return cache_closure(dispatcher) if cache else dispatcher
 
     return make if fn is None else make(fn)
@@ -277,9 +277,26 @@ class _DeepCache(FunctionCache):
                                              self._digest))
 
 
+class _LazyCache:
+    """A dispatcher's :class:`_DeepCache`, built on its first use (the first compile or cache
+    load): building one stats the source and writes a probe file into the cache directory,
+    which for the few dozen compiled functions a ``fedsim run`` imports (and mostly never
+    calls) was start-up time."""
+
+    __slots__ = ("dispatcher", "cache")
+
+    def __init__(self, dispatcher: Any) -> None:
+        self.dispatcher, self.cache = dispatcher, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self.cache is None:
+            self.cache = _DeepCache(self.dispatcher)
+        return getattr(self.cache, name)
+
+
 def cache_closure(dispatcher: Any) -> Any:
     """Give a compiled function (``jit`` with ``cache=True``) an on-disk cache that is found
     again by other processes and keyed on what changes its machine code
-    (:class:`_DeepCache`); returns ``dispatcher``."""
-    dispatcher._cache = _DeepCache(dispatcher)
+    (:class:`_DeepCache`, built on first use); returns ``dispatcher``."""
+    dispatcher._cache = _LazyCache(dispatcher)
     return dispatcher

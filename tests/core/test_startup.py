@@ -21,8 +21,8 @@ from fedsim.cli import SUBCOMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: not needed by ``fedsim run`` without --out/--plot (pandas writes --out, matplotlib draws
-#: --plot), whatever the scenario
+#: not needed by ``fedsim run`` without --plot (matplotlib draws --plot; --out and
+#: --metrics-out are written without pandas, :mod:`fedsim.trace_csv`), whatever the scenario
 HEAVY = ("scipy.stats", "scipy.integrate", "scipy.interpolate", "pandas", "matplotlib",
          "dask", "distributed", "sklearn", "tqdm")
 #: the set-up of these problems needs them: the quadratic's Cholesky solve (scipy.linalg,
@@ -53,14 +53,17 @@ def test_importing_the_cli_and_building_the_run_parser_is_light():
 @pytest.mark.parametrize(("example", "kind"), [("fedasync_quadratic", "quadratic"),
                                                ("fedbuff_quadratic", "quadratic"),
                                                ("asfedavg_logistic", "logistic")])
-def test_a_whole_run_imports_no_library_it_does_not_use(example, kind):
-    """The whole ``fedsim run`` (parse, load, simulate, summary line): the run happens, so the
-    imports it makes on the way count too."""
+def test_a_whole_run_imports_no_library_it_does_not_use(example, kind, tmp_path):
+    """The whole ``fedsim run`` (parse, load, simulate, write both CSVs, summary line): the
+    run happens, so the imports it makes on the way count too."""
     toml = ROOT / "examples" / f"{example}.toml"
+    outs = ["--out", str(tmp_path / "t.csv"), "--metrics-out", str(tmp_path / "m.csv")]
     mods = _modules_after(
         "import contextlib, io\nfrom fedsim.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    assert main(['run', {str(toml)!r}, '--no-progress', '--steps', '30']) == 0\n")
+        f"    assert main(['run', {str(toml)!r}, '--no-progress', '--steps', '30', *{outs!r}])"
+        " == 0\n")
+    assert (tmp_path / "t.csv").stat().st_size > 0 and (tmp_path / "m.csv").stat().st_size > 0
     assert "fedsim.engine" in mods  # it did run
     assert _among(mods, HEAVY + BY_PROBLEM[kind]) == []
     assert {"fedsim.theory.registry", "fedsim.validation"} & mods == set()
