@@ -4,15 +4,16 @@ at most 1 s each), beside the floor measured in the same run.
 Each command runs in a fresh interpreter (``python -m fedsim run EXAMPLE --no-progress``),
 once untimed to warm numba's disk cache and the OS file cache, then ``--repeat`` times,
 the commands interleaved so that a change of machine load spreads over all of them.  Two
-variants per example: with ``--out`` (the README's command without ``--plot``: pandas
-writes the CSV) and without (the summary line only).
+variants per example: with ``--out`` (the README's command without ``--plot``; the CSV is
+written without pandas, :mod:`fedsim.trace_csv`) and without (the summary line only).
 
 The floor lines are the same kind of fresh interpreter doing only: nothing; ``import
 numpy``; ``import numpy, numba``; loading one trivial cached ``@njit`` function (numba
 initialises its typing and target contexts on the first cached load, whatever the
 function); ``import pandas``; ``import scipy.linalg``.  ``fedsim run`` needs the first four
-on every scenario (the replay is compiled), pandas for ``--out``, scipy.linalg for a
-quadratic problem's set-up.
+on every scenario (the replay is compiled; ``import numba`` imports scipy and its first load
+scipy.linalg, so the last line is inside the fourth); pandas is no longer on its path (the
+line shows what ``--out`` cost before).
 
     python benchmarks/startup.py               # every example, 5 repeats
     python benchmarks/startup.py --repeat 3 --example fedasync_quadratic
