@@ -69,7 +69,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,14 @@ from fedsim.validation.montecarlo_plan import resolve_task_function
 from fedsim.validation.montecarlo_store import (
     Task,
     atomic_write_json,
+    audit_add,
     canonical_json,
     load_records,
     lock_run_dir,
+    new_audit,
     payload_hash,
-    read_record,
     records_frame,
+    verify_record,
     write_records,
 )
 
@@ -167,7 +170,9 @@ def _warm_up(todo: list[tuple[Task, str]], progress: bool) -> None:
 
 def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None = None,
               dask: str | None = None, progress: bool = True, desc: str = "replicates",
-              overwrite: bool = False, dask_security: Any = None) -> dict[str, dict]:
+              overwrite: bool = False, dask_security: Any = None,
+              stats: dict | None = None,
+              on_audit: Callable[[dict], None] | None = None) -> dict[str, dict]:
     """Run every task not already finished under ``run_dir``; return ``task_id -> record``.
 
     ``workers``: None -> ``os.cpu_count()`` processes; 1 -> in-process; N -> N processes
@@ -178,15 +183,34 @@ def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int
     Records are written as tasks finish (see the module docstring for layout and resume
     policy); the returned dict holds every task's record, in the order of ``tasks``.
     The run directory is locked for the duration (:func:`lock_run_dir`).
+
+    The stored records are read and verified once: that pass also makes the count of
+    :func:`fedsim.validation.montecarlo_store.audit_records`, handed to ``on_audit`` (before
+    any task runs) and stored in ``stats["records"]`` with ``computed``; ``stats["seconds"]``
+    receives the wall seconds of the phases ``read``, ``warmup`` and ``tasks``.
     """
     with lock_run_dir(run_dir):
         return _run_tasks(tasks, run_dir, workers=workers, dask=dask, progress=progress,
-                          desc=desc, overwrite=overwrite, dask_security=dask_security)
+                          desc=desc, overwrite=overwrite, dask_security=dask_security,
+                          stats=stats if stats is not None else {}, on_audit=on_audit)
+
+
+def _stale(run_dir: Path, t: Task, rec: dict) -> FedsimError:
+    where = ""
+    if isinstance(rec.get("payload"), dict):
+        diff = _diff_paths(rec["payload"], json.loads(canonical_json(t.payload)))
+        more = ", ..." if len(diff) > 4 else ""
+        where = f" (differs in: {', '.join(diff[:4])}{more})"
+    return FedsimError(
+        f"run directory {run_dir} holds a result for task {t.task_id!r} computed "
+        f"from a different payload{where}: the arguments or the scenario "
+        "definitions changed; use a new --out directory or overwrite=True")
 
 
 def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None,
                dask: str | None, progress: bool, desc: str, overwrite: bool,
-               dask_security: Any) -> dict[str, dict]:
+               dask_security: Any, stats: dict,
+               on_audit: Callable[[dict], None] | None) -> dict[str, dict]:
     tasks = list(tasks)
     if workers is not None:
         try:
@@ -201,29 +225,32 @@ def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: in
         require(t.task_id not in seen, "task_id", t.task_id, "must be unique within a run")
         seen.add(t.task_id)
     run_dir = Path(run_dir)
+    seconds = stats.setdefault("seconds", {})
 
+    t0 = time.perf_counter()
     out: dict[str, dict] = {}
     todo: list[tuple[Task, str]] = []
-    for t in tasks:
+    audit = new_audit()
+    for t in tasks:  # the one read of the stored records: verify, count, keep or redo
         h = payload_hash(t)
-        rec = read_record(run_dir, t.task_id)
-        if rec is not None and rec.get("task_id") == t.task_id:
-            if rec.get("payload_hash") != h and not overwrite:
-                where = ""
-                if isinstance(rec.get("payload"), dict):
-                    diff = _diff_paths(rec["payload"], json.loads(canonical_json(t.payload)))
-                    more = ", ..." if len(diff) > 4 else ""
-                    where = f" (differs in: {', '.join(diff[:4])}{more})"
-                raise FedsimError(
-                    f"run directory {run_dir} holds a result for task {t.task_id!r} computed "
-                    f"from a different payload{where}: the arguments or the scenario "
-                    "definitions changed; use a new --out directory or overwrite=True")
-            if rec.get("payload_hash") == h and rec["status"] in ("ok", "diverged"):
-                out[t.task_id] = rec
-                continue
-        todo.append((t, h))
+        rec, problem = verify_record(run_dir, t.task_id)
+        kind = audit_add(audit, t, rec, problem, h)
+        if kind == "stale_payload" and not overwrite:
+            raise _stale(run_dir, t, rec)
+        if kind == "reused":
+            out[t.task_id] = rec
+        else:
+            todo.append((t, h))
+    audit["computed"] = len(todo)
+    stats["records"] = audit
+    seconds["read"] = time.perf_counter() - t0
+    if on_audit is not None:
+        on_audit(audit)
 
+    t0 = time.perf_counter()
     _warm_up(todo, progress)
+    seconds["warmup"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     bar = _make_bar(len(tasks), len(tasks) - len(todo), desc, progress and len(tasks) > 0)
     sink = _Sink(run_dir, out, bar)
     try:
@@ -237,6 +264,7 @@ def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: in
     finally:
         if bar is not None:
             bar.close()
+    seconds["tasks"] = time.perf_counter() - t0
     missing = [t.task_id for t in tasks if t.task_id not in out]
     if missing:  # cannot happen unless a backend lost a result; never return silently short
         raise FedsimError(f"{len(missing)} task(s) finished without a record, e.g. {missing[0]!r}")

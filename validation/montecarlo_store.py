@@ -54,7 +54,8 @@ from fedsim.safefile import atomic_write_json_file, open_lock, remove_stale_temp
 
 __all__ = ["Task", "STATUSES", "canonical_json", "payload_hash",
            "atomic_write_json", "write_record", "write_records", "read_record",
-           "verify_record", "load_records", "records_frame", "audit_records", "lock_run_dir",
+           "verify_record", "load_records", "records_frame", "audit_records", "new_audit",
+           "audit_add", "lock_run_dir",
            "RunDirBusy", "run_dir_holder", "has_store"]
 
 
@@ -130,6 +131,37 @@ def load_records(run_dir: str | os.PathLike) -> dict[str, dict]:
     return {tid: rec for tid, rec, _ in open_store(run_dir).records() if rec is not None}
 
 
+def new_audit() -> dict[str, Any]:
+    """An empty audit (:func:`audit_records`' counts), filled by :func:`audit_add`."""
+    return {"tasks": 0, "reused": 0, "missing": 0, "errors_retried": 0,
+            "stale_payload": 0, "damaged": 0, "damaged_reasons": {},
+            "damaged_examples": []}
+
+
+def audit_add(audit: dict[str, Any], task: Task, rec: dict | None, problem: str | None,
+              phash: str) -> str:
+    """Count one task's stored record (``verify_record``'s ``(rec, problem)``; ``phash`` the
+    task's :func:`payload_hash`) in ``audit``; return its class: ``"damaged"``,
+    ``"missing"``, ``"stale_payload"``, ``"errors_retried"`` or ``"reused"`` (only a
+    ``reused`` record is kept, every other task is computed)."""
+    audit["tasks"] += 1
+    if problem is not None:
+        kind = "damaged"
+        audit["damaged_reasons"][problem] = audit["damaged_reasons"].get(problem, 0) + 1
+        if len(audit["damaged_examples"]) < 5:
+            audit["damaged_examples"].append(task.task_id)
+    elif rec is None or rec["task_id"] != task.task_id:
+        kind = "missing"
+    elif rec["payload_hash"] != phash:
+        kind = "stale_payload"
+    elif rec["status"] == "error":
+        kind = "errors_retried"
+    else:
+        kind = "reused"
+    audit[kind] += 1
+    return kind
+
+
 def audit_records(run_dir: str | os.PathLike, tasks: Iterable[Task]) -> dict[str, Any]:
     """What a run over ``tasks`` will find in ``run_dir``, before it starts.
 
@@ -137,27 +169,13 @@ def audit_records(run_dir: str | os.PathLike, tasks: Iterable[Task]) -> dict[str
     "damaged", "damaged_reasons": {reason: count}, "damaged_examples": [task_id, ...]}``:
     ``reused`` records are kept, every other task is computed; ``damaged`` counts the
     records that exist but fail verification (legacy records without a checksum included,
-    under their own reason).
+    under their own reason).  :func:`fedsim.validation.montecarlo.run_tasks` makes the same
+    count in its own (single) read of the records (its ``stats``).
     """
-    out: dict[str, Any] = {"tasks": 0, "reused": 0, "missing": 0, "errors_retried": 0,
-                           "stale_payload": 0, "damaged": 0, "damaged_reasons": {},
-                           "damaged_examples": []}
+    out = new_audit()
     for t in tasks:
-        out["tasks"] += 1
         rec, problem = verify_record(run_dir, t.task_id)
-        if problem is not None:
-            out["damaged"] += 1
-            out["damaged_reasons"][problem] = out["damaged_reasons"].get(problem, 0) + 1
-            if len(out["damaged_examples"]) < 5:
-                out["damaged_examples"].append(t.task_id)
-        elif rec is None or rec["task_id"] != t.task_id:
-            out["missing"] += 1
-        elif rec["payload_hash"] != payload_hash(t):
-            out["stale_payload"] += 1
-        elif rec["status"] == "error":
-            out["errors_retried"] += 1
-        else:
-            out["reused"] += 1
+        audit_add(out, t, rec, problem, payload_hash(t))
     return out
 
 

@@ -49,7 +49,7 @@ from fedsim.validation import scenarios as S
 from fedsim.validation.cases import oracle_cache_stats
 from fedsim.validation.compare import write_verdicts
 from fedsim.validation.montecarlo import Task, atomic_write_json, run_tasks
-from fedsim.validation.montecarlo_store import audit_records, lock_run_dir
+from fedsim.validation.montecarlo_store import lock_run_dir
 from fedsim.validation.rundir import write_manifest
 from fedsim.validation.suite_grids import (
     SUITES,
@@ -108,33 +108,43 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
               dask_security: Any = None, stats: dict | None = None) -> pd.DataFrame:
     """Run ``cases`` into ``out`` (resumable): records, verdicts.csv, meta/ and the PDF.
 
-    ``stats``, if given, receives ``"records"``: what
-    :func:`fedsim.validation.montecarlo_store.audit_records` found before the run (reused,
-    computed, damaged records recomputed and why).
+    ``stats``, if given, receives ``"records"``: what the run found in ``out`` before it
+    started (reused, computed, damaged records recomputed and why; the runner's single read
+    of the records, :func:`fedsim.validation.montecarlo.run_tasks`) and ``"seconds"``: the
+    wall seconds of the phases ``read``, ``warmup``, ``tasks``, ``verdicts`` (and
+    ``report`` when this call writes the PDF).
     """
     out = Path(out)
     keys = [(c.theorem, c.scenario) for c in cases]
     if len(set(keys)) != len(keys):
         raise ConfigError("a suite must not repeat a (theorem, scenario) pair")
     tasks = case_tasks(cases)
+    stats = stats if stats is not None else {}
     with lock_run_dir(out):
-        audit = audit_records(out, tasks)
-        audit["computed"] = audit["tasks"] - audit["reused"]
-        _say_records(audit, progress)
-        if stats is not None:
-            stats["records"] = audit
         # overwrite=True: a record computed from an older payload (the suite's scenarios
         # changed since) is recomputed instead of refused; verdicts only read current tasks.
         recs = run_tasks(tasks, out, workers=workers, dask=dask, progress=progress,
-                         desc=desc, overwrite=True, dask_security=dask_security)
+                         desc=desc, overwrite=True, dask_security=dask_security,
+                         stats=stats, on_audit=lambda audit: _say_records(audit, progress))
+        t0 = time.perf_counter()
         table, metas = collect(cases, recs, div1000)
         say_failures(table)
         write_verdicts(table, out / "verdicts.csv")
         for (th, sc), meta in metas.items():
             atomic_write_json(out / "meta" / f"{th}__{sc}.json", meta)
+        stats["seconds"]["verdicts"] = time.perf_counter() - t0
         if report is not None:
+            t0 = time.perf_counter()
             _build_report(out, report)
+            stats["seconds"]["report"] = time.perf_counter() - t0
     return table
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process so far (the pool's workers are the
+    forkserver's children, not counted here)."""
+    t = os.times()
+    return round(t.user + t.system, 2)
 
 
 def _build_report(out: Path, report: str | os.PathLike) -> None:
@@ -164,9 +174,11 @@ def run_suite(suite: str, *, replicates: int | None = None, workers: int | None 
     :func:`fedsim.validation.montecarlo_store.lock_run_dir`).  ``suite.json`` (the manifest that
     ``fedsim report`` checks, :mod:`fedsim.validation.rundir`) is written before the PDF.
     Returns ``{"verdicts": path, "report": path or None, "seconds": float,
-    "controls_ok": bool, "in_regime_ok": bool, "records": {...}, "oracle_cache": {...}}``
-    (``records``: reused / computed / damaged-and-recomputed counts; ``oracle_cache``:
-    hits / computed / damaged-and-recomputed entries); also written to ``summary.json``.
+    "controls_ok": bool, "in_regime_ok": bool, "records": {...}, "oracle_cache": {...},
+    "phase_seconds": {...}, "parent_cpu_seconds": float}`` (``records``: reused / computed
+    / damaged-and-recomputed counts; ``oracle_cache``: hits / computed /
+    damaged-and-recomputed entries; ``phase_seconds``: wall seconds of ``build``, ``read``,
+    ``warmup``, ``tasks``, ``verdicts``, ``report``); also written to ``summary.json``.
     """
     if suite == "paper":  # the papers' own experiments: claimed ordering against measured
         from fedsim.validation.paper import run_paper_suite
@@ -199,17 +211,19 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
     finally:
         cache = oracle_cache_stats()
         S.set_oracle_cache(None)
+    built = time.perf_counter() - t0
     if progress:
-        sys.stderr.write(f"fedsim: {len(cases)} scenarios built in "
-                         f"{time.perf_counter() - t0:.1f} s\n")
-    stats: dict[str, Any] = {}
+        sys.stderr.write(f"fedsim: {len(cases)} scenarios built in {built:.1f} s\n")
+    stats: dict[str, Any] = {"seconds": {"build": built}}
     table = run_cases(cases, out, workers=workers, dask=dask, div1000=div1000_pairs(suite),
                       report=None, progress=progress, desc=f"{suite} replicates",
                       dask_security=dask_security, stats=stats)
     write_manifest(out, suite=suite, replicates=replicates, seed=S.SEED,
                    tasks=int(sum(r.replicates for c in cases for r in c.runs)))
     if report is not None:
+        t1 = time.perf_counter()
         _build_report(out, report)
+        stats["seconds"]["report"] = time.perf_counter() - t1
     ctrl = table["control_ok"].dropna()
     in_reg = table[in_regime_rows(table)]
     rec = stats["records"]
@@ -225,7 +239,9 @@ def _run_suite(suite: str, *, replicates: int | None, workers: int | None, dask:
               "records": {k: rec[k] for k in ("tasks", "reused", "computed", "damaged",
                                               "damaged_reasons", "errors_retried",
                                               "stale_payload")},
-              "oracle_cache": cache}
+              "oracle_cache": cache,
+              "phase_seconds": {k: round(v, 3) for k, v in stats["seconds"].items()},
+              "parent_cpu_seconds": _cpu_seconds()}
     if cache["damaged"]:
         sys.stderr.write(f"fedsim: {cache['damaged']} damaged oracle cache entr"
                          f"{'y was' if cache['damaged'] == 1 else 'ies were'} recomputed\n")
