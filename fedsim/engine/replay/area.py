@@ -54,8 +54,7 @@ def area_table_set(scenario: Scenario, problem, replicates: Sequence[int]) -> Ta
     reps = [int(r) for r in replicates]
     if merged_timeline(scenario):
         tabs = area_tables(scenario, reps)
-        merged = event_tables(tabs, int(scenario.algorithm.get("M")), problem.n,
-                              int(scenario.record.every))
+        merged = event_tables(tabs, int(scenario.algorithm.get("M")), int(scenario.record.every))
         tables: list[EventTable] = [
             area_table(scenario, problem, Streams(scenario.seed, r)) if tabs.tie[k]
             else merged[k] for k, r in enumerate(reps)]

@@ -279,3 +279,16 @@ def test_quadratic_ergodic_gap_equals_engine() -> None:
     reps = [0, 3, 5]
     for r, b in zip(reps, run_batch(quad, reps), strict=True):
         assert_engine(quad, b, r)
+
+
+def test_area_run_shows_the_timeline_and_the_replay(capsys) -> None:
+    """``run(progress=True)`` of AREA draws SimPy's ``timeline:`` bar and then the
+    replay's ``replay:`` bar on stderr, and the trace is the one without bars."""
+    sc = norm_scenario(K=200)
+    plain = run(sc, 1)
+    capsys.readouterr()
+    shown = run(sc, 1, progress=True)
+    err = capsys.readouterr().err
+    assert "timeline:" in err and "replay:" in err and "/200" in err
+    assert err.index("timeline:") < err.index("replay:")
+    assert shown.equals(plain)
