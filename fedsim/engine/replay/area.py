@@ -17,6 +17,12 @@ replicate whose first K+1 times hold a tie -- probability 0 under the exponentia
 takes SimPy's table, whose order of tied events is the engine's); any other AREA run from
 the SimPy writer :func:`fedsim.engine.area.area_table`, replicate by replicate.  A Trace's
 ``info["k"]`` is its global iterations done (:func:`fedsim.engine.area.run_area`'s).
+
+:func:`area_records` replays the same tables with the same rules but stops at the
+replay's records (:class:`~fedsim.engine.replay.group.Replayed`: the metrics at the
+recorded steps, the divergence, the final model), for a Monte Carlo that reads one number
+per replicate ([A] Theorem 8's ``f(xbar_{s,K}) - f*``, ``fedsim.validation.families.
+norm_mc``): building R Traces costs more than replaying them on a short horizon.
 """
 
 from __future__ import annotations
@@ -24,15 +30,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.area import area_client_rule, area_table
 from fedsim.engine.replay.area_timeline import area_tables, event_tables
-from fedsim.engine.replay.driver import Replayed, TableSet
+from fedsim.engine.replay.driver import (
+    Replayed,
+    TableSet,
+    check_personal,
+    metric_plan,
+    noise_streams,
+)
+from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
 from fedsim.engine.replay.table import EventTable
+from fedsim.engine.setup import check_problem, initial_model, problem_for
 from fedsim.rng import Streams
 
-__all__ = ["merged_timeline", "area_table_set"]
+__all__ = ["merged_timeline", "area_table_set", "area_records"]
 
 
 def merged_timeline(scenario: Scenario) -> bool:
@@ -65,3 +81,28 @@ def area_table_set(scenario: Scenario, problem, replicates: Sequence[int]) -> Ta
                     client_rule=area_client_rule(scenario, problem).replay_form(),
                     server_rule=get_algorithm(a.name).server(a, problem).replay_form(),
                     extra_info=_iterations)
+
+
+def area_records(scenario: Scenario, replicates: Sequence[int]) -> list[Replayed]:
+    """Replicate ``replicates[k]``'s records, the :class:`~fedsim.engine.replay.group.
+    Replayed` that ``fedsim.engine.run_batch`` turns into its Trace (module docstring): the
+    tables of :func:`area_table_set`, replayed grouped by the one kernel
+    (:func:`~fedsim.engine.replay.group.replay_group`) from the scenario's initial model
+    with the clients' ``noise`` streams, as ``run_batch`` replays them, so the metrics are
+    the Trace's bit for bit (tested)."""
+    problem = problem_for(scenario)
+    check_problem(scenario, problem)
+    reps = [int(r) for r in replicates]
+    ts = area_table_set(scenario, problem, reps)
+    cf, sf = ts.client_rule, ts.server_rule
+    plan = metric_plan(scenario, problem)
+    check_personal(plan, cf)
+    streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
+    w0 = initial_model(problem, scenario)
+    out: list[Replayed] = []
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for sl in group_slices(ts.tables):
+            tabs = ts.tables[sl]
+            out.extend(replay_group(TableGroup(tabs), cf, sf, plan, streams[sl],
+                                    [w0] * len(tabs)))
+    return out

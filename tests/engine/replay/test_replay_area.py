@@ -292,3 +292,22 @@ def test_area_run_shows_the_timeline_and_the_replay(capsys) -> None:
     assert "timeline:" in err and "replay:" in err and "/200" in err
     assert err.index("timeline:") < err.index("replay:")
     assert shown.equals(plain)
+
+
+def test_area_records_are_the_traces_metrics() -> None:
+    """``area_records`` (the Monte Carlo's records, no Traces) holds run_batch's metrics,
+    records, divergence and final models bit for bit, merged and SimPy tables alike."""
+    from fedsim.engine.replay.area import area_records
+
+    alg = norm_scenario(K=90).to_dict()
+    alg["algorithm"]["model"] = "algorithm"
+    diverging = norm_scenario(alpha={"kind": "constant", "value": 1e150}, K=400, every=5)
+    for sc in (norm_scenario(n=5, K=130, every=13), Scenario.from_dict(alg),
+               theorem7_scenario(K=120, every=40), diverging):
+        reps = [0, 2, 3, 4]
+        for rp, tr in zip(area_records(sc, reps), run_batch(sc, reps), strict=True):
+            assert np.array_equal(rp.metric_steps, tr.metric_steps)
+            assert rp.diverged_step == tr.diverged_step and rp.steps_done == tr.steps_done
+            assert np.array_equal(rp.final_w, tr.final_w)
+            for m, v in rp.metrics.items():
+                assert np.array_equal(v, tr.metrics[m], equal_nan=True), m
