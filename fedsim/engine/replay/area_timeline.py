@@ -40,6 +40,7 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.engine.replay.delay_streams import ClientDelayStream, DelayPlan
+from fedsim.engine.replay.group import TableGroup
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states, server_states, stream
 from fedsim.engine.replay.table import EventTable
@@ -47,8 +48,8 @@ from fedsim.jit import jit
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["AreaTables", "area_tables", "event_tables", "merge_events", "fill_row",
-           "contributions", "K_CLIENT", "K_SERVER"]
+__all__ = ["AreaTables", "area_tables", "event_tables", "merged_group", "metric_steps",
+           "merge_events", "fill_row", "contributions", "K_CLIENT", "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
@@ -356,9 +357,7 @@ def event_tables(tabs: AreaTables, M: int, every: int) -> list[EventTable]:
     ``tabs``' rows."""
     R, K = tabs.time.shape[0], tabs.time.shape[1] - 1
     steps = np.full(K, M, np.int32)
-    ms = np.arange(0, K + 1, every, dtype=np.int64)
-    if K % every:
-        ms = np.append(ms, K)
+    ms = metric_steps(K, every)
     one, busy = np.zeros(1), np.ones(1)
     out = []
     for k in range(R):
@@ -373,3 +372,32 @@ def event_tables(tabs: AreaTables, M: int, every: int) -> list[EventTable]:
             concurrency_busy=busy, metric_steps=ms, staleness_bound=math.inf,
             u_client=cc, u_before=cr))
     return out
+
+
+def metric_steps(K: int, every: int) -> np.ndarray:
+    """The recorded steps of a K-step table: ``0, every, 2 every, ...`` and ``K``."""
+    ms = np.arange(0, K + 1, every, dtype=np.int64)
+    return ms if K % every == 0 else np.append(ms, K)
+
+
+def merged_group(tabs: AreaTables, rows: np.ndarray, M: int, every: int) -> TableGroup:
+    """Rows ``rows`` of ``tabs`` as one :class:`~fedsim.engine.replay.group.TableGroup`
+    laid out directly from the arrays (:meth:`TableGroup.from_columns`): the columns the
+    group would concatenate from :func:`event_tables`' tables of these rows, with no
+    per-replicate object.  A contribution reads version ``t - 1`` (lag 1), one a step at
+    most."""
+    rows = np.asarray(rows, dtype=np.int64)
+    G, K = rows.size, tabs.time.shape[1] - 1
+    ncon = tabs.ncon[rows]
+    keep = np.arange(K) < ncon[:, None]  # row-major: each replicate's contributions in order
+    coff = np.zeros(G + 1, dtype=np.int64)
+    np.cumsum(ncon, out=coff[1:])
+    ms = metric_steps(K, every)
+    P = int(coff[-1])
+    return TableGroup.from_columns(
+        n=tabs.counts.shape[1], soff=np.arange(G + 1, dtype=np.int64) * K, coff=coff,
+        moff=np.arange(G + 1, dtype=np.int64) * ms.size, ptr=tabs.ptr[rows].ravel(),
+        kind=tabs.kind[rows, 1:].ravel(), buffer_fill=tabs.fill[rows, 1:].ravel(),
+        c_client=tabs.c_client[rows][keep], c_read=tabs.c_read[rows][keep],
+        c_steps=np.full(P, M, dtype=np.int32), c_stale=tabs.c_stale[rows][keep],
+        rec=np.tile(ms, G), max_lag=1, kmax=1 if P else 0, smax=M if P else 0)

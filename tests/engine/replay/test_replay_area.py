@@ -311,3 +311,43 @@ def test_area_records_are_the_traces_metrics() -> None:
             assert np.array_equal(rp.final_w, tr.final_w)
             for m, v in rp.metrics.items():
                 assert np.array_equal(v, tr.metrics[m], equal_nan=True), m
+
+
+def test_merged_group_is_the_group_of_the_merged_tables() -> None:
+    """The group laid out from the merge's arrays holds, column for column, what the
+    group of :func:`event_tables`' tables of the same rows concatenates."""
+    from fedsim.engine.replay.area_timeline import event_tables, merged_group
+    from fedsim.engine.replay.group import TableGroup
+
+    sc = norm_scenario(n=5, K=90, every=20, M=4)
+    tabs = area_tables(sc, [0, 1, 2, 5, 8])
+    rows = np.array([4, 0, 2])
+    a = merged_group(tabs, rows, 4, 20)
+    tables = event_tables(tabs, 4, 20)
+    b = TableGroup([tables[k] for k in rows])
+    assert len(a) == len(b) == 3 and (a.n, a.H, a.kmax, a.smax) == (b.n, b.H, b.kmax, b.smax)
+    for c in ("soff", "coff", "moff", "ptr", "kind", "buffer_fill", "c_client", "c_read",
+              "c_steps", "c_stale", "rec"):
+        x, y = getattr(a, c), getattr(b, c)
+        assert x.dtype == y.dtype and np.array_equal(x, y), c
+
+
+def test_area_records_with_a_tied_replicate(monkeypatch) -> None:
+    """A tied replicate's records come from SimPy's table, in its place among the merged
+    ones, all equal to run_batch's."""
+    import fedsim.engine.replay.area as ra
+
+    sc = norm_scenario(K=60)
+    real = ra.area_tables
+
+    def tied_for_one(scenario, reps):
+        tabs = real(scenario, reps)
+        tabs.tie[:] = [r == 2 for r in reps]
+        return tabs
+
+    monkeypatch.setattr(ra, "area_tables", tied_for_one)
+    reps = [0, 2, 3]
+    for rp, tr in zip(ra.area_records(sc, reps), run_batch(sc, reps), strict=True):
+        assert np.array_equal(rp.final_w, tr.final_w)
+        for m, v in rp.metrics.items():
+            assert np.array_equal(v, tr.metrics[m], equal_nan=True), m
