@@ -34,13 +34,12 @@ modes unless every delay is bounded; not derived for AREA).
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.driver import replay_table
+from fedsim.engine.replay.driver import progress_bar, replay_table
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup, initial_model
 from fedsim.engine.simpy_fast import at
@@ -95,13 +94,16 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
     """AREA's run: its event table (:func:`area_table`) replayed through the one replay
     (:func:`fedsim.engine.replay.driver.replay_table`) with the client rule
     :func:`fedsim.local.area.area_client_for` and the server rule
-    :func:`fedsim.servers.area.area_server`.  ``info["k"]``: the global iterations done;
+    :func:`fedsim.servers.area.area_server`.  ``progress``: two bars on stderr, as for the
+    other models -- ``timeline:`` over the steps SimPy wrote, then ``replay:`` over the
+    steps replayed (:func:`fedsim.engine.replay.driver.progress_bar`).  ``info["k"]``: the
+    global iterations done;
     ``check_invariant`` records ``max |x_s + u_s - ybar|`` (:func:`area_invariant`) in
     ``info["invariant_max"]``."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
-    bar = _progress_bar(scenario) if progress else None
+    bar = progress_bar(scenario.horizon.steps, "timeline") if progress else None
     table = area_table(scenario, problem, streams)
     if bar is not None:
         bar.update(table.steps_done)
@@ -109,19 +111,12 @@ def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec
     cr = area_client_rule(scenario, problem)
     server = spec.server(scenario.algorithm, problem)
     tr = replay_table(scenario, [table], cr.replay_form(), server.replay_form(),
-                      replicates=[streams.replicate], problem=problem)[0]
+                      replicates=[streams.replicate], problem=problem, progress=progress)[0]
     tr.info["k"] = tr.steps_done
     if check_invariant:
         tr.info["invariant_max"] = area_invariant(scenario, problem, table, streams.replicate,
                                                   tr.steps_done)
     return tr
-
-
-def _progress_bar(scenario: Scenario) -> Any:
-    """A bar of the steps written (the table is written whole, then replayed)."""
-    from tqdm import tqdm
-
-    return tqdm(total=scenario.horizon.steps, file=sys.stderr, unit="step", leave=False)
 
 
 def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: int,

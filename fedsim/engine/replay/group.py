@@ -73,6 +73,7 @@ class TableGroup:
         require(len(tables) >= 1, "tables", len(tables), "must hold at least one table")
         tabs = list(tables)
         self.tables = tabs
+        self.n = tabs[0].n
         self.soff = _offsets([t.steps_done for t in tabs])
         self.coff = _offsets([t.c_client.size for t in tabs])
         self.moff = _offsets([t.metric_steps.size for t in tabs])
@@ -88,8 +89,29 @@ class TableGroup:
         self.kmax = max(1, max(t.max_contributions() for t in tabs))
         self.smax = max(1, max(t.max_steps() for t in tabs))
 
+    @classmethod
+    def from_columns(cls, *, n: int, soff: np.ndarray, coff: np.ndarray, moff: np.ndarray,
+                     ptr: np.ndarray, kind: np.ndarray, buffer_fill: np.ndarray,
+                     c_client: np.ndarray, c_read: np.ndarray, c_steps: np.ndarray,
+                     c_stale: np.ndarray, rec: np.ndarray, max_lag: int, kmax: int,
+                     smax: int) -> TableGroup:
+        """The group of tables a writer produced in bulk, already laid end to end (the
+        columns and offsets :meth:`__init__` would build from its tables, with their dtypes;
+        ``max_lag``/``kmax``/``smax`` as :class:`EventTable` reports them): no per-table
+        object.  ``tables`` is then empty."""
+        g = cls.__new__(cls)
+        g.tables = []
+        g.n = int(n)
+        g.soff, g.coff, g.moff, g.ptr, g.kind = soff, coff, moff, ptr, kind
+        g.buffer_fill, g.c_client, g.c_read, g.c_steps = buffer_fill, c_client, c_read, c_steps
+        g.c_stale, g.rec = c_stale, rec
+        g.H = 1 << max(1, int(max_lag)).bit_length()
+        g.kmax = max(1, int(kmax))
+        g.smax = max(1, int(smax))
+        return g
+
     def __len__(self) -> int:
-        return len(self.tables)
+        return int(self.soff.size) - 1
 
     @property
     def steps(self) -> int:
@@ -155,7 +177,7 @@ def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: Metric
     each with the group's steps replayed so far."""
     G = len(group)
     d = w0s[0].shape[0]
-    n = group.tables[0].n
+    n = group.n
     mf = plan.kernel_metrics if cf.compiled else None  # evaluated inline by the loop
     kern = group_kernel(cf.draw_round, cf.update, sf.apply, mf, cf.compiled)
     init, hist0, cst0 = _templates(cf, sf, n, w0s)

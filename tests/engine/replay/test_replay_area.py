@@ -279,3 +279,75 @@ def test_quadratic_ergodic_gap_equals_engine() -> None:
     reps = [0, 3, 5]
     for r, b in zip(reps, run_batch(quad, reps), strict=True):
         assert_engine(quad, b, r)
+
+
+def test_area_run_shows_the_timeline_and_the_replay(capsys) -> None:
+    """``run(progress=True)`` of AREA draws SimPy's ``timeline:`` bar and then the
+    replay's ``replay:`` bar on stderr, and the trace is the one without bars."""
+    sc = norm_scenario(K=200)
+    plain = run(sc, 1)
+    capsys.readouterr()
+    shown = run(sc, 1, progress=True)
+    err = capsys.readouterr().err
+    assert "timeline:" in err and "replay:" in err and "/200" in err
+    assert err.index("timeline:") < err.index("replay:")
+    assert shown.equals(plain)
+
+
+def test_area_records_are_the_traces_metrics() -> None:
+    """``area_records`` (the Monte Carlo's records, no Traces) holds run_batch's metrics,
+    records, divergence and final models bit for bit, merged and SimPy tables alike."""
+    from fedsim.engine.replay.area import area_records
+
+    alg = norm_scenario(K=90).to_dict()
+    alg["algorithm"]["model"] = "algorithm"
+    diverging = norm_scenario(alpha={"kind": "constant", "value": 1e150}, K=400, every=5)
+    for sc in (norm_scenario(n=5, K=130, every=13), Scenario.from_dict(alg),
+               theorem7_scenario(K=120, every=40), diverging):
+        reps = [0, 2, 3, 4]
+        for rp, tr in zip(area_records(sc, reps), run_batch(sc, reps), strict=True):
+            assert np.array_equal(rp.metric_steps, tr.metric_steps)
+            assert rp.diverged_step == tr.diverged_step and rp.steps_done == tr.steps_done
+            assert np.array_equal(rp.final_w, tr.final_w)
+            for m, v in rp.metrics.items():
+                assert np.array_equal(v, tr.metrics[m], equal_nan=True), m
+
+
+def test_merged_group_is_the_group_of_the_merged_tables() -> None:
+    """The group laid out from the merge's arrays holds, column for column, what the
+    group of :func:`event_tables`' tables of the same rows concatenates."""
+    from fedsim.engine.replay.area_timeline import event_tables, merged_group
+    from fedsim.engine.replay.group import TableGroup
+
+    sc = norm_scenario(n=5, K=90, every=20, M=4)
+    tabs = area_tables(sc, [0, 1, 2, 5, 8])
+    rows = np.array([4, 0, 2])
+    a = merged_group(tabs, rows, 4, 20)
+    tables = event_tables(tabs, 4, 20)
+    b = TableGroup([tables[k] for k in rows])
+    assert len(a) == len(b) == 3 and (a.n, a.H, a.kmax, a.smax) == (b.n, b.H, b.kmax, b.smax)
+    for c in ("soff", "coff", "moff", "ptr", "kind", "buffer_fill", "c_client", "c_read",
+              "c_steps", "c_stale", "rec"):
+        x, y = getattr(a, c), getattr(b, c)
+        assert x.dtype == y.dtype and np.array_equal(x, y), c
+
+
+def test_area_records_with_a_tied_replicate(monkeypatch) -> None:
+    """A tied replicate's records come from SimPy's table, in its place among the merged
+    ones, all equal to run_batch's."""
+    import fedsim.engine.replay.area as ra
+
+    sc = norm_scenario(K=60)
+    real = ra.area_tables
+
+    def tied_for_one(scenario, reps):
+        tabs = real(scenario, reps)
+        tabs.tie[:] = [r == 2 for r in reps]
+        return tabs
+
+    monkeypatch.setattr(ra, "area_tables", tied_for_one)
+    reps = [0, 2, 3]
+    for rp, tr in zip(ra.area_records(sc, reps), run_batch(sc, reps), strict=True):
+        assert np.array_equal(rp.final_w, tr.final_w)
+        for m, v in rp.metrics.items():
+            assert np.array_equal(v, tr.metrics[m], equal_nan=True), m
