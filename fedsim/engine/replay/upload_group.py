@@ -43,15 +43,15 @@ from fedsim.engine.replay.event_timeline import (
     start_loop,
     supports_plan,
 )
-from fedsim.engine.replay.group import TableGroup
+from fedsim.engine.replay.group import GROUP_STEPS, TableGroup
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.replay.uploads import TimelineChunk, uploads_table
 from fedsim.jit import jit
 from fedsim.trace import KINDS
 
-__all__ = ["UploadGroup", "upload_group", "group_writes", "write_uploads", "group_columns",
-           "upload_row_bytes"]
+__all__ = ["UploadGroup", "upload_group", "group_tables", "group_writes", "write_uploads",
+           "group_columns", "upload_row_bytes"]
 
 _UPLOAD = KINDS.index("upload")
 
@@ -239,3 +239,20 @@ def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: in
                        up=(up_t[:S], up_c[:S], up_o[:S], up_r[:S]),
                        busy=(b_t[:nb], b_d[:nb], b_g[:nb], b_b[:nb]), counts=counts,
                        group=grp)
+
+
+def group_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,
+                 staleness_bound: float, steps: int | None = None) -> list[EventTable]:
+    """The replicates' tables (:meth:`UploadGroup.table`) written by :func:`upload_group`
+    about ``steps`` (default :data:`~fedsim.engine.replay.group.GROUP_STEPS`) server
+    steps a call; ``scenario`` must satisfy :func:`group_writes`."""
+    reps = [int(r) for r in replicates]
+    T = int(scenario.horizon.steps)
+    size = max(1, (GROUP_STEPS if steps is None else int(steps)) // (T + 1))
+    plan = DelayPlan(scenario)
+    out: list[EventTable] = []
+    for g in range(0, len(reps), size):
+        ug = upload_group(scenario, reps[g:g + size], n=n, Q=Q,
+                          staleness_bound=staleness_bound, plan=plan)
+        out.extend(ug.table(k) for k in range(len(ug)))
+    return out

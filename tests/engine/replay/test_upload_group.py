@@ -151,7 +151,8 @@ def test_buffers_over_the_memory_budget_are_refused_before_allocation() -> None:
     sc = scenario(steps=2000, n=8)
     try:
         set_memory_budget(100_000)  # the timeline of 3 x 2000 uploads needs ~451 KiB
-        with pytest.raises(ReplayMemoryError, match=r"FedAsync timeline of 3 .* KiB .*budget of 97.7 KiB"):
+        with pytest.raises(ReplayMemoryError,
+                           match=r"FedAsync timeline of 3 .* KiB .*budget of 97.7 KiB"):
             replay_fedasync(sc, [0, 1, 2])
     finally:
         set_memory_budget(None)
@@ -169,3 +170,23 @@ def test_buffers_over_the_memory_budget_are_refused_before_allocation() -> None:
     with pytest.raises(ReplayMemoryError, match=r"x needs 8 B of buffers \(b: 5 B\)"):
         check_buffers("x", {"a": 3, "b": 5}, budget=7)
     assert ref.steps_done.tolist() == [2000] * 3
+
+
+def test_run_and_run_batch_take_the_group_writers_tables() -> None:
+    """``run``/``run_batch`` write FedAsync's tables with the group writer (several
+    groups here), and their traces are the per-replicate tables' replays."""
+    from fedsim.engine import run, run_batch
+    from fedsim.engine.replay.driver import replay_table
+    from fedsim.engine.replay.upload_group import group_tables
+
+    sc = _scenario("think_constant_ties")
+    reps = [0, 2, 5]
+    ref = fedasync_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")))
+    got = group_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")),
+                       staleness_bound=_bound(sc), steps=400)  # one replicate a group
+    for a, b in zip(got, ref, strict=True):
+        assert_tables_equal(a, b)
+    want = replay_table(sc, ref, replicates=reps)
+    for k, tr in enumerate(run_batch(sc, reps)):
+        assert tr.equals(want[k])
+    assert run(sc, 5).equals(want[2])
