@@ -5,12 +5,14 @@
 the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - beta Delta``.
 
 Each replicate is replayed on its own (so its numbers cannot depend on the others, on
-their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
+their number, on ``group`` nor on ``chunk``), a group of replicates at a time:
 
-1. the schedule (uploader, ``omega``, times, the uploader's round number), bitwise the
-   SimPy engine's, comes from :class:`fedsim.engine.replay.event_timeline.EventTimeline`
-   (the engine's event loop compiled; Constant/Exponential delays) or else from
-   :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
+1. the schedule (uploader, ``omega``, times), bitwise the SimPy engine's, comes from the
+   engine's event loop compiled (Constant/Exponential delays): with a step horizon a
+   group's tables in one call (:func:`fedsim.engine.replay.upload_group.upload_group`),
+   else per replicate, ``chunk`` uploads at a time
+   (:class:`fedsim.engine.replay.event_timeline.EventTimeline`); for other delay models
+   from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
 2. the randomness of every round comes from the replicate's own streams
    (``fedsim.rng.Streams(seed, r).client(i, "noise")``, as PCG64 state rows built in bulk
    by :mod:`fedsim.engine.replay.streams`, same bits): the problem's compiled ``draw``
