@@ -10,8 +10,10 @@ of an algorithm's execution models (``Algorithm.runners``: execution model -> ru
 key); :data:`RUNNERS` maps a runner key to the function that simulates it.  The engine
 never looks at an algorithm's name.  Runner keys:
 
-* ``"fedasync_fast"`` -- one upload = one server step: the compiled event loop or the
-  vectorised merge writes the table (:func:`fedsim.engine.replay.fedasync.fedasync_tables`);
+* ``"fedasync_fast"`` -- one upload = one server step: the compiled event loop (many
+  replicates a call, :func:`fedsim.engine.replay.upload_group.group_tables`, with a step
+  horizon) or the vectorised merge writes the table
+  (:func:`fedsim.engine.replay.fedasync.fedasync_tables`);
 * ``"physical"`` -- buffered asynchronous clients, SimPy writes the table
   (:class:`fedsim.engine.physical.AsyncRun`);
 * ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
@@ -50,7 +52,9 @@ from fedsim.engine.replay.driver import (
 )
 from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
+from fedsim.engine.replay.upload_group import group_tables, group_writes
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
+from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.engine.sync import sync_tables
 from fedsim.engine.window import window_tables
 from fedsim.errors import require
@@ -78,8 +82,16 @@ def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> 
 
 def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
                      ) -> list[EventTable]:
-    return fedasync_tables(scenario, list(replicates), n=problem.n,
-                           Q=int(scenario.algorithm.get("Q")))
+    """FedAsync's tables: many replicates' in one compiled call when the group writer
+    serves (:mod:`fedsim.engine.replay.upload_group`: a step horizon, Constant/Exponential
+    delays; the same tables), else per replicate."""
+    Q = int(scenario.algorithm.get("Q"))
+    if group_writes(scenario):
+        dc = scenario.delays
+        bound = physical_staleness_bound(dc, problem.n, Q, dc.compute_per == "step", 1)
+        return group_tables(scenario, list(replicates), n=problem.n, Q=Q,
+                            staleness_bound=bound)
+    return fedasync_tables(scenario, list(replicates), n=problem.n, Q=Q)
 
 
 #: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``

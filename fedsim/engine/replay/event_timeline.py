@@ -51,7 +51,7 @@ from fedsim.engine.replay.streams import client_states, stream
 from fedsim.engine.replay.uploads import TimelineChunk
 from fedsim.jit import jit
 
-__all__ = ["EventTimeline", "supports_plan", "delay_params"]
+__all__ = ["EventTimeline", "supports_plan", "delay_params", "start_loop", "advance_loop"]
 
 _READ, _UPLOAD, _THINK = 0, 1, 2
 # int64 state words: steps done, next eid, done flag
@@ -158,7 +158,7 @@ def _begin(c, t, arrival, steps, blk, omega, tread, thnext, jn, kind, kconst, kv
 
 
 @jit(nrt=False)
-def _start(arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, kconst, kval, states,
+def start_loop(arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, kconst, kval, states,
            q, B):
     """The roots: ``begin(i, 0)`` for every client in order, then heapify."""
     n = ht.shape[0]
@@ -174,7 +174,7 @@ def _start(arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, kconst,
 
 
 @jit(nrt=False)
-def _advance(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, gate, rnd,
+def advance_loop(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, kind, gate, rnd,
              kconst, kval, states, q, B, up_t, up_c, up_o, up_r, up_n, b_t, b_d, b_g, b_b):
     """Process events until ``k`` uploads are emitted and the next event is an upload, or
     the time horizon; returns (uploads, busy events) written into the ``up_*``/``b_*``
@@ -264,7 +264,7 @@ class EventTimeline:
         self.kind = np.zeros(n, dtype=np.int64)
         self.gate = np.zeros(n, dtype=np.int64)
         self.rnd = np.zeros(n, dtype=np.int64)
-        _start(self.arrival, self.st, self.ht, self.he, self.hc, self.blk, self.omega,
+        start_loop(self.arrival, self.st, self.ht, self.he, self.hc, self.blk, self.omega,
                self.tread, self.thnext, self.jn, self.kind, self.kconst, self.kval,
                self.states, q, B)
 
@@ -292,7 +292,7 @@ class EventTimeline:
         if self.done:
             nu = nb = 0
         else:
-            nu, nb = _advance(k, self.H, self.arrival, self.st, self.ht, self.he, self.hc,
+            nu, nb = advance_loop(k, self.H, self.arrival, self.st, self.ht, self.he, self.hc,
                               self.blk, self.omega, self.tread, self.thnext, self.jn,
                               self.kind, self.gate, self.rnd, self.kconst, self.kval,
                               self.states, self.q, self.B, up_t, up_c, up_o, up_r, up_n,

@@ -5,12 +5,14 @@
 the model ``w^{Omega}`` it read, and the server sets ``w^{t+1} = w^t - beta Delta``.
 
 Each replicate is replayed on its own (so its numbers cannot depend on the others, on
-their number, on ``group`` nor on ``chunk``), ``chunk`` steps at a time:
+their number, on ``group`` nor on ``chunk``), a group of replicates at a time:
 
-1. the schedule (uploader, ``omega``, times, the uploader's round number), bitwise the
-   SimPy engine's, comes from :class:`fedsim.engine.replay.event_timeline.EventTimeline`
-   (the engine's event loop compiled; Constant/Exponential delays) or else from
-   :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
+1. the schedule (uploader, ``omega``, times), bitwise the SimPy engine's, comes from the
+   engine's event loop compiled (Constant/Exponential delays): with a step horizon a
+   group's tables in one call (:func:`fedsim.engine.replay.upload_group.upload_group`),
+   else per replicate, ``chunk`` uploads at a time
+   (:class:`fedsim.engine.replay.event_timeline.EventTimeline`); for other delay models
+   from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
 2. the randomness of every round comes from the replicate's own streams
    (``fedsim.rng.Streams(seed, r).client(i, "noise")``, as PCG64 state rows built in bulk
    by :mod:`fedsim.engine.replay.streams`, same bits): the problem's compiled ``draw``
@@ -46,11 +48,12 @@ from fedsim.config import Scenario
 from fedsim.engine.replay.driver import metric_plan, noise_streams
 from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, batch_result
-from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
+from fedsim.engine.replay.group import GROUP_STEPS, TableGroup, group_slices, replay_group
 from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
+from fedsim.engine.replay.upload_group import group_writes, upload_group
 from fedsim.engine.replay.uploads import uploads_table
 from fedsim.engine.setup import initial_model, metric_params, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
@@ -140,24 +143,29 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
                     group: int | None = None, w0: np.ndarray | None = None) -> BatchResult:
     """Replay ``scenario`` for ``replicates`` (module docstring).
 
-    The replicates' tables are written ``group`` at a time (default 256), each ``chunk``
-    uploads at a time (default: about ``mem_mb`` megabytes of timeline); neither changes a
-    number.  Every replicate's trace is ``fedsim.engine.run(scenario, r)``'s bit for bit.
-    ``w0`` (R, d) overrides the initial model row by row (a test hook: e.g. a non-finite row
-    to make one replicate diverge).
+    The replicates go group by group: a group's tables are written, replayed and dropped
+    before the next group's are written (kept only with ``keep_timeline``), so memory is
+    bounded by a group (about :data:`~fedsim.engine.replay.group.GROUP_STEPS` server
+    steps, at most ``group`` replicates when given), not by the number of replicates.
+    With a step horizon and Constant/Exponential delays a group's tables are written in
+    one compiled call (:func:`~fedsim.engine.replay.upload_group.upload_group`), else per
+    replicate, ``chunk`` uploads at a time (default: about ``mem_mb`` megabytes of
+    timeline).  Neither changes a number: every replicate's trace is
+    ``fedsim.engine.run(scenario, r)``'s bit for bit.  ``w0`` (R, d) overrides the initial
+    model row by row (a test hook: e.g. a non-finite row to make one replicate diverge).
     """
     require(supports(scenario), "scenario", scenario.name,
             "is not a FedAsync physical Option A run on a problem with a compiled view "
             "(use fedsim.engine.run)")
     reps = [int(r) for r in replicates]
     require(len(reps) >= 1, "replicates", reps, "must hold at least one replicate")
+    if group is not None:
+        require(int(group) == group and group >= 1, "group", group, "must be an integer >= 1")
     c0 = _clock()
     problem = problem_for(scenario)
     n, d = problem.n, problem.dim
     a = scenario.algorithm
     Q = int(a.get("Q"))
-    if group is None:
-        group = 256
     if chunk is None:
         chunk = int(min(65536, max(64, max(mem_mb, 1.0) * 1e6 / 64.0)))
     if w0 is not None:
@@ -167,19 +175,50 @@ def replay_fedasync(scenario: Scenario, replicates: Sequence[int], *, chunk: int
     sf = spec.server(a, problem).replay_form()
     plan = metric_plan(scenario, problem)
     start = initial_model(problem, scenario)
+    dplan = DelayPlan(scenario)
+    compiled = group_writes(scenario, dplan)
+    T = int(scenario.horizon.steps) if scenario.horizon.steps is not None else 0
+    if compiled:
+        size = max(1, GROUP_STEPS // (T + 1))
+    else:
+        size = 256
+    size = size if group is None else min(size, int(group))
+    bound = physical_staleness_bound(scenario.delays, n, Q,
+                                     scenario.delays.compute_per == "step", 1)
     sec = {"setup": _clock() - c0, "timeline": 0.0, "steps": 0.0}
-    runs, tables = [], []
-    for g in range(0, len(reps), group):
-        sub = reps[g:g + group]
+    runs, tables, sims, counts = [], [], [], []
+    for g in range(0, len(reps), size):
+        sub = reps[g:g + size]
         c1 = _clock()
-        tabs = fedasync_tables(scenario, sub, n=n, Q=Q, chunk=chunk)
+        if compiled:
+            ug = upload_group(scenario, sub, n=n, Q=Q, staleness_bound=bound, plan=dplan)
+            parts = [(ug.group, slice(0, len(sub)))]
+            table = ug.table
+        else:
+            tabs = fedasync_tables(scenario, sub, n=n, Q=Q, chunk=chunk)
+            parts = [(TableGroup(tabs[sl]), sl) for sl in group_slices(tabs)]
+            table = tabs.__getitem__
         c2 = _clock()
         streams = noise_streams(scenario.seed, sub, n, cf.compiled)
-        for sl in group_slices(tabs):
+        got = []
+        for grp, sl in parts:
             w0s = [w0[g + k] if w0 is not None else start for k in range(sl.start, sl.stop)]
-            runs.extend(replay_group(TableGroup(tabs[sl]), cf, sf, plan, streams[sl], w0s))
+            got.extend(replay_group(grp, cf, sf, plan, streams[sl], w0s))
+        for k, r in enumerate(got):
+            if r.diverged_step is not None:
+                s_t, c_u, _, _ = table(k).truncated(r.diverged_step)
+            elif compiled:
+                s_t, c_u = float(ug.sim_time[k]), ug.client_updates[k]
+            else:
+                s_t, c_u = tabs[k].sim_time, tabs[k].client_updates
+            sims.append(s_t)
+            counts.append(c_u)
+        if keep_timeline:
+            tables.extend(table(k) for k in range(len(sub)))
+        runs.extend(got)
         sec["timeline"] += c2 - c1
         sec["steps"] += _clock() - c2
-        tables.extend(tabs)
     return batch_result(reps, list(scenario.record.metrics), int(scenario.record.every), runs,
-                        tables, keep_timeline, {"seconds": sec, "chunk": chunk, "group": group})
+                        sims, counts, tables if keep_timeline else None,
+                        {"seconds": sec, "chunk": chunk, "group": size,
+                         "writer": "compiled_group" if compiled else "per_replicate"})

@@ -8,6 +8,7 @@ row (:meth:`fedsim.engine.replay.table.EventTable.trace`).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +60,11 @@ class BatchResult:
 
 
 def batch_result(replicates: list[int], names: list[str], every: int, runs: list[Replayed],
-                 tables: list[EventTable], keep: bool, info: dict[str, Any]) -> BatchResult:
-    """The arrays of :class:`BatchResult` from the replicates' results and tables."""
+                 sim_time: Sequence[float], client_updates: Sequence[np.ndarray],
+                 tables: list[EventTable] | None, info: dict[str, Any]) -> BatchResult:
+    """The arrays of :class:`BatchResult` from the replicates' results, their simulated
+    times and upload counts as the runs ended (truncated at a divergence) and, when kept,
+    their tables."""
     R = len(runs)
     top = max((r.steps_done for r in runs), default=0)
     grid_steps = np.arange(top // every + 1, dtype=np.int64) * every
@@ -72,21 +76,12 @@ def batch_result(replicates: list[int], names: list[str], every: int, runs: list
         cols = r.metric_steps[on] // every
         for m in names:
             grid[m][k, cols] = r.metrics[m][on]
-    sim = []
-    counts = []
-    for r, tb in zip(runs, tables, strict=True):
-        if r.diverged_step is None:
-            sim.append(tb.sim_time)
-            counts.append(tb.client_updates)
-        else:
-            s, c, _, _ = tb.truncated(r.diverged_step)
-            sim.append(s)
-            counts.append(c)
     return BatchResult(
         replicates=list(replicates), metric_names=list(names), grid_steps=grid_steps, grid=grid,
         steps_done=np.array([r.steps_done for r in runs], dtype=np.int64),
         diverged_step=np.array([-1 if r.diverged_step is None else r.diverged_step
                                 for r in runs], dtype=np.int64),
-        final_w=np.array([r.final_w for r in runs]), sim_time=np.array(sim, dtype=np.float64),
-        client_updates=np.array(counts, dtype=np.int64), runs=runs,
-        tables=list(tables) if keep else None, info=info)
+        final_w=np.array([r.final_w for r in runs]),
+        sim_time=np.array(sim_time, dtype=np.float64),
+        client_updates=np.array(client_updates, dtype=np.int64).reshape(R, -1), runs=runs,
+        tables=list(tables) if tables is not None else None, info=info)

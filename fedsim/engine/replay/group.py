@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from fedsim.engine.replay.buffers import check_buffers
 from fedsim.engine.replay.group_kernel import group_kernel
 from fedsim.engine.replay.metrics import MetricPlan
 from fedsim.engine.replay.table import EventTable
@@ -25,7 +26,8 @@ from fedsim.errors import require
 from fedsim.local.forms import ClientForm, ServerForm
 from fedsim.trace import DIVERGE_NORM
 
-__all__ = ["Replayed", "TableGroup", "replay_group", "group_slices", "GROUP_STEPS"]
+__all__ = ["Replayed", "TableGroup", "replay_group", "group_slices", "group_bytes",
+           "GROUP_STEPS"]
 
 _DIV2 = DIVERGE_NORM * DIVERGE_NORM
 
@@ -72,7 +74,6 @@ class TableGroup:
     def __init__(self, tables: Sequence[EventTable]) -> None:
         require(len(tables) >= 1, "tables", len(tables), "must hold at least one table")
         tabs = list(tables)
-        self.tables = tabs
         self.n = tabs[0].n
         self.soff = _offsets([t.steps_done for t in tabs])
         self.coff = _offsets([t.c_client.size for t in tabs])
@@ -98,9 +99,8 @@ class TableGroup:
         """The group of tables a writer produced in bulk, already laid end to end (the
         columns and offsets :meth:`__init__` would build from its tables, with their dtypes;
         ``max_lag``/``kmax``/``smax`` as :class:`EventTable` reports them): no per-table
-        object.  ``tables`` is then empty."""
+        object."""
         g = cls.__new__(cls)
-        g.tables = []
         g.n = int(n)
         g.soff, g.coff, g.moff, g.ptr, g.kind = soff, coff, moff, ptr, kind
         g.buffer_fill, g.c_client, g.c_read, g.c_steps = buffer_fill, c_client, c_read, c_steps
@@ -164,6 +164,26 @@ def _templates(cf: ClientForm, sf: ServerForm, n: int, w0s: Sequence[np.ndarray]
     return init, hist0, cst0
 
 
+def group_bytes(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: MetricPlan, d: int,
+                inits: int, keep_personal: bool = False, keep_state: bool = False
+                ) -> dict[str, int]:
+    """The bytes of the buffers :func:`replay_group` allocates for ``group`` (``inits``
+    distinct initial models), by buffer (:func:`fedsim.engine.replay.buffers.
+    check_buffers` adds them up)."""
+    G, n = len(group), group.n
+    rows = int(group.moff[-1]) + G
+    personal = cf.personal_row >= 0 and (plan.personal or keep_personal)
+    item = np.dtype(cf.dtype).itemsize if cf.dtype is not None else 8
+    return {"ring": 8 * group.H * sf.s_rows * d,
+            "client states": 8 * n * cf.c_rows * d * (1 + inits + (G if keep_state else 0)),
+            "snapshots": 8 * rows * d * (2 if plan.ergodic else 1),
+            "personal snapshots": 8 * rows * n * d if personal else 0,
+            "metric values": 8 * rows * (len(plan.rest) + 1),
+            "round randomness": item * group.smax * max(cf.k, 1),
+            "step messages": 16 * group.kmax * d,
+            "fills": 8 * group.steps}
+
+
 def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: MetricPlan,
                  states: Any, w0s: Sequence[np.ndarray], *, keep_personal: bool = False,
                  keep_state: bool = False, budget: int | None = None,
@@ -179,6 +199,9 @@ def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: Metric
     d = w0s[0].shape[0]
     n = group.n
     mf = plan.kernel_metrics if cf.compiled else None  # evaluated inline by the loop
+    check_buffers(f"the replay of {G} replicate(s) ({group.steps} steps)",
+                  group_bytes(group, cf, sf, plan, d, len({w.tobytes() for w in w0s}),
+                              keep_personal, keep_state))
     kern = group_kernel(cf.draw_round, cf.update, sf.apply, mf, cf.compiled)
     init, hist0, cst0 = _templates(cf, sf, n, w0s)
     hist = np.empty((group.H, sf.s_rows, d))
