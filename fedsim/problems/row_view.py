@@ -35,8 +35,8 @@ nonzeros of every row with at most a quarter of its entries nonzero, and
 :func:`row_dot` / :func:`row_axpy` visit only those.  They return the numbers of the dense
 :func:`dot4` / ``g += s x`` bit for bit: a zero entry adds ``0 * w_k = +-0`` to a partial
 sum, which changes no value (a partial sum that starts at ``+0`` and adds nonzero terms is
-never ``-0``), unless ``w_k`` is not finite (``0 * inf = NaN``) or ``s`` is NaN; then
-(``finite`` false; ``s != s``) the dense loop runs.
+never ``-0``), unless ``w_k`` is not finite (``0 * inf = NaN``) or ``s`` is not finite; then
+(``finite`` false; ``s`` not finite) the dense loop runs.
 """
 
 from __future__ import annotations
@@ -179,10 +179,10 @@ def row_dot(rows, j, sp, w, d, finite):
 @jit(inline=True)
 def row_axpy(rows, j, sp, s, g):
     """``g += s rows[j]``, over row ``j``'s listed nonzeros only when it is sparse and ``s``
-    is not NaN (the dense loop's numbers: module docstring)."""
+    is finite (the dense loop's numbers: module docstring)."""
     off, cnt, idx = sp
     c = cnt[j]
-    if c < 0 or s != s:
+    if c < 0 or not math.isfinite(s):
         for k in range(g.shape[0]):
             g[k] += rows[j, k] * s
         return 0
