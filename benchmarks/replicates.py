@@ -39,7 +39,7 @@ in compiled code, :mod:`fedsim.engine.replay.streams`; about 3.5x faster than Nu
 ``standard_normal(out=)`` here).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
-steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
+steps, the quadratic cells and one cell of each other model (R=8 and 64 logistic, R=64 AREA on
 Theorem 7's quadratic, R=1024 for the norm family; a few minutes on a loaded 2-core
 machine).  Each run prints the load average first.
 """
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" draws_compiled_s={fc:.3f} vs_draws_compiled={dt / fc:.2f}", flush=True)
     others = {  # label, scenario, steps, R grid (quick: one cell)
         "logistic": ("model=logistic n=100 d=64 Q=10 batch=8", logistic_scenario,
-                     min(steps, 300), [8] if a.quick else [1, 64]),
+                     min(steps, 300), [8, 64] if a.quick else [1, 8, 64]),
         "area": ("model=area_iterate n=3 d=2 M=1", area_scenario, min(steps, 3000),
                  [64] if a.quick else [1, 64, 256]),
         "norm": ("model=theorem8_norm n=30 d=1 M=10", norm_scenario, 122,

@@ -104,18 +104,19 @@ def dot4(a, b, n):
     return t
 
 
-def sparse_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(off, cnt, idx)``: row ``j`` with ``4 nnz <= d`` nonzeros has them at
-    ``idx[off[j]:off[j] + cnt[j]]`` (increasing); a denser row has ``cnt[j] = -1`` (module
-    docstring)."""
+def sparse_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(off, cnt, idx, val)``: row ``j`` with ``4 nnz <= d`` nonzeros has them at columns
+    ``idx[off[j]:off[j] + cnt[j]]`` (increasing), values ``val[...]`` there (contiguous: a
+    sparse row then costs no cache line of ``rows``); a denser row has ``cnt[j] = -1``
+    (module docstring)."""
     nz = rows != 0.0
     cnt = nz.sum(axis=1).astype(np.int64)
     sparse = 4 * cnt <= rows.shape[1]
     cnt = np.where(sparse, cnt, -1)
     off = np.zeros(rows.shape[0], dtype=np.int64)
     off[1:] = np.cumsum(np.maximum(cnt, 0))[:-1]
-    idx = np.nonzero(nz & sparse[:, None])[1].astype(np.int64)
-    return off, cnt, idx
+    at = np.nonzero(nz & sparse[:, None])
+    return off, cnt, at[1].astype(np.int64), np.ascontiguousarray(rows[at], dtype=np.float64)
 
 
 @jit(inline=True)
@@ -134,7 +135,7 @@ def row_dot(rows, j, sp, w, d, finite):
     four partial sums over ``k`` modulo 4, then the tail, so the same number.  Indexes
     ``rows[j, k]`` (no row view: inlined into loops compiled without reference counting,
     a view per row costs more than a sparse row's arithmetic)."""
-    off, cnt, idx = sp
+    off, cnt, idx, val = sp
     c = cnt[j]
     s0 = 0.0
     s1 = 0.0
@@ -157,7 +158,7 @@ def row_dot(rows, j, sp, w, d, finite):
     p, end = off[j], off[j] + c
     while p < end and idx[p] < tail:
         k = idx[p]
-        v = rows[j, k] * w[k]
+        v = val[p] * w[k]
         r = k % 4
         if r == 0:
             s0 += v
@@ -170,8 +171,7 @@ def row_dot(rows, j, sp, w, d, finite):
         p += 1
     t = (s0 + s1) + (s2 + s3)
     while p < end:
-        k = idx[p]
-        t += rows[j, k] * w[k]
+        t += val[p] * w[idx[p]]
         p += 1
     return t
 
@@ -180,15 +180,14 @@ def row_dot(rows, j, sp, w, d, finite):
 def row_axpy(rows, j, sp, s, g):
     """``g += s rows[j]``, over row ``j``'s listed nonzeros only when it is sparse and ``s``
     is finite (the dense loop's numbers: module docstring)."""
-    off, cnt, idx = sp
+    off, cnt, idx, val = sp
     c = cnt[j]
     if c < 0 or not math.isfinite(s):
         for k in range(g.shape[0]):
             g[k] += rows[j, k] * s
         return 0
     for p in range(off[j], off[j] + c):
-        k = idx[p]
-        g[k] += rows[j, k] * s
+        g[idx[p]] += val[p] * s
     return 0
 
 

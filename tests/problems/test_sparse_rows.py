@@ -61,8 +61,8 @@ def test_sparse_rows_hand_case():
     # d = 8: rows with at most 2 nonzeros are listed, a denser one is not (cnt -1)
     X = np.array([[0, 0, 5, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0, 0, 0],
                   [0, -0.0, 0, 0, 0, 0, 0, 7], [0] * 8], dtype=np.float64)
-    off, cnt, idx = sparse_rows(X)
-    assert cnt.tolist() == [1, -1, 1, 0]
+    off, cnt, idx, val = sparse_rows(X)
+    assert cnt.tolist() == [1, -1, 1, 0] and val.tolist() == [5.0, 7.0]
     assert [idx[off[j]:off[j] + max(cnt[j], 0)].tolist() for j in range(4)] == [[2], [], [7],
                                                                                   []]
 
@@ -80,8 +80,8 @@ def test_distinct_rows_map_every_row_to_an_equal_first_row(seed, m, d):
 
 def _dense_view(cv):
     """The same view with every row marked dense (``cnt = -1``) and every row distinct."""
-    start, rows, nu, (off, cnt, idx) = cv.data
-    data = (start, rows, nu, (off, np.full_like(cnt, -1), idx))
+    start, rows, nu, (off, cnt, idx, val) = cv.data
+    data = (start, rows, nu, (off, np.full_like(cnt, -1), idx, val))
     md = list(cv.mdata)
     md[5] = data
     md[9] = np.arange(rows.shape[0], dtype=np.int64)
