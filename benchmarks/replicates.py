@@ -14,7 +14,13 @@ cells); where it has no replay it loops ``run`` (``path=loop``), so its ratio me
 the process split.  ``vs_per_replicate`` compares with ``fedsim.engine.run`` of the same
 checkout; issue 19's ratios are against the baseline commit's engine, whose
 ``engine_updates_per_s`` a run of its own ``benchmarks/replicates.py`` prints (run it in the
-same shell session).  One line per cell::
+same shell session).  ``--models softmax`` (not in the default list): a Table 4 arm of the
+paper suite, softmax on digits (:func:`softmax_scenario`; ``--softmax-arms``, default the
+FedAsync and AREA arms; R=8, and 64 without ``--quick``); its time horizon gives each
+replicate its own step count, so its figures use the replicates' mean (``mean_steps``).
+The baseline checkout has no such cell: time its engine on the same scenario
+(``softmax_scenario(...).to_dict()`` run there) in the same shell command.  One line per
+cell::
 
     model=quadratic n=100 d=10 Q=10 R=1024 updates_per_s=... vs_per_replicate=... peak_mb=...
 
@@ -33,7 +39,7 @@ in compiled code, :mod:`fedsim.engine.replay.streams`; about 3.5x faster than Nu
 ``standard_normal(out=)`` here).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
-steps, the quadratic cells and one cell of each other model (R=8 logistic, R=64 AREA on
+steps, the quadratic cells and one cell of each other model (R=8 and 64 logistic, R=64 AREA on
 Theorem 7's quadratic, R=1024 for the norm family; a few minutes on a loaded 2-core
 machine).  Each run prints the load average first.
 """
@@ -182,6 +188,19 @@ def logistic_scenario(steps: int) -> Scenario:
         "record": {"every": max(1, steps // 10), "metrics": ["grad_sq"]}})
 
 
+def softmax_scenario(family: str, n: int = 4) -> Scenario:
+    """A Table 4 arm of the paper suite ([A] Sec. 5, ``M = 50``, batch 32, horizon t_h = 2):
+    softmax regression on scikit-learn's bundled digits (``load_digits``, no download), n
+    clients, IID split, ``lambda_i = 10``, the grid's middle step ``2/L``; ``family`` one of
+    the table's algorithms (``fedasync``, ``area``, ...).  It records ``test_acc``,
+    ``test_loss`` and ``f_gap`` at every server step, as the suite does."""
+    from fedsim.validation.paper.area import tables_experiment
+
+    exp = tables_experiment(50, ns=(n,), splits=("iid",), rate_kinds=("fixed",))
+    arm, = [a for a in exp.settings[0].arms if a.family == family and a.grid == 2.0]
+    return Scenario.from_dict(arm.scenario)
+
+
 def area_scenario(steps: int) -> Scenario:
     """The AREA iterate model on [A] Theorem 7's validation instance (validation.scenarios)."""
     from fedsim.validation.scenarios.area import theorem7_case
@@ -204,7 +223,7 @@ def norm_scenario(steps: int) -> Scenario:
         "record": {"every": steps, "metrics": ["ergodic_f_gap"]}})
 
 
-def _line(label: str, R: int, steps: int, dt: float, mb: float, cpu: float, eng: float,
+def _line(label: str, R: int, steps: float, dt: float, mb: float, cpu: float, eng: float,
           eng_cpu: float, path: str) -> str:
     ups, ucpu = R * steps / dt, R * steps / cpu
     return (f"{label} R={R} updates_per_s={ups:.0f} vs_per_replicate={ups / eng:.1f} "
@@ -221,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--R", type=int, nargs="*", default=[1, 64, 256, 1024])
     ap.add_argument("--Q", type=int, nargs="*", default=[1, 10])
     ap.add_argument("--models", nargs="*", default=["quadratic", "logistic", "area", "norm"],
-                    choices=["quadratic", "logistic", "area", "norm"])
+                    choices=["quadratic", "logistic", "area", "norm", "softmax"])
+    ap.add_argument("--softmax-arms", nargs="*", default=["fedasync", "area"],
+                    help="the Table 4 families the softmax cell times")
     a = ap.parse_args(argv)
     steps = a.steps or (3000 if a.quick else 30000)
     n, d = 100, 10
@@ -244,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                   f" draws_compiled_s={fc:.3f} vs_draws_compiled={dt / fc:.2f}", flush=True)
     others = {  # label, scenario, steps, R grid (quick: one cell)
         "logistic": ("model=logistic n=100 d=64 Q=10 batch=8", logistic_scenario,
-                     min(steps, 300), [8] if a.quick else [1, 64]),
+                     min(steps, 300), [8, 64] if a.quick else [1, 8, 64]),
         "area": ("model=area_iterate n=3 d=2 M=1", area_scenario, min(steps, 3000),
                  [64] if a.quick else [1, 64, 256]),
         "norm": ("model=theorem8_norm n=30 d=1 M=10", norm_scenario, 122,
@@ -261,6 +282,20 @@ def main(argv: list[str] | None = None) -> int:
         for R in grid:
             dt, mb, cpu = batched(sc, R, a.procs, direct=False)
             print(_line(label, R, k, dt, mb, cpu, eng, eng_cpu, path), flush=True)
+    for fam in a.softmax_arms if "softmax" in a.models else []:
+        sc = softmax_scenario(fam)
+        label = f"model=softmax_digits table4 arm={fam} n=4 M=50 batch=32"
+        eng, eng_cpu = engine(sc, a.engine_reps)
+        print(f"{label} engine_updates_per_s={eng:.0f} engine_updates_per_cpu_s={eng_cpu:.0f}",
+              flush=True)
+        for R in [8] if a.quick else [8, 64]:
+            # a time horizon: the replicates' mean step count (this call also loads the
+            # compiled code in the parent, as for the other models)
+            k = sum(t.steps_done for t in run_batch(sc, list(range(R)))) / R
+            dt, mb, cpu = batched(sc, R, a.procs, direct=False)
+            print(_line(label, R, k, dt, mb, cpu, eng, eng_cpu,
+                        "replay" if supports(sc) else "loop") + f" mean_steps={k:.1f}",
+                  flush=True)
     return 0
 
 

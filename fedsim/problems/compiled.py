@@ -31,8 +31,10 @@ The view (:class:`CompiledView`) holds
   ``metric_names[codes[k]]`` of the global objective at ``w``; ``mdata`` its data tuple;
   a metric with a parameter (:data:`METRIC_PARAMS`: ``grad_maml_sq`` reads ``maml_alpha``,
   ``grad_me_sq`` ``me_lam``) reads it from the ``mdata`` that
-  :meth:`CompiledView.metric_data` returns for the run's parameters (``with_params(mdata,
-  maml_alpha, me_lam)``, the view's Python function; without it ``mdata`` as is);
+  :meth:`CompiledView.metric_data` returns for the run's parameters and recorded metric
+  names (``with_params(mdata, maml_alpha, me_lam, names)``, the view's Python function,
+  which may also fill in what only some metrics need, e.g. the logistic view's ``f*`` and
+  ``x*`` for ``f_gap``/``dist_sq``; without it ``mdata`` as is);
 * ``normal_block`` -- ``True`` when every step's ``z`` is ``draws`` standard normals
   (``z[k] = gen.standard_normal()``), so that a round's ``Q`` steps are one NumPy
   ``standard_normal(out=Z)`` call with ``Z`` of shape ``(Q, draws)`` (the SimPy engine's
@@ -105,13 +107,13 @@ class CompiledView:
                    for m in names)
 
     def metric_data(self, *, maml_alpha: float | None = None,
-                    me_lam: float | None = None) -> tuple:
-        """The ``mdata`` of :attr:`metrics` for these metric parameters (module docstring):
-        ``with_params(mdata, maml_alpha, me_lam)``, or :attr:`mdata` for a view without
-        parameterised metrics."""
+                    me_lam: float | None = None, names: Any = ()) -> tuple:
+        """The ``mdata`` of :attr:`metrics` for these metric parameters and the metric
+        ``names`` to be computed (module docstring): ``with_params(mdata, maml_alpha,
+        me_lam, names)``, or :attr:`mdata` for a view without parameterised metrics."""
         if self.with_params is None:
             return self.mdata
-        return self.with_params(self.mdata, maml_alpha, me_lam)
+        return self.with_params(self.mdata, maml_alpha, me_lam, tuple(names))
 
 
 def view_base(cls: type) -> type | None:

@@ -141,9 +141,11 @@ class LogisticProblem(RowOracles, Problem):
         self._rows = [yi[:, None] * Xi for Xi, yi in zip(Xs, ys, strict=True)]
         data = logistic_view(self._rows, nu)
         self._ranges = rows_per_client(data[0])
-        self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1)
-        #: grad_F_maml_sq's metric data per (thread, alpha)
+        self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1,
+                                          optimum=self._optimum)
+        #: grad_F_maml_sq's metric data per (thread, alpha); f_gap's and dist_sq's per thread
         self._maml_mdata: dict[tuple[int, float], tuple] = {}
+        self._gap_mdata: dict[tuple[int, str], tuple] = {}
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -255,6 +257,31 @@ class LogisticProblem(RowOracles, Problem):
         out = np.empty(1)
         self._cv.metrics(mdata, _MAML_CODE, w, out)
         return float(out[0])
+
+    # ---- the recorded f_gap and dist_sq (compiled, as the replay records them) ----------
+    def _optimum(self, name: str) -> Any:
+        """``f_star`` or ``x_star`` (the compiled view's ``f_gap``/``dist_sq`` data)."""
+        return getattr(self, name)
+
+    def _metric(self, name: str, w: np.ndarray) -> float:
+        key = (threading.get_ident(), name)  # work rows per thread (a view serves one thread)
+        mdata = self._gap_mdata.get(key)
+        if mdata is None:
+            mdata = self._gap_mdata[key] = self._cv.metric_data(names=(name,))
+        out = np.empty(1)
+        self._cv.metrics(mdata, self._cv.codes([name]), as_model(w, self.dim), out)
+        return float(out[0])
+
+    def f_gap(self, w: np.ndarray) -> float:
+        """``f(w) - f*``, the recorded ``f_gap``: the compiled view's metric
+        (:func:`~fedsim.problems.logistic_view.logistic_f`, which the replay records too;
+        equal to ``f(w) - f_star`` up to rounding, ``f`` summing with BLAS)."""
+        return self._metric("f_gap", w)
+
+    def dist_sq(self, w: np.ndarray) -> float:
+        """``||w - x*||^2``, the recorded ``dist_sq`` (the compiled view's metric; a
+        ``FedsimError`` when ``f`` has no minimiser)."""
+        return self._metric("dist_sq", w)
 
     # ---- stochastic oracles -------------------------------------------------------------
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -28,10 +28,20 @@ The compiled oracles allocate nothing (the replay compiles them into loops witho
 NumPy's reference counting, ``fedsim.jit.jit(nrt=False)``): their work arrays are part of
 the data tuple, sized for the problem, never for a batch (the batch runs row by row).  A
 data tuple is therefore not shared between threads.  :func:`dot4` is their inner product.
+
+Sparse rows.  THEORY_SPEC 9.4's anchor rows ``s e_k`` have one nonzero (with 2d anchors a
+client, 80% of the rows of the d = 64 logistic benchmark); :func:`sparse_rows` lists the
+nonzeros of every row with at most a quarter of its entries nonzero, and
+:func:`row_dot` / :func:`row_axpy` visit only those.  They return the numbers of the dense
+:func:`dot4` / ``g += s x`` bit for bit: a zero entry adds ``0 * w_k = +-0`` to a partial
+sum, which changes no value (a partial sum that starts at ``+0`` and adds nonzero terms is
+never ``-0``), unless ``w_k`` is not finite (``0 * inf = NaN``) or ``s`` is not finite; then
+(``finite`` false; ``s`` not finite) the dense loop runs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,7 +54,7 @@ from fedsim.problems.compiled import CompiledView
 
 __all__ = ["stack_rows", "row_indices", "draw_rows", "rows_per_client", "RowsView",
            "rows_view", "dot4", "squares_into", "sum_squares", "as_model",
-           "RowOracles"]
+           "RowOracles", "sparse_rows", "row_dot", "row_axpy", "all_finite"]
 
 def stack_rows(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, start)``: the clients' arrays stacked along axis 0 (C-contiguous float64 or
@@ -70,7 +80,7 @@ def row_indices(ranges: list[np.ndarray], i: int, batch: object) -> tuple[int, n
     return i, np.ascontiguousarray(ar[batch], dtype=np.int64).reshape(-1)
 
 
-@jit
+@jit(inline=True)
 def dot4(a, b, n):
     """``sum_k a[k] b[k]`` over ``k < n`` in a fixed order: four partial sums over ``k``
     modulo 4 (``(s0 + s1) + (s2 + s3)``), then the ``n mod 4`` last terms in order (the
@@ -92,6 +102,93 @@ def dot4(a, b, n):
         t += a[k] * b[k]
         k += 1
     return t
+
+
+def sparse_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(off, cnt, idx, val)``: row ``j`` with ``4 nnz <= d`` nonzeros has them at columns
+    ``idx[off[j]:off[j] + cnt[j]]`` (increasing), values ``val[...]`` there (contiguous: a
+    sparse row then costs no cache line of ``rows``); a denser row has ``cnt[j] = -1``
+    (module docstring)."""
+    nz = rows != 0.0
+    cnt = nz.sum(axis=1).astype(np.int64)
+    sparse = 4 * cnt <= rows.shape[1]
+    cnt = np.where(sparse, cnt, -1)
+    off = np.zeros(rows.shape[0], dtype=np.int64)
+    off[1:] = np.cumsum(np.maximum(cnt, 0))[:-1]
+    at = np.nonzero(nz & sparse[:, None])
+    return off, cnt, at[1].astype(np.int64), np.ascontiguousarray(rows[at], dtype=np.float64)
+
+
+@jit(inline=True)
+def all_finite(w):
+    """Whether every entry of ``w`` is finite (:func:`row_dot`'s ``finite``)."""
+    ok = True
+    for k in range(w.shape[0]):
+        ok = ok and math.isfinite(w[k])
+    return ok
+
+
+@jit(inline=True)
+def row_dot(rows, j, sp, w, d, finite):
+    """``dot4(rows[j], w, d)`` visiting only row ``j``'s listed nonzeros (``sp`` of
+    :func:`sparse_rows`) when it is sparse and ``finite`` (``w`` all finite): the same
+    four partial sums over ``k`` modulo 4, then the tail, so the same number.  Indexes
+    ``rows[j, k]`` (no row view: inlined into loops compiled without reference counting,
+    a view per row costs more than a sparse row's arithmetic)."""
+    off, cnt, idx, val = sp
+    c = cnt[j]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    if c < 0 or not finite:
+        k = 0
+        while k + 4 <= d:
+            s0 += rows[j, k] * w[k]
+            s1 += rows[j, k + 1] * w[k + 1]
+            s2 += rows[j, k + 2] * w[k + 2]
+            s3 += rows[j, k + 3] * w[k + 3]
+            k += 4
+        t = (s0 + s1) + (s2 + s3)
+        while k < d:
+            t += rows[j, k] * w[k]
+            k += 1
+        return t
+    tail = d - d % 4
+    p, end = off[j], off[j] + c
+    while p < end and idx[p] < tail:
+        k = idx[p]
+        v = val[p] * w[k]
+        r = k % 4
+        if r == 0:
+            s0 += v
+        elif r == 1:
+            s1 += v
+        elif r == 2:
+            s2 += v
+        else:
+            s3 += v
+        p += 1
+    t = (s0 + s1) + (s2 + s3)
+    while p < end:
+        t += val[p] * w[idx[p]]
+        p += 1
+    return t
+
+
+@jit(inline=True)
+def row_axpy(rows, j, sp, s, g):
+    """``g += s rows[j]``, over row ``j``'s listed nonzeros only when it is sparse and ``s``
+    is finite (the dense loop's numbers: module docstring)."""
+    off, cnt, idx, val = sp
+    c = cnt[j]
+    if c < 0 or not math.isfinite(s):
+        for k in range(g.shape[0]):
+            g[k] += rows[j, k] * s
+        return 0
+    for p in range(off[j], off[j] + c):
+        g[idx[p]] += val[p] * s
+    return 0
 
 
 @jit

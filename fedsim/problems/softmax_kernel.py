@@ -33,8 +33,12 @@ def row_logsumexp(Z: np.ndarray) -> np.ndarray:
     """``log sum_c exp(Z[j, c])`` for every row ``j``, shifted by the row's largest entry
     (0 where that is not finite), as ``scipy.special.logsumexp(Z, axis=1)`` computes it
     but without its array-API dispatch (a third of its time on the digits' (1437, 10)
-    logits; the values agree to rounding)."""
-    m = Z.max(axis=1)
+    logits; the values agree to rounding).  The row maxima are taken column by column
+    (``np.maximum``; a maximum is exact, so the same numbers as ``Z.max(axis=1)``, a third
+    faster on ten classes)."""
+    m = Z[:, 0].copy()
+    for c in range(1, Z.shape[1]):
+        np.maximum(m, Z[:, c], out=m)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
         return np.log(np.exp(Z - m[:, None]).sum(axis=1)) + m

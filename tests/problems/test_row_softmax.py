@@ -9,7 +9,7 @@ from scipy.special import softmax
 
 from fedsim.problems import evaluation
 from fedsim.problems.softmax import SoftmaxProblem
-from fedsim.problems.softmax_kernel import row_softmax
+from fedsim.problems.softmax_kernel import row_logsumexp, row_softmax
 
 finite = st.floats(-700.0, 700.0, allow_nan=False, allow_infinity=False)
 
@@ -17,6 +17,32 @@ finite = st.floats(-700.0, 700.0, allow_nan=False, allow_infinity=False)
 @given(arrays(np.float64, st.tuples(st.integers(1, 40), st.integers(1, 12)), elements=finite))
 def test_row_softmax_is_scipy_softmax_bitwise(Z):
     assert np.array_equal(row_softmax(Z), softmax(Z, axis=1))
+
+
+def _lse_reference(Z):
+    """The former ``row_logsumexp``: the row maxima by ``Z.max(axis=1)``."""
+    m = Z.max(axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(Z - m[:, None]).sum(axis=1)) + m
+
+
+@given(arrays(np.float64, st.tuples(st.integers(1, 40), st.integers(1, 12)),
+              elements=st.floats(-800.0, 800.0, allow_nan=False) | st.sampled_from(
+                  [0.0, -0.0, np.inf, -np.inf])))
+def test_row_logsumexp_column_maxima_bitwise(Z):
+    """The column-by-column maxima give the numbers of ``Z.max(axis=1)`` bit for bit
+    (signed zeros and infinite logits included)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, want = row_logsumexp(Z), _lse_reference(Z)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_row_logsumexp_hand_case():
+    # log(e^0 + e^0) = log 2; log(e^1 + e^{-inf}) = 1
+    got = row_logsumexp(np.array([[0.0, 0.0], [1.0, -np.inf]]))
+    assert got[0] == np.log(2.0) and got[1] == 1.0
 
 
 def test_row_softmax_hand_case():

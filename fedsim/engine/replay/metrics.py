@@ -10,7 +10,8 @@ records:
   compiled loop at each recorded step, :meth:`MetricPlan.buffers`, or from snapshots)
   (:meth:`~fedsim.problems.compiled.CompiledView.has_metrics`, ``f_gap`` for the ergodic
   one; ``grad_maml_sq`` on the view's
-  :meth:`~fedsim.problems.compiled.CompiledView.metric_data` for the run's ``maml_alpha``),
+  :meth:`~fedsim.problems.compiled.CompiledView.metric_data` for the run's ``maml_alpha``,
+  ``f_gap``/``dist_sq`` of a logistic view with its ``f*``/``x*``),
   with the view's compiled ``metrics`` -- the very closed forms the problem's own
   methods call, so bitwise the Recorder's numbers;
 * else with the Recorder's Python metric functions (:func:`fedsim.trace.metric_functions`:
@@ -80,7 +81,7 @@ class MetricPlan:
         self.cv = cv if cv is not None and cv.has_metrics(want, **params) else None
         if self.cv is not None:
             #: the view's metric data for the run's parameters (``grad_maml_sq``'s alpha)
-            self.mdata = self.cv.metric_data(**params)
+            self.mdata = self.cv.metric_data(names=want, **params)
             self.codes = self.cv.codes(self.rest)
             self.ecode = self.cv.codes(["f_gap"] if self.ergodic else [])
             self.rows = metric_rows_for(self.cv.metrics)
