@@ -90,15 +90,22 @@ def build_experiments(only: list[str] | None = None, small: bool = False) -> lis
 
 def _task(e: Experiment, arm, r: int, stage: str) -> Task:
     payload = {"scenario": arm.scenario, "replicate": replicate_index(r, stage),
-               "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets)}
+               "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets),
+               "curve": [e.curve_metric]}
     if arm.alias:
         payload["alias"] = dict(arm.alias)
     return Task(task_id(e, arm, r, stage), "fedsim.validation.paper.worker:run_arm", payload)
 
 
 def _shuffled(tasks: list[Task]) -> list[Task]:
-    """A fixed pseudo-random order, so the costly arms spread over the pool's chunks."""
-    return sorted(tasks, key=lambda t: hashlib.sha256(t.task_id.encode()).hexdigest())
+    """The arms in a fixed pseudo-random order, so the costly arms spread over the pool's
+    chunks; the replicates of an arm stay together, in order, so that they share a chunk
+    and one batched run (:func:`fedsim.validation.paper.worker.run_arms`)."""
+    def arm_of(t: Task) -> str:
+        return t.task_id.rsplit("/r", 1)[0]
+
+    return sorted(tasks, key=lambda t: (hashlib.sha256(arm_of(t).encode()).hexdigest(),
+                                        t.payload["replicate"]))
 
 
 def paper_tasks(exps: list[Experiment], stage: str = "measure",
