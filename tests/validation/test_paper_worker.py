@@ -103,3 +103,25 @@ def test_warm_up_runs_the_scenarios_the_worker_runs():
     res = warm_arms([t.payload for t in ts], progress=False)
     assert res["failed"] == 0 and res["kinds"] >= 1
     assert warm_arms([{"scenario": "not a dict"}], progress=False)["kinds"] == 0
+
+
+def test_stage_two_starts_with_the_arms_that_cost_most_in_stage_one():
+    """Stage 2's order (the chunks, never a record): untuned arms first (no cost known),
+    then the tuned arms by decreasing mean tuning CPU seconds."""
+    from fedsim.validation.paper.common import task_id
+
+    e = build_experiments(["area_table3"], small=True)[0]
+    recs = {}
+    for k, t in enumerate(paper_tasks([e], "tune")):
+        recs[t.task_id] = {"task_id": t.task_id, "status": "ok",
+                           "value": {"final": {"f_gap": 1.0 + (k % 3)},
+                                     "cpu_seconds": float(k)}}
+    chosen = [a for s in e.settings for a in s.arms]
+    mean_cpu = {}
+    for a in chosen:
+        v = [recs[task_id(e, a, r, "tune")]["value"]["cpu_seconds"]
+             for r in range(e.tune_replicates) if task_id(e, a, r, "tune") in recs]
+        mean_cpu[f"paper/{e.name}/{a.key}"] = sum(v) / len(v) if v else math.inf
+    ts = paper_tasks([e], "measure", recs)
+    order = [mean_cpu[t.task_id.rsplit("/r", 1)[0]] for t in ts]
+    assert order == sorted(order, reverse=True) and len(set(order)) > 1
