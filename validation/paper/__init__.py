@@ -90,23 +90,47 @@ def build_experiments(only: list[str] | None = None, small: bool = False) -> lis
 
 def _task(e: Experiment, arm, r: int, stage: str) -> Task:
     payload = {"scenario": arm.scenario, "replicate": replicate_index(r, stage),
-               "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets)}
+               "grid": e.grid.tolist(), "metrics": list(e.metrics), "targets": dict(e.targets),
+               "curve": [e.curve_metric]}
     if arm.alias:
         payload["alias"] = dict(arm.alias)
     return Task(task_id(e, arm, r, stage), "fedsim.validation.paper.worker:run_arm", payload)
 
 
-def _shuffled(tasks: list[Task]) -> list[Task]:
-    """A fixed pseudo-random order, so the costly arms spread over the pool's chunks."""
-    return sorted(tasks, key=lambda t: hashlib.sha256(t.task_id.encode()).hexdigest())
+def _arm_of(t: Task) -> str:
+    return t.task_id.rsplit("/r", 1)[0]
+
+
+def _tuning_cost(e: Experiment, arm, recs: dict[str, dict]) -> float:
+    """Mean CPU seconds of ``arm``'s tuning replicates (``inf`` for an arm that was not
+    tuned, or whose records say nothing): the cost estimate of its stage-2 replicates."""
+    cpu = [(recs.get(task_id(e, arm, r, "tune")) or {}).get("value") or {}
+           for r in range(e.tune_replicates)]
+    vals = [float(v["cpu_seconds"]) for v in cpu if "cpu_seconds" in v]
+    return sum(vals) / len(vals) if vals else float("inf")
+
+
+def _ordered(tasks: list[Task], cost: dict[str, float] | None = None) -> list[Task]:
+    """The arms in a fixed order -- by decreasing ``cost`` (arm -> estimated seconds per
+    replicate; default all equal), ties in a pseudo-random order fixed by the arm's key --
+    so that the costly arms start first and the cheap ones fill the pool's last chunks; the
+    replicates of an arm stay together, in order, so that they share a chunk and one
+    batched run (:func:`fedsim.validation.paper.worker.run_arms`).  The order decides the
+    chunks only, never a record."""
+    cost = cost or {}
+    return sorted(tasks, key=lambda t: (-cost.get(_arm_of(t), 0.0),
+                                        hashlib.sha256(_arm_of(t).encode()).hexdigest(),
+                                        t.payload["replicate"]))
 
 
 def paper_tasks(exps: list[Experiment], stage: str = "measure",
                 recs: dict[str, dict] | None = None) -> list[Task]:
     """Stage 1 (``"tune"``): every replicate of every arm of a tuned family.  Stage 2
     (``"measure"``): the replicates of the arms :func:`fedsim.validation.paper.stats.select` keeps
-    from the tuning records ``recs`` (every arm of an untuned family)."""
-    tasks = []
+    from the tuning records ``recs`` (every arm of an untuned family), the arms that cost
+    most in stage 1 first and the untuned ones before them (:func:`_ordered`)."""
+    tasks: list[Task] = []
+    cost: dict[str, float] = {}
     for e in exps:
         if stage == "tune":
             tasks += [_task(e, a, r, "tune") for a in tuned_families(e)
@@ -115,9 +139,12 @@ def paper_tasks(exps: list[Experiment], stage: str = "measure",
         chosen = select(e, recs or {})
         for s in e.settings:
             keep = set(chosen[s.key].values())
-            tasks += [_task(e, a, r, "measure") for a in s.arms if a.key in keep
-                      for r in range(e.replicates)]
-    return _shuffled(tasks)
+            for a in s.arms:
+                if a.key in keep:
+                    arm_tasks = [_task(e, a, r, "measure") for r in range(e.replicates)]
+                    cost[_arm_of(arm_tasks[0])] = _tuning_cost(e, a, recs or {})
+                    tasks += arm_tasks
+    return _ordered(tasks, cost)
 
 
 def _rows(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -28,6 +28,8 @@ otherwise.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -193,8 +195,14 @@ def tuned_families(exp: Experiment) -> list[Arm]:
 
 
 def L_of(problem: dict) -> float:
-    """The tagged smoothness bound ``L`` (UPPER) of a ``[problem]`` table."""
-    p = problem_from_dict(problem)
+    """The tagged smoothness bound ``L`` (UPPER) of a ``[problem]`` table (computed once
+    per distinct table: the experiments' settings share problems)."""
+    return _L_of(json.dumps(problem, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _L_of(problem_json: str) -> float:
+    p = problem_from_dict(json.loads(problem_json))
     if hasattr(p, "L_i"):  # softmax: the table's L is max_i L_i; skip the table's Newton solves
         return float(np.max(p.L_i))
     return float(p.constants["L"].value)
