@@ -174,15 +174,6 @@ def _draw_timer(states, scale, S, start):
     return 0
 
 
-def _compute_column(plan: DelayPlan) -> tuple[int, np.ndarray] | None:
-    """``(offset, 1/rate per client)`` of the compute delays in a vector plan's blocks, or
-    ``None`` when compute is not drawn (constant)."""
-    for a_, _b, _c, off, scale in plan.rand:
-        if a_ == 1:
-            return off, np.ascontiguousarray(scale, dtype=np.float64)
-    return None
-
-
 @jit(inline=True)
 def _compiled_clients(draws, C, start, blocks):
     """``blocks`` more blocks of every client's compute delays into ``C[:, start:]``
