@@ -53,7 +53,6 @@ from fedsim.problems.logistic_certificate import (
 )
 from fedsim.problems.logistic_constants import constants_table, data_constants
 from fedsim.problems.logistic_view import (
-    METRIC_NAMES,
     logistic_compiled_view,
     logistic_metric_view,
     logistic_view,
@@ -85,8 +84,6 @@ __all__ = [
 ]
 
 _EPS = float(np.finfo(np.float64).eps)
-#: the ``codes`` array of ``grad_maml_sq`` in the compiled view's metrics
-_MAML_CODE = np.array([METRIC_NAMES.index("grad_maml_sq")], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -143,9 +140,8 @@ class LogisticProblem(RowOracles, Problem):
         self._ranges = rows_per_client(data[0])
         self._cv = logistic_compiled_view(data, logistic_metric_view(data, self.m), 1,
                                           optimum=self._optimum)
-        #: grad_F_maml_sq's metric data per (thread, alpha); f_gap's and dist_sq's per thread
-        self._maml_mdata: dict[tuple[int, float], tuple] = {}
-        self._gap_mdata: dict[tuple[int, str], tuple] = {}
+        #: the compiled view's metric data per (thread, metric, MAML step), _metric's
+        self._mdata: dict[tuple[int, str, float | None], tuple] = {}
         self._per_client = [WeightedLogistic(r, np.full(r.shape[0], 1.0 / r.shape[0]), nu)
                         for r in self._rows]
         weights = np.concatenate([np.full(mi, 1.0 / (self.n * mi)) for mi in self.m])
@@ -250,24 +246,20 @@ class LogisticProblem(RowOracles, Problem):
         if (cls.grad is not LogisticProblem.grad or cls.hvp is not LogisticProblem.hvp
                 or "grad" in own or "hvp" in own):
             return float(np.sum(self.grad_F_maml(w, a) ** 2))
-        key = (threading.get_ident(), a)  # work rows per thread (a view serves one thread)
-        mdata = self._maml_mdata.get(key)
-        if mdata is None:
-            mdata = self._maml_mdata[key] = self._cv.metric_data(maml_alpha=a)
-        out = np.empty(1)
-        self._cv.metrics(mdata, _MAML_CODE, w, out)
-        return float(out[0])
+        return self._metric("grad_maml_sq", w, maml_alpha=a)
 
     # ---- the recorded f_gap and dist_sq (compiled, as the replay records them) ----------
     def _optimum(self, name: str) -> Any:
         """``f_star`` or ``x_star`` (the compiled view's ``f_gap``/``dist_sq`` data)."""
         return getattr(self, name)
 
-    def _metric(self, name: str, w: np.ndarray) -> float:
-        key = (threading.get_ident(), name)  # work rows per thread (a view serves one thread)
-        mdata = self._gap_mdata.get(key)
+    def _metric(self, name: str, w: np.ndarray, maml_alpha: float | None = None) -> float:
+        """The compiled view's metric ``name`` at ``w`` (what the replay records)."""
+        key = (threading.get_ident(), name, maml_alpha)  # work rows per thread
+        mdata = self._mdata.get(key)
         if mdata is None:
-            mdata = self._gap_mdata[key] = self._cv.metric_data(names=(name,))
+            mdata = self._mdata[key] = self._cv.metric_data(maml_alpha=maml_alpha,
+                                                            names=(name,))
         out = np.empty(1)
         self._cv.metrics(mdata, self._cv.codes([name]), as_model(w, self.dim), out)
         return float(out[0])
