@@ -46,6 +46,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from fedsim.validation.interval import CI_LEVEL, CI_METHOD, mean_ci, summarize, tightness
+from fedsim.validation.verdict import (
+    EXACT_BOUND_RTOL,
+    VERDICTS,
+    Evidence,
+    Target,
+    judge,
+)
 from scipy import stats
 
 from fedsim.errors import check_in_range, check_integer, require
@@ -70,19 +78,14 @@ __all__ = [
     "oracle_test",
     "verdict_table",
     "measured_verdict",
+    "JUDGED_COLUMNS",
     "write_verdicts",
     "read_verdicts",
 ]
 
-CI_METHOD = "Student-t"
-CI_LEVEL = 0.99
 ORACLE_FAR = 1e-3
 #: exactness tolerance of a zero-spread (deterministic) oracle comparison (relative)
 EXACT_RTOL = 1e-9
-#: rounding band of an exact row's exact-vs-bound comparison (relative to |bound|): the two
-#: float64 evaluations (oracle and bound) agree to far better than this when they are equal
-EXACT_BOUND_RTOL = 1e-9
-VERDICTS = ("holds", "violated", "inconclusive", "not_applicable", "error")
 VERDICT_COLUMNS = ["theorem", "scenario", "mode", "horizon", "mean", "ci_low", "ci_high",
                    "bound", "status", "verdict", "tightness", "slope", "exact"]
 #: extra columns :func:`verdict_table` adds after VERDICT_COLUMNS
@@ -91,89 +94,36 @@ EXTRA_COLUMNS = ["expected_slope", "slope_stderr", "n_ok", "n_nonfinite", "sem",
 _KEYS = ["theorem", "scenario", "mode", "horizon"]
 
 
-def _check_level(level: float) -> None:
-    check_in_range("level", level, 0.0, 1.0, closed=(False, False))
-
-
-def summarize(values: Iterable[float], level: float = CI_LEVEL) -> dict[str, float | int]:
-    """Mean, Student-t CI, sd, sem and counts of one sample (non-finite values excluded).
-
-    Returns ``{"mean", "ci_low", "ci_high", "sd", "sem", "n_ok", "n_nonfinite"}``.
-    With ``n_ok < 2`` the interval is ``(-inf, +inf)`` (nothing can be concluded) and
-    sd/sem are NaN; with ``n_ok == 0`` the mean is NaN.
-    """
-    _check_level(level)
-    x = np.asarray(list(values) if not isinstance(values, np.ndarray) else values,
-                   dtype=np.float64).ravel()
-    ok = np.isfinite(x)
-    x, n_bad = x[ok], int((~ok).sum())
-    n = int(x.size)
-    if n == 0:
-        return dict(mean=math.nan, ci_low=-math.inf, ci_high=math.inf, sd=math.nan,
-                    sem=math.nan, n_ok=0, n_nonfinite=n_bad)
-    mean = float(np.mean(x))
-    if n < 2:
-        return dict(mean=mean, ci_low=-math.inf, ci_high=math.inf, sd=math.nan,
-                    sem=math.nan, n_ok=n, n_nonfinite=n_bad)
-    sd = float(np.std(x, ddof=1))
-    sem = sd / math.sqrt(n)
-    half = float(stats.t.ppf(0.5 + level / 2.0, n - 1)) * sem
-    return dict(mean=mean, ci_low=mean - half, ci_high=mean + half, sd=sd, sem=sem,
-                n_ok=n, n_nonfinite=n_bad)
-
-
-def mean_ci(values: Iterable[float], level: float = CI_LEVEL) -> tuple[float, float, float, int]:
-    """``(mean, lo, hi, n)``: Student-t ``level`` interval of the mean of the finite values.
-
-    ``n`` counts the finite values used; NaN/inf are excluded (see :func:`summarize`
-    for their count).  ``n < 2`` gives ``lo=-inf, hi=+inf``.
-    """
-    s = summarize(values, level)
-    return s["mean"], s["ci_low"], s["ci_high"], int(s["n_ok"])
+def _target(bound: float, certified: bool, hypotheses_hold: bool | None) -> Target:
+    """A bare upper-bound target: claimed iff ``certified`` and no hypothesis fails."""
+    return Target(bound=_float(bound), status="", claimed=bool(certified)
+                  and hypotheses_hold is not False)
 
 
 def verdict(ci_low: float, ci_high: float, bound: float, bound_is_certified: bool,
             hypotheses_hold: bool | None) -> str:
-    """Verdict of one (scenario, horizon) comparison (issue 6; see module docstring).
+    """Verdict of the interval ``[ci_low, ci_high]`` against ``bound``
+    (:func:`fedsim.validation.verdict.judge`).
 
     ``hypotheses_hold=None`` (some hypothesis cannot be checked) does not block a
     verdict: the caller decides whether an unknown hypothesis makes the bound
     uncertified.  A NaN bound or CI end gives ``inconclusive``.
     """
-    if hypotheses_hold is False or not bound_is_certified:
-        return "not_applicable"
-    if any(math.isnan(float(v)) for v in (ci_low, ci_high, bound)):
-        return "inconclusive"
-    if ci_high <= bound:
-        return "holds"
-    if ci_low > bound:
-        return "violated"
-    return "inconclusive"
+    ev = Evidence(kind="interval", value=math.nan, low=float(ci_low), high=float(ci_high))
+    return judge(_target(bound, bound_is_certified, hypotheses_hold), ev).verdict
 
 
 def exact_verdict(exact: float, bound: float, bound_is_certified: bool,
                   hypotheses_hold: bool | None) -> str:
-    """Verdict of an exact row: the measured quantity is the exact value ``exact``.
+    """Verdict of an exact row: the measured quantity is the exact value ``exact``
+    (:func:`fedsim.validation.verdict.judge` on :meth:`Evidence.exact`).
 
     ``not_applicable`` as in :func:`verdict`; ``holds`` iff ``exact <= bound - EXACT_BOUND_RTOL
     |bound|``; ``violated`` iff ``exact > bound + EXACT_BOUND_RTOL |bound|``; otherwise
     (equal up to rounding, or a NaN) ``inconclusive``.  An infinite bound holds.
     """
-    if hypotheses_hold is False or not bound_is_certified:
-        return "not_applicable"
-    x, b = float(exact), float(bound)
-    if math.isnan(x) or math.isnan(b) or math.isinf(x):
-        return "inconclusive"
-    if b == math.inf:
-        return "holds"
-    if b == -math.inf:
-        return "violated"
-    band = EXACT_BOUND_RTOL * abs(b)
-    if x <= b - band:
-        return "holds"
-    if x > b + band:
-        return "violated"
-    return "inconclusive"
+    return judge(_target(bound, bound_is_certified, hypotheses_hold),
+                 Evidence.exact(exact)).verdict
 
 
 def is_exact_row(df: pd.DataFrame) -> pd.Series:
@@ -183,18 +133,6 @@ def is_exact_row(df: pd.DataFrame) -> pd.Series:
     n_ok = pd.to_numeric(df["n_ok"], errors="coerce")
     sem = pd.to_numeric(df["sem"], errors="coerce")
     return (n_ok == 0) & (sem == 0)
-
-
-def tightness(bound: Any, mean: Any) -> Any:
-    """``bound / mean``; NaN where mean <= 0 or either is NaN; +inf for an infinite bound.
-
-    Scalars in, float out; arrays in, float64 array out.
-    """
-    b = np.asarray(bound, dtype=np.float64)
-    m = np.asarray(mean, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where((m > 0) & np.isfinite(m) & ~np.isnan(b), b / m, np.nan)
-    return float(out) if out.ndim == 0 else out
 
 
 def loglog_slope(horizons: Sequence[float], means: Sequence[float]) -> tuple[float, float]:
@@ -257,41 +195,25 @@ def oracle_test(mean: float, sem: float, exact: float, far: float = ORACLE_FAR,
 def measured_verdict(*, bound: float, certified: bool, hypotheses_hold: bool | None,
                      values: Iterable[float] | None = None, exact: float | None = None,
                      exact_error: float = 0.0, level: float = CI_LEVEL) -> dict[str, Any]:
-    """The verdict of one measured quantity against its bound: the one comparison that
-    :func:`verdict_table` (hence ``fedsim validate`` and the search's confirmation) and
-    :mod:`fedsim.testing` make.
+    """The verdict of one measured quantity against its bound, as a dict
+    (:func:`fedsim.validation.verdict.judge` on :meth:`Evidence.replicates` or
+    :meth:`Evidence.exact`).
 
-    Give either ``values`` (Monte-Carlo replicates: :func:`summarize`'s Student-t ``level``
-    interval, then :func:`verdict`; a non-finite replicate turns ``holds`` into
-    ``inconclusive``) or ``exact`` (an exact oracle value: :func:`exact_verdict` when
-    ``exact_error`` is 0; an oracle with a rigorous error bound ``exact_error > 0`` gives the
-    interval ``exact +- exact_error`` and :func:`verdict`).  ``certified``: the bound is a
-    claimed upper bound (else ``not_applicable``).  Returns ``mean``, ``ci_low``,
-    ``ci_high``, ``sem``, ``n_ok``, ``n_nonfinite``, ``verdict``, ``tightness`` (bound /
-    mean) and ``ratio`` (mean / bound, > 1 when the measured value exceeds the bound).
+    Give either ``values`` (Monte-Carlo replicates: the Student-t ``level`` interval; a
+    non-finite replicate turns ``holds`` into ``inconclusive``) or ``exact`` (an exact oracle
+    value; ``exact_error > 0`` a rigorous error bound).  ``certified``: the bound is a claimed
+    upper bound (else ``not_applicable``).  Returns ``mean``, ``ci_low``, ``ci_high``,
+    ``sem``, ``n_ok``, ``n_nonfinite``, ``verdict``, ``tightness`` (bound / mean) and
+    ``ratio`` (mean / bound, > 1 when the measured value exceeds the bound).
     """
     require((values is None) != (exact is None), "values", values,
             "give exactly one of values (replicates) and exact (an oracle value)")
-    b = _float(bound)
-    if values is not None:
-        s = summarize(values, level)
-        v = verdict(s["ci_low"], s["ci_high"], b, certified, hypotheses_hold)
-        if v == "holds" and s["n_nonfinite"] > 0:
-            v = "inconclusive"
-        out: dict[str, Any] = {k: s[k] for k in ("mean", "ci_low", "ci_high", "sem", "n_ok",
-                                                 "n_nonfinite")}
-    else:
-        x, err = float(exact), float(exact_error)
-        require(err >= 0.0, "exact_error", exact_error, "must be >= 0")
-        if err == 0.0:
-            v = exact_verdict(x, b, certified, hypotheses_hold)
-        else:
-            v = verdict(x - err, x + err, b, certified, hypotheses_hold)
-        out = dict(mean=x, ci_low=x - err, ci_high=x + err, sem=0.0, n_ok=0, n_nonfinite=0)
-    mean = float(out["mean"])
-    ratio = mean / b if math.isfinite(mean) and math.isfinite(b) and b > 0 else math.nan
-    out.update(verdict=v, tightness=tightness(b, mean), ratio=ratio)
-    return out
+    ev = (Evidence.replicates(values, level=level) if values is not None
+          else Evidence.exact(exact, error=exact_error))
+    r = judge(_target(bound, certified, hypotheses_hold), ev)
+    return dict(mean=r.measured, ci_low=r.ci_low, ci_high=r.ci_high, sem=r.sem, n_ok=r.n,
+                n_nonfinite=r.n_nonfinite, verdict=r.verdict, tightness=r.tightness,
+                ratio=r.ratio)
 
 
 def _float(x: Any) -> float:
@@ -299,7 +221,10 @@ def _float(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-_NOT_CARRIED = ("bound_is_certified", "hypotheses_hold", "measured_exactly")
+_NOT_CARRIED = ("bound_is_certified", "hypotheses_hold", "measured_exactly", "target",
+                "outcomes")
+#: the columns a row judged from its ``target`` gets from its :class:`VerdictRow`
+JUDGED_COLUMNS = ("failing_hypotheses", "unknown_hypotheses", "claim", "note")
 
 
 def _flag(x: Any) -> bool:
@@ -307,44 +232,57 @@ def _flag(x: Any) -> bool:
     return isinstance(x, (bool, np.bool_)) and bool(x)
 
 
-def _exact_row(b: dict, key: tuple, exact: float, bound: float, hyp: bool | None
-               ) -> dict[str, Any]:
-    """One exact row of :func:`verdict_table` (module docstring: the measured value is the
-    exact oracle value; no replicates, no CI, no oracle test)."""
-    m = measured_verdict(bound=bound, certified=bool(b["bound_is_certified"]),
-                         hypotheses_hold=hyp, exact=exact)
-    row = dict(zip(_KEYS, key, strict=True))
-    row.update(mean=m["mean"], ci_low=m["ci_low"], ci_high=m["ci_high"], bound=bound,
-               status=str(getattr(b["status"], "value", b["status"])),
-               verdict=m["verdict"], tightness=m["tightness"], slope=math.nan, exact=exact,
-               expected_slope=_float(b.get("expected_slope")), slope_stderr=math.nan,
-               n_ok=0, n_nonfinite=0, sem=0.0, oracle_z=math.nan, oracle_pass=None,
-               ci_level=math.nan)
+def _hyp(x: Any) -> bool | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else bool(x)
+
+
+def _judged(b: dict, ev: Evidence) -> tuple[Any, dict[str, Any]]:
+    """The :class:`VerdictRow` of bounds row ``b`` on ``ev`` and the columns it sets."""
+    t = b.get("target")
+    if not isinstance(t, Target):
+        t = _target(b["bound"], _flag(b["bound_is_certified"]), _hyp(b["hypotheses_hold"]))
+        status = str(getattr(b["status"], "value", b["status"]))
+        return judge(t, ev), {"status": status}
+    outs = b.get("outcomes")
+    r = judge(t, ev, list(outs) if isinstance(outs, (list, tuple)) else None)
+    return r, {"status": r.status, "failing_hypotheses": "; ".join(r.failing_hypotheses),
+               "unknown_hypotheses": "; ".join(r.unknown_hypotheses), "claim": r.claim,
+               "note": r.note}
+
+
+def _carry(row: dict[str, Any], b: dict, judged: dict[str, Any]) -> dict[str, Any]:
     for k, val in b.items():
         if k not in row and k not in _NOT_CARRIED:
-            row[k] = val
+            row[k] = judged.get(k, val)
+    row.update({k: v for k, v in judged.items() if k not in row})
     return row
 
 
 def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
                   level: float = CI_LEVEL, far: float = ORACLE_FAR) -> pd.DataFrame:
-    """One verdict row per (theorem, scenario, mode, horizon).
+    """One verdict row per (theorem, scenario, mode, horizon), each decided by
+    :func:`fedsim.validation.verdict.judge`.
 
     ``samples``: one row per replicate and horizon with columns theorem, scenario,
     mode, horizon, value (the measured quantity of that replicate; NaN/inf allowed).
-    ``bounds``: one row per (theorem, scenario, mode, horizon) with columns ``bound``,
-    ``status``, ``bound_is_certified`` (bool), ``hypotheses_hold`` (True/False/None) and
-    optionally ``exact`` (oracle value, NaN if none), ``expected_slope`` and
-    ``measured_exactly`` (True: an exact row, its measured value is ``exact``, no samples;
-    module docstring) and ``n_failed`` (replicates that raised); any other column is carried
-    through.  Horizons without samples get n_ok = 0: verdict ``error`` when replicates
-    failed (``n_failed > 0``: nothing was measured), else ``inconclusive``.
-    The slope is fitted per (theorem, scenario, mode) over its horizons.
+    ``bounds``: one row per (theorem, scenario, mode, horizon) with columns ``bound`` and
+    either ``target`` (a :class:`fedsim.validation.verdict.Target`, with ``outcomes``: the
+    simulation checks' :class:`CheckOutcome` list, or None when nothing was simulated; the
+    row's status, ``failing_hypotheses``, ``unknown_hypotheses``, ``claim`` and ``note`` then
+    come from the verdict) or ``status``, ``bound_is_certified`` (bool) and
+    ``hypotheses_hold`` (True/False/None); optionally ``exact`` (oracle value, NaN if none),
+    ``expected_slope``, ``measured_exactly`` (True: an exact row, its measured value is
+    ``exact``, no samples; module docstring) and ``n_failed`` (replicates that raised); any
+    other column is carried through.  Horizons without samples get n_ok = 0: verdict
+    ``error`` when replicates failed (``n_failed > 0``: nothing was measured), else
+    ``inconclusive``.  The slope is fitted per (theorem, scenario, mode) over its horizons.
     Returns VERDICT_COLUMNS + EXTRA_COLUMNS + carried columns.
     """
     for col in _KEYS + ["value"]:
         require(col in samples.columns, "samples", list(samples.columns), f"must have {col!r}")
-    for col in _KEYS + ["bound", "status", "bound_is_certified", "hypotheses_hold"]:
+    need = ["bound"] + ([] if "target" in bounds.columns
+                        else ["status", "bound_is_certified", "hypotheses_hold"])
+    for col in _KEYS + need:
         require(col in bounds.columns, "bounds", list(bounds.columns), f"must have {col!r}")
     require(not bounds.duplicated(_KEYS).any(), "bounds", "duplicated keys",
             "must have one row per (theorem, scenario, mode, horizon)")
@@ -354,35 +292,34 @@ def verdict_table(samples: pd.DataFrame, bounds: pd.DataFrame,
     for b in bounds.to_dict("records"):
         key = tuple(b[k] for k in _KEYS)
         bound = _float(b["bound"])
-        hyp = b["hypotheses_hold"]
-        hyp = None if hyp is None or (isinstance(hyp, float) and math.isnan(hyp)) else bool(hyp)
         exact = _float(b.get("exact"))
+        row = dict(zip(_KEYS, key, strict=True))
         if _flag(b.get("measured_exactly")):
             require(key not in groups, "samples", key, "must be empty for an exact row")
-            rows.append(_exact_row(b, key, exact, bound, hyp))
+            r, judged = _judged(b, Evidence.exact(exact))
+            row.update(mean=r.measured, ci_low=r.ci_low, ci_high=r.ci_high, bound=bound,
+                       status=judged["status"], verdict=r.verdict, tightness=r.tightness,
+                       slope=math.nan, exact=exact,
+                       expected_slope=_float(b.get("expected_slope")), slope_stderr=math.nan,
+                       n_ok=0, n_nonfinite=0, sem=0.0, oracle_z=math.nan, oracle_pass=None,
+                       ci_level=math.nan)
+            rows.append(_carry(row, b, judged))
             continue
-        s = measured_verdict(bound=bound, certified=bool(b["bound_is_certified"]),
-                             hypotheses_hold=hyp, values=groups.get(key, np.empty(0)),
-                             level=level)
-        v = s["verdict"]
-        if s["n_ok"] == 0 and s["n_nonfinite"] == 0 and _float(b.get("n_failed")) > 0:
-            v = "error"   # every replicate raised: nothing was measured (never a silent NaN)
+        n_failed = _float(b.get("n_failed"))
+        ev = Evidence.replicates(groups.get(key, np.empty(0)), level=level,
+                                 n_failed=int(n_failed) if n_failed > 0 else 0)
+        r, judged = _judged(b, ev)
         z, passed = (math.nan, False)
         if math.isfinite(exact):
-            z, passed = oracle_test(s["mean"], s["sem"], exact, far,
-                                    n=s["n_ok"] if s["n_ok"] >= 2 else None)
-        row = {k: b[k] for k in _KEYS}
-        row.update(mean=s["mean"], ci_low=s["ci_low"], ci_high=s["ci_high"], bound=bound,
-                   status=str(getattr(b["status"], "value", b["status"])), verdict=v,
-                   tightness=s["tightness"], slope=math.nan, exact=exact,
-                   expected_slope=_float(b.get("expected_slope")),
-                   slope_stderr=math.nan, n_ok=s["n_ok"], n_nonfinite=s["n_nonfinite"],
-                   sem=s["sem"], oracle_z=z,
-                   oracle_pass=passed if math.isfinite(exact) else None, ci_level=level)
-        for k, val in b.items():
-            if k not in row and k not in _NOT_CARRIED:
-                row[k] = val
-        rows.append(row)
+            z, passed = oracle_test(r.measured, r.sem, exact, far,
+                                    n=r.n if r.n >= 2 else None)
+        row.update(mean=r.measured, ci_low=r.ci_low, ci_high=r.ci_high, bound=bound,
+                   status=judged["status"], verdict=r.verdict, tightness=r.tightness,
+                   slope=math.nan, exact=exact, expected_slope=_float(b.get("expected_slope")),
+                   slope_stderr=math.nan, n_ok=r.n, n_nonfinite=r.n_nonfinite, sem=r.sem,
+                   oracle_z=z, oracle_pass=passed if math.isfinite(exact) else None,
+                   ci_level=level)
+        rows.append(_carry(row, b, judged))
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS + EXTRA_COLUMNS)

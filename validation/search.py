@@ -41,6 +41,10 @@ verification (damaged, truncated, computed for another key) is recomputed and co
 lock, as validate does.  Confirmation records live under ``out/confirm``
 (:func:`fedsim.validation.montecarlo.run_tasks`' store).  ``out/search.csv`` has one row per point:
 the parameters, ``bound``, ``status``, ``claim`` (tested as an upper bound by validate),
+``point_verdict`` and ``note`` (the point's own verdict, :func:`fedsim.validation.verdict.judge`
+on its measurement and on its simulation checks run on
+:data:`fedsim.validation.verdict.CHECK_REPLICATES` engine runs: the verdict ``check_bound``
+gives),
 ``measured``, ``error`` (exact: rigorous error bound; mc: 99% half-width), ``method``,
 ``ratio`` (the objective's), ``violation_ratio``, ``phase`` and, for confirmed points,
 ``verdict``, ``ci_low``, ``ci_high``.
@@ -72,10 +76,11 @@ from fedsim.safefile import atomic_writer
 __all__ = ["SearchSettings", "evaluate", "run_search", "OBJECTIVES"]
 
 OBJECTIVES = ("violation", "looseness")
-_COLUMNS = ["theorem", "mode", "horizon", "bound", "status", "claim", "measured", "error",
-            "method", "ratio", "violation_ratio", "verdict", "ci_low", "ci_high", "mc_mean",
+_COLUMNS = ["theorem", "mode", "horizon", "bound", "status", "claim", "point_verdict",
+            "measured", "error", "method", "ratio", "violation_ratio", "verdict", "ci_low",
+            "ci_high", "mc_mean",
             "oracle_z", "phase", "oracle", "n_oracle", "unknown_hypotheses",
-            "failing_hypotheses", "seconds", "point", "params"]
+            "failing_hypotheses", "note", "seconds", "point", "params"]
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,8 @@ def _refused_row(full: dict[str, Any], digest: str, phase: str, reason: str,
     return {**{k: v for k, v in full.items() if not isinstance(v, list)},
             "params": json.dumps(full, sort_keys=True), "point": digest, "theorem": "",
             "mode": "", "horizon": nan, "bound": nan, "status": status, "claim": False,
-            "unknown_hypotheses": "", "failing_hypotheses": "", "measured": nan,
+            "point_verdict": "", "note": "", "unknown_hypotheses": "",
+            "failing_hypotheses": "", "measured": nan,
             "error": nan, "method": "refused" if status == "REFUSED" else "stopped",
             "oracle": reason.splitlines()[0],
             "n_oracle": 0, "phase": phase, "seconds": seconds, "violation_ratio": nan,

@@ -46,14 +46,34 @@ class PointCrashed(ConfigError):
 
 def measure_point(family: Any, full: dict[str, Any], max_states: int, replicates: int,
                   seed: int) -> dict[str, Any]:
-    """Build ``family`` at ``full`` and measure it; the fields of its search row."""
+    """Build ``family`` at ``full``, measure it, evaluate its simulation checks on
+    :data:`fedsim.validation.verdict.CHECK_REPLICATES` engine runs (when it declares any and
+    has a scenario) and judge it (:func:`fedsim.validation.verdict.judge`): the fields of its
+    search row (``point_verdict``, ``status``, ``claim``, the hypotheses and ``note`` are the
+    verdict row's)."""
+    from fedsim.validation.families.mc import engine_runs
+    from fedsim.validation.verdict import (
+        CHECK_REPLICATES,
+        Evidence,
+        Target,
+        evaluate_checks,
+        judge,
+    )
+
     inst = family.build(full)
     m = inst.measure(max_states=max_states, replicates=replicates, seed=seed)
+    checks = list(inst.sim_checks)
+    outcomes = None
+    if not checks or inst.scenario is not None:
+        runs = (engine_runs(inst.scenario, inst.metric, inst.horizon, CHECK_REPLICATES, seed)
+                if checks else [])
+        outcomes = evaluate_checks(checks, runs)
+    v = judge(Target.of_instance(inst), Evidence.of_measurement(m), outcomes)
     return {"theorem": inst.theorem, "mode": inst.mode, "horizon": inst.horizon,
-            "bound": inst.bound_value, "status": inst.status, "claim": bool(inst.is_claim),
-            "unknown_hypotheses": "; ".join(inst.unknown),
-            "failing_hypotheses": "; ".join(h.name for h in inst.bound.hypotheses
-                                            if h.holds is False),
+            "bound": inst.bound_value, "status": v.status, "claim": v.claim,
+            "point_verdict": v.verdict, "note": v.note,
+            "unknown_hypotheses": "; ".join(v.unknown_hypotheses),
+            "failing_hypotheses": "; ".join(v.failing_hypotheses),
             "measured": m.value, "error": m.error, "method": m.method, "oracle": m.detail,
             "n_oracle": m.n}
 

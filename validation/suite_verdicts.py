@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from fedsim.theory.result import Hypothesis, Status
-from fedsim.validation.cases import CLAIM_STATUSES, Case, Row
+from fedsim.theory.result import Hypothesis
+from fedsim.validation.cases import CLAIM_STATUSES, Case
 from fedsim.validation.compare import verdict_table
+from fedsim.validation.verdict import Target, evaluate_checks, merged_hypotheses
 
 __all__ = ["collect", "say_failures", "in_regime_rows"]
 
@@ -27,34 +29,10 @@ def _hyp_dict(h: Hypothesis) -> dict[str, Any]:
     return {"name": h.name, "holds": h.holds, "detail": h.detail}
 
 
-def _case_hypotheses(case: Case, recs: dict[str, dict]) -> list[tuple]:
-    """The simulation-side checks of a case, evaluated on its records:
-    ``(name, holds, detail, replaces)`` tuples."""
-    out = []
-    for chk in case.sim_checks:
-        field = "max_staleness" if chk.kind == "max_staleness" else "inner_failures"
-        vals = [rec["value"].get(field, 0) for run in case.runs
-                for r in range(run.replicates)
-                if (rec := recs.get(f"{run.key}/r{r}")) and rec.get("value")]
-        if not vals:
-            out.append((chk.name, None, chk.detail + "; no replicate finished", chk.replaces))
-            continue
-        m = max(vals) if chk.kind == "max_staleness" else sum(vals)
-        what = "max staleness" if chk.kind == "max_staleness" else "inner-solve failures"
-        out.append((chk.name, bool(m <= chk.limit),
-                    f"{chk.detail}; measured {what} {m:g} over {len(vals)} replicates",
-                    chk.replaces))
-    return out
-
-
-def _merged(row: Row, sim: list[tuple]) -> list[Hypothesis]:
-    """Theory hypotheses with the simulator-only ones (holds=None) replaced by measurements."""
-    hyps = list(row.result.hypotheses)
-    if sim:
-        drop = tuple(p for c in sim for p in c[3])
-        hyps = [h for h in hyps if not (h.holds is None and drop and h.name.startswith(drop))]
-        hyps += [Hypothesis(*c[:3]) for c in sim]
-    return hyps
+def _records(case: Case, recs: dict[str, dict]) -> list[dict]:
+    """The value dicts of the case's finished replicates (what its checks read)."""
+    return [rec["value"] for run in case.runs for r in range(run.replicates)
+            if (rec := recs.get(f"{run.key}/r{r}")) and rec.get("value")]
 
 
 def collect(cases: list[Case], recs: dict[str, dict], div1000: tuple = ()
@@ -62,7 +40,7 @@ def collect(cases: list[Case], recs: dict[str, dict], div1000: tuple = ()
     """Verdict table and per-(theorem, scenario) metadata from the records."""
     samples, bounds, metas = [], [], {}
     for case in cases:
-        sim = _case_hypotheses(case, recs)
+        sim = evaluate_checks(case.sim_checks, _records(case, recs))
         exact_keys = case.exact_keys()
         n_failed, first_failure = 0, ""
         rep = None
@@ -89,35 +67,33 @@ def collect(cases: list[Case], recs: dict[str, dict], div1000: tuple = ()
         failure = (f"{n_failed} of {n_tasks} replicates failed; first: {first_failure}"
                    if n_failed else "")
         for row in case.rows:
-            hyps = _merged(row, sim)
-            hold = not any(h.holds is False for h in hyps)
-            failing = "; ".join(h.name for h in hyps if h.holds is False)
-            status = row.result.status
-            if not hold and status is not Status.NOT_APPLICABLE:
-                status = Status.NOT_APPLICABLE
+            # an exact row simulates nothing: its simulation checks stay unknown (judge)
+            simulated = row.run_key not in exact_keys
+            target = Target.of_bound(row.result, row.bound, case.sim_checks)
             base = dict(theorem=case.theorem, scenario=case.scenario, horizon=row.horizon,
-                        status=status.value, hypotheses_hold=hold, exact=row.exact,
-                        expected_slope=case.expected_slope, n_failed=n_failed,
-                        failing_hypotheses=failing, failure=failure)
-            claim = status in CLAIM_STATUSES and hold
-            bounds.append(dict(base, mode=row.mode, bound=row.bound, bound_is_certified=claim,
+                        exact=row.exact, expected_slope=case.expected_slope,
+                        n_failed=n_failed, failing_hypotheses="", failure=failure,
+                        outcomes=sim if simulated else None)
+            bounds.append(dict(base, mode=row.mode, bound=row.bound, target=target,
                                control=row.control, expected_verdict=row.expected_verdict,
-                               **({"measured_exactly": True} if row.run_key in exact_keys
-                                  else {})))
-            if (case.theorem, case.scenario) in div1000 and row.run_key not in exact_keys:
+                               **({} if simulated else {"measured_exactly": True})))
+            if (case.theorem, case.scenario) in div1000 and simulated:
                 samples += [(t, s, f"{row.mode}/1000", h, v) for (t, s, m, h, v) in samples
                             if (t, s, m, h) == (case.theorem, case.scenario, row.mode,
                                                 row.horizon)]
                 bounds.append(dict(base, mode=f"{row.mode}/1000", bound=row.bound / 1000,
-                                   bound_is_certified=claim, control="bound_div_1000",
-                                   expected_verdict="violated", exact=math.nan))
+                                   target=replace(target, bound=row.bound / 1000),
+                                   control="bound_div_1000", expected_verdict="violated",
+                                   exact=math.nan))
         r0 = case.rows[0].result
         metas[(case.theorem, case.scenario)] = {
             "theorem": case.theorem, "scenario": case.scenario,
             "mode": ", ".join(dict.fromkeys(r.mode for r in case.rows)),
             "title": case.title, "description": case.description, "x_label": case.x_label,
             "quantity": case.quantity, "expected_slope": case.expected_slope,
-            "hypotheses": [_hyp_dict(h) for h in _merged(case.rows[-1], sim)],
+            "hypotheses": [_hyp_dict(h) for h in merged_hypotheses(
+                Target.of_bound(case.rows[-1].result, case.rows[-1].bound, case.sim_checks),
+                sim if case.rows[-1].run_key not in exact_keys else None)],
             "constants": case.constants,
             "bound_status": ", ".join(dict.fromkeys(r.result.status.value for r in case.rows)),
             "step_sizes": {k: (v.tolist() if isinstance(v, np.ndarray) else v)
