@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from fedsim.validation.compare import CI_LEVEL
+from fedsim.validation.interval import CI_LEVEL
+from fedsim.validation.verdict import Evidence, Target, judge
 from scipy import stats as st
 
-__all__ = ["diff_ci", "paired_ci", "one_sample_ci", "claim_status"]
+__all__ = ["diff_ci", "paired_ci", "one_sample_ci", "claim_status", "CLAIM_STATUS"]
 
 
 def one_sample_ci(x: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float, float]:
@@ -81,14 +82,20 @@ def diff_ci(a: np.ndarray, b: np.ndarray, level: float = CI_LEVEL) -> tuple[floa
     return d, d - half, d + half
 
 
+#: a paper claim's status for each verdict of :func:`fedsim.validation.verdict.judge`
+CLAIM_STATUS = {"holds": "holds", "violated": "reversed", "inconclusive": "unresolved"}
+
+
 def claim_status(rel: str, lo: float, hi: float, *, a_censored: bool = False,
                  b_censored: bool = False) -> str:
     """``holds`` / ``reversed`` / ``unresolved`` for the claim ``difference <rel> 0`` given
-    its interval ``[lo, hi]`` (module docstring for the censoring rule)."""
-    below = hi < 0 and not a_censored   # the true difference is < 0
-    above = lo > 0 and not b_censored   # the true difference is > 0
-    if rel == "<":
-        return "holds" if below else ("reversed" if above else "unresolved")
-    if rel == ">":
-        return "holds" if above else ("reversed" if below else "unresolved")
-    raise ValueError(f"rel must be '<' or '>', got {rel!r}")
+    its interval ``[lo, hi]`` (module docstring for the censoring rule): the verdict of
+    :func:`fedsim.validation.verdict.judge`, a censored ``a`` leaving the interval open
+    above, a censored ``b`` open below."""
+    if rel not in ("<", ">"):
+        raise ValueError(f"rel must be '<' or '>', got {rel!r}")
+    target = Target(bound=0.0, status="paper claim", claimed=True, relation=rel)
+    ev = Evidence(kind="paired", value=math.nan, low=float(lo), high=float(hi),
+                  open_above="an a-value is censored at the horizon" if a_censored else "",
+                  open_below="a b-value is censored at the horizon" if b_censored else "")
+    return CLAIM_STATUS[judge(target, ev).verdict]
