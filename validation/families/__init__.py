@@ -27,6 +27,7 @@ from fedsim.validation.families.base import (
     Instance,
     Measurement,
     Param,
+    SimCheck,
     resolve_hypotheses,
 )
 from fedsim.validation.families.helpers import (
@@ -46,7 +47,7 @@ from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 from fedsim.errors import ConfigError, require
 from fedsim.plugins import load_group
 
-__all__ = ["Family", "Instance", "Measurement", "Param", "BUILTIN", "register_family",
+__all__ = ["Family", "Instance", "Measurement", "Param", "SimCheck", "BUILTIN", "register_family",
            "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
            "get_family", "families", "event_probabilities", "resolve_hypotheses",
            "engine_scenario", "build_problem_from", "constants_of", "params_digest",

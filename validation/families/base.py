@@ -37,13 +37,15 @@ from fedsim.validation.cases import (
     ExactSpec,
     Row,
     RunSpec,
+    SimCheck,
     resolve_hypotheses,
 )
 from fedsim.validation.families.helpers import params_digest
 
 from fedsim.errors import ConfigError, require
 
-__all__ = ["Param", "Measurement", "Instance", "Family", "resolve_hypotheses", "MAX_CLIENTS",
+__all__ = ["Param", "Measurement", "Instance", "Family", "SimCheck", "resolve_hypotheses",
+           "MAX_CLIENTS",
            "MAX_ITERATIONS", "MAX_WINDOW", "instances_case"]
 
 

@@ -33,6 +33,7 @@ HYPOTHESES = {
     "strongly_convex_smooth": "f is mu-strongly convex and L-smooth (0 < mu <= L)",
     "unbiased_bounded_noise": "E[g | x] = grad f(x), E||g - grad f(x)||^2 <= sigma2",
     "step_size": "0 < eta <= 2/(mu + L) (sharp), and eta <= 1/L (textbook)",
+    "fresh_gradient": "g_k is evaluated at x_k itself: no stale gradient",
 }
 
 
@@ -59,7 +60,8 @@ def sgd_bound(*, mu: float, L: float, eta: float, sigma2: float, R0: float, K: H
     hyps = [Hypothesis("strongly_convex_smooth", None if mu <= L else False,
                        f"mu = {mu:g}, L = {L:g}" + ("" if mu <= L else ": mu > L")),
             Hypothesis("unbiased_bounded_noise", None, HYPOTHESES["unbiased_bounded_noise"]),
-            Hypothesis("step_size", bool(step_ok), f"eta = {eta:g}, limit {limit:g} ({mode})")]
+            Hypothesis("step_size", bool(step_ok), f"eta = {eta:g}, limit {limit:g} ({mode})"),
+            Hypothesis("fresh_gradient", None, HYPOTHESES["fresh_gradient"])]
     status = Status.CERTIFIED_PAPER if step_ok and mu <= L else Status.NOT_APPLICABLE
     out = float(value) if value.ndim == 0 else value
     return BoundResult(value=out, status=status, hypotheses=hyps, theorem="SGD bound",

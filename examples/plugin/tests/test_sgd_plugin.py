@@ -23,6 +23,7 @@ SPACE = dict(dim="2..4", mu="0.05..1.0", eta_mult="0.05..1.0", noise_sd="0..1.0"
 def test_fedsim_finds_the_plugin():
     assert get_theorem("sgd_quadratic").horizon == "K"
     assert get_family("sgd-quadratic").theorem == "sgd_quadratic"
+    assert get_family("sgd-quadratic").horizon == "K"
     assert {"sgd-textbook", "sgd-sharp", "sgd-step-too-large"} <= \
         {r.name for r in suite_rows("quick")}
 
@@ -30,14 +31,14 @@ def test_fedsim_finds_the_plugin():
 @fedsim_profile
 @given(points("sgd-quadratic", **SPACE, mode="textbook"))
 def test_textbook_bound_holds(point):
-    rec = assert_bound_holds(point, method="exact")
+    rec = assert_bound_holds(point, method="exact", check_replicates=2)
     assert rec.verdict == "holds", rec
 
 
 @fedsim_profile
 @given(points("sgd-quadratic", **SPACE, mode="sharp"))
 def test_sharp_bound_holds(point):
-    rec = assert_bound_holds(point, method="exact")
+    rec = assert_bound_holds(point, method="exact", check_replicates=2)
     assert rec.verdict in ("holds", "inconclusive"), rec   # equality when A = mu I
     assert not rec.ratio > 1.0 + 1e-9          # NaN when both are 0 (q = 0, no noise)
 
@@ -53,6 +54,18 @@ def test_sharp_bound_is_attained_when_the_hessian_is_mu():
 def test_a_step_past_1_over_L_is_not_applicable():
     rec = check_bound(get_family("sgd-quadratic").build({"eta_mult": 1.9}), method="exact")
     assert rec.verdict == "not_applicable" and rec.failing_hypotheses == ("step_size",)
+
+
+def test_the_measured_hypothesis_needs_a_simulation():
+    """Fresh gradients are measured (the engine's staleness): with nothing simulated the
+    hypothesis stays unknown and the point is not a claim; two runs settle it."""
+    inst = get_family("sgd-quadratic").build({"K": 20})
+    alone = check_bound(inst, method="exact", check_replicates=0)
+    assert alone.verdict == "not_applicable" and not alone.claim
+    assert "fresh gradients: staleness <= 0 (measured)" in alone.unknown_hypotheses
+    assert "can only be settled by a simulation" in alone.note
+    ran = check_bound(inst, method="exact", check_replicates=2)
+    assert ran.verdict == "holds" and ran.claim and not ran.unknown_hypotheses
 
 
 def test_engine_monte_carlo_agrees_with_the_exact_oracle():
