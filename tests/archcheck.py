@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Graph", "Edge", "build_graph", "cycles", "private_uses", "layer_breaks",
-           "forbidden_uses", "toplevel_uses"]
+           "forbidden_uses", "toplevel_uses", "verdict_decisions"]
 
 
 @dataclass(frozen=True)
@@ -244,3 +244,31 @@ def forbidden_uses(g: Graph, sources: tuple[str, ...], forbidden: tuple[str, ...
 
 def toplevel_uses(g: Graph) -> list[str]:
     return [f"{src}:{line} imports top-level {what}" for src, line, what in g.raw_toplevel]
+
+
+def _verdict_values(node: ast.AST | None, vocabulary: frozenset[str]) -> list[str]:
+    """The verdict words ``node`` evaluates to directly (a literal, or a branch of ``a if c
+    else b``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value] if node.value in vocabulary else []
+    if isinstance(node, ast.IfExp):
+        return (_verdict_values(node.body, vocabulary)
+                + _verdict_values(node.orelse, vocabulary))
+    return []
+
+
+def verdict_decisions(g: Graph, vocabulary: frozenset[str], allowed: tuple[str, ...]
+                      ) -> list[str]:
+    """``module:line`` for every ``return`` or assignment (outside ``allowed`` modules) whose
+    value is a verdict word (``vocabulary``): a module that decides a verdict itself.  Data
+    tables (a tuple of the words, a dict from one vocabulary to another) and keyword
+    arguments (``expected_verdict="violated"``) decide nothing and are not flagged."""
+    out = []
+    for mod, path in sorted(g.modules.items()):
+        if mod in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Return, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for word in _verdict_values(node.value, vocabulary):
+                    out.append(f"{mod}:{node.lineno} decides {word!r}")
+    return out

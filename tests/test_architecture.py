@@ -113,3 +113,46 @@ def test_every_break_is_flagged(tmp_path):
                                                 ("probe.low.h", "probe.low.i")]
     assert ac.private_uses(g) == ["probe.high.e:1 imports probe.low.a._hidden",
                                   "probe.high.e:3 reads probe.low.b._h"]
+
+
+# -- one verdict function (issue 30): validation/verdict.py decides, every door calls it ------
+VERDICT_WORDS = frozenset({"holds", "violated", "inconclusive", "not_applicable", "error",
+                           "reversed", "unresolved"})
+#: modules that combine verdicts already decided into one word (a summary cell, a paper
+#: experiment's verdict from its claims' statuses); they decide no claim
+AGGREGATORS = ("fedsim.validation.report.summary", "fedsim.validation.paper.stats")
+#: the doors and the one name each imports: validate's table, search's points, fedsim.testing,
+#: the paper suite's claims
+DOORS = ("fedsim.validation.compare", "fedsim.validation.search_budget",
+         "fedsim.testing.check", "fedsim.validation.paper.intervals")
+
+
+def test_only_the_verdict_module_decides_a_verdict():
+    found = ac.verdict_decisions(_graph(), VERDICT_WORDS,
+                                 ("fedsim.validation.verdict",) + AGGREGATORS)
+    assert not found, "\n".join(found)
+
+
+def test_every_door_calls_the_one_verdict_function():
+    g = _graph()
+    for door in DOORS:
+        assert any(e.src == door and e.dst == "fedsim.validation.verdict" and "judge" in e.names
+                   for e in g.edges), door
+    suite = [e for e in g.edges if e.src == "fedsim.validation.suite_verdicts"]
+    assert any(e.dst == "fedsim.validation.compare" and "verdict_table" in e.names
+               for e in suite)
+
+
+def test_a_verdict_decided_elsewhere_is_flagged(tmp_path):
+    pkg = tmp_path / "probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "door.py").write_text(
+        "def v(hi, b):\n    return 'holds' if hi <= b else 'inconclusive'\n")
+    (pkg / "rows.py").write_text("VERDICTS = ('holds', 'violated')\nX = dict(v='violated')\n"
+                                 "def f(x):\n    out = 'violated'\n    return out\n")
+    g = ac.build_graph({"probe": pkg}, flag_toplevel=())
+    assert ac.verdict_decisions(g, VERDICT_WORDS, ()) == [
+        "probe.door:2 decides 'holds'", "probe.door:2 decides 'inconclusive'",
+        "probe.rows:4 decides 'violated'"]
+    assert ac.verdict_decisions(g, VERDICT_WORDS, ("probe.door", "probe.rows")) == []
