@@ -11,13 +11,13 @@ Issue 6 item 3.  Pure functions on numbers, numpy arrays and DataFrames.
   violate the bound).  THEORY_SPEC 10.3 suggests a 1.96-sd normal interval; we use
   the more conservative t interval at 99 %, because R is small (tens) and a
   suite makes many comparisons.
-* Verdict (issue 6): ``not_applicable`` if a hypothesis fails or the bound is not a
-  certified upper bound (the status comes from theory: ``NOT_APPLICABLE``,
-  ``ASYMPTOTIC_LEADING_TERMS``, ``RATE_SHAPE_ONLY``,
-  ``PAPER_LITERAL_KNOWN_ERRATUM`` are never ``holds``); ``holds`` if the CI upper
-  end is <= the bound; ``violated`` if the CI lower end is > the bound; otherwise
-  ``inconclusive``; ``error`` (:func:`verdict_table`) when every replicate of the row
-  raised, so nothing was measured.
+* Verdict: :func:`fedsim.validation.verdict.judge` decides every row (this module's
+  :func:`verdict`, :func:`exact_verdict`, :func:`measured_verdict` and :func:`verdict_table`
+  call it): ``not_applicable`` if the row is not a claim (a hypothesis fails, a simulation
+  check is unknown, or the status -- ``NOT_APPLICABLE``, ``ASYMPTOTIC_LEADING_TERMS``,
+  ``RATE_SHAPE_ONLY`` -- is not tested as a bound); ``holds`` if the CI upper end is <= the
+  bound; ``violated`` if the CI lower end is > the bound; otherwise ``inconclusive``;
+  ``error`` when every replicate of the row raised, so nothing was measured.
 * Tightness = bound / mean (>= 1 when the bound holds; large = loose).
 * Slope: least squares of log(mean) on log(horizon) over the T or K grid, to be
   compared with the theorem's order (e.g. -1/2 for O(1/sqrt T)).
