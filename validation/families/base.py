@@ -194,7 +194,9 @@ class Instance:
 
     @property
     def is_claim(self) -> bool:
-        """True when validate would test the bound as an upper bound (as its verdicts do)."""
+        """The theory side of a claim: the status is tested as a bound and no hypothesis of
+        the bound fails.  A row's ``claim`` (:func:`fedsim.validation.verdict.judge`) also needs
+        :attr:`sim_checks` settled by a simulation."""
         return self.bound.status in CLAIM_STATUSES and self.hypotheses_hold is not False
 
     def measure(self, *, max_states: int = 200_000, replicates: int = 20_000,
