@@ -138,9 +138,10 @@ def main_run(args: argparse.Namespace) -> int:
             check_output_path(opt, path)
     if args.plot is not None:
         safefile.check_output_file("--plot", args.plot, suffixes=PLOT_SUFFIXES)
-    outs = [p.resolve() for p in (args.out, args.metrics_out, args.plot) if p is not None]
-    require(len(set(outs)) == len(outs), "--out/--metrics-out/--plot",
-            ", ".join(map(str, outs)), "must be different files")
+    from fedsim.output_paths import check_outputs
+
+    check_outputs(outputs={"--out": args.out, "--metrics-out": args.metrics_out,
+                           "--plot": args.plot}, inputs={"scenario": args.scenario})
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)
