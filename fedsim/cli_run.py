@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fedsim import safefile
 from fedsim.cli import EXIT_FAILED_RESULT
-from fedsim.errors import ConfigError, check_sim_time, require
+from fedsim.errors import ConfigError, check_integer, check_sim_time, require
 from fedsim.trace_csv import write_metrics_csv, write_trace_csv
 
 __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
@@ -126,9 +126,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main_run(args: argparse.Namespace) -> int:
     """Run the scenario; returns the exit code (0, or 3 when it diverged)."""
     from fedsim import config
+    from fedsim.api import MAX_REPLICATE
     from fedsim.config.budget import check_budget, set_memory_budget
 
-    require(args.replicate >= 0, "--replicate", args.replicate, "must be >= 0")
+    check_integer("--replicate", args.replicate, low=0, high=MAX_REPLICATE)
     if args.seed is not None:
         require(args.seed >= 0, "--seed", args.seed, "must be >= 0")
     if args.steps is not None:
