@@ -33,6 +33,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from fedsim.errors import FedsimError
 
@@ -87,6 +88,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (130 on Ctrl-C, also while
     the subcommand modules are still being imported)."""
+    _standard_streams()
     try:
         args_in = sys.argv[1:] if argv is None else list(argv)
         # the named subcommand's module only; anything else (--help, --version, a typo):
@@ -99,21 +101,110 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FedsimError as exc:  # a registry that cannot be built: one line, no traceback
         sys.stderr.write(f"fedsim: error: {str(exc).splitlines()[0] if str(exc) else exc!r}\n")
         return 2
+    except (OSError, MemoryError) as exc:  # e.g. too many open files while importing
+        return _system_error(exc)
     args = parser.parse_args(argv)  # a usage error raises SystemExit(2) after one line
+    stdout, sys.stdout = sys.stdout, _NamedStream(sys.stdout, "standard output")
     try:
+        from fedsim.environment import check_environment
+
+        check_environment()  # bad FEDSIM_* values: exit 2 for every command alike
         code = int(args.func(args) or 0)
-        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        sys.stdout.flush()  # a closed pipe or a full device shows here, inside the handlers
         return code
     except FedsimError as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"fedsim: error: {msg}\n")
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        sys.stderr.write(f"fedsim: error: {exc}\n")
-        return 2
     except BrokenPipeError:  # `fedsim bounds ... | head`: the reader left; stop quietly
         _silence_stdout()
         return 0
+    except (OSError, MemoryError) as exc:
+        return _system_error(exc)
+    finally:
+        sys.stdout = stdout
+
+
+class _NamedStream:
+    """A text stream whose write errors (a full device: ``> /dev/full``) name it; a closed
+    pipe stays a BrokenPipeError."""
+
+    def __init__(self, stream: Any, name: str) -> None:
+        self._stream, self._name = stream, name
+
+    def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self._stream, method)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            _silence_stdout()
+            raise OSError(exc.errno, exc.strerror, self._name) from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+#: what to do about an OSError, by errno name (the cause named in the one-line message)
+_FIXES = {"ENOSPC": "free some space and re-run; a run directory resumes",
+          "EDQUOT": "the disk quota is reached; free some space and re-run",
+          "EFBIG": "a file-size limit (ulimit -f) is reached; raise it and re-run",
+          "EMFILE": "too many open files (ulimit -n); raise the limit and re-run",
+          "ENFILE": "the system's open-file table is full; re-run later",
+          "EROFS": "the file system is read-only; choose another path",
+          "EACCES": "no permission; choose another path",
+          "EPERM": "no permission; choose another path"}
+
+
+def _system_error(exc: BaseException) -> int:
+    """One line naming the path and the cause of an OSError (a full disk, a limit, a
+    read-only file system) or a MemoryError; exit 2."""
+    import errno
+
+    if isinstance(exc, MemoryError):
+        msg = ("out of memory; reduce the sizes (fedsim run --memory-budget, "
+               "FEDSIM_MEMORY_BUDGET)")
+    else:
+        assert isinstance(exc, OSError)
+        name = errno.errorcode.get(exc.errno or 0, "")
+        where = f"{exc.filename}: " if exc.filename else ""
+        what = exc.strerror or str(exc) or type(exc).__name__
+        fix = _FIXES.get(name)
+        msg = f"{where}{what}" + (f" ({fix})" if fix else "")
+    try:
+        sys.stderr.write(f"fedsim: error: {msg}\n")
+    except (OSError, ValueError):
+        pass
+    return 2
+
+
+def _standard_streams() -> None:
+    """A closed stdout or stderr (``>&-``, ``2>&-``) becomes /dev/null: the messages and the
+    exit codes stay those of an open one, and no file the command opens later can take the
+    stream's descriptor and receive its text."""
+    import os
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            if name != "stdin":
+                setattr(sys, name, open(fd, "w", encoding="utf-8", closefd=False))
+        except OSError:
+            pass
 
 
 def _silence_stdout() -> None:

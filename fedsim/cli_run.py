@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fedsim import safefile
 from fedsim.cli import EXIT_FAILED_RESULT
-from fedsim.errors import ConfigError, check_sim_time, require
+from fedsim.errors import ConfigError, check_integer, check_sim_time, require
 from fedsim.trace_csv import write_metrics_csv, write_trace_csv
 
 __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
@@ -126,9 +126,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def main_run(args: argparse.Namespace) -> int:
     """Run the scenario; returns the exit code (0, or 3 when it diverged)."""
     from fedsim import config
+    from fedsim.api import MAX_REPLICATE
     from fedsim.config.budget import check_budget, set_memory_budget
 
-    require(args.replicate >= 0, "--replicate", args.replicate, "must be >= 0")
+    check_integer("--replicate", args.replicate, low=0, high=MAX_REPLICATE)
     if args.seed is not None:
         require(args.seed >= 0, "--seed", args.seed, "must be >= 0")
     if args.steps is not None:
@@ -138,9 +139,10 @@ def main_run(args: argparse.Namespace) -> int:
             check_output_path(opt, path)
     if args.plot is not None:
         safefile.check_output_file("--plot", args.plot, suffixes=PLOT_SUFFIXES)
-    outs = [p.resolve() for p in (args.out, args.metrics_out, args.plot) if p is not None]
-    require(len(set(outs)) == len(outs), "--out/--metrics-out/--plot",
-            ", ".join(map(str, outs)), "must be different files")
+    from fedsim.output_paths import check_outputs
+
+    check_outputs(outputs={"--out": args.out, "--metrics-out": args.metrics_out,
+                           "--plot": args.plot}, inputs={"scenario": args.scenario})
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)

@@ -5,10 +5,13 @@ with :func:`jit`.  The same function then runs compiled (``rule(...)``) or inter
 through ``rule.py_func(...)`` -- for a problem whose oracles do not compile (an
 :class:`~fedsim.problems.autodiff.AutogradProblem`), and for step-by-step tests.
 
-Compiled code is cached on disk (``cache=True``).  numba writes its cache next to the
-source when it can; when the package directory is read-only, this module points
-``NUMBA_CACHE_DIR`` at ``$XDG_CACHE_HOME/fedsim/numba`` (default ``~/.cache/fedsim/numba``)
-before numba is imported, unless the user set ``NUMBA_CACHE_DIR`` already.  A cache entry
+Compiled code is cached on disk (``cache=True``), in the first of these that can be
+written, fixed before numba is imported (:func:`_ensure_cache_dir`): ``NUMBA_CACHE_DIR`` if
+the user set it; next to the source when the package directory is writable (a checkout);
+``$XDG_CACHE_HOME/fedsim/numba`` (default ``~/.cache/fedsim/numba``); a fresh temporary
+directory, removed at exit, with a one-line notice on stderr.  A read-only install is never
+written into, and nothing here fails at import.  A damaged cache entry (garbage in an index
+or data file) is a cache miss: the function is compiled again.  A cache entry
 is keyed on the function and on everything that changes its machine code
 (:func:`source_digest`): its compile options, and everything it calls or reads, in any module,
 with their compile options (``inline`` decides whether a callee is inlined or linked) and the
@@ -39,16 +42,73 @@ def cache_dir() -> str | None:
     return os.environ.get("NUMBA_CACHE_DIR")
 
 
+def _usable(path: Path) -> bool:
+    """Whether ``path`` is (or can be made) a directory this process can write a file in."""
+    import tempfile
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".probe-")
+        os.close(fd)
+        os.unlink(probe)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _notice(text: str) -> None:
+    import sys
+
+    try:
+        sys.stderr.write(f"fedsim: note: {text}\n")
+    except (OSError, ValueError, AttributeError):  # stderr closed: nothing to tell
+        pass
+
+
+def _temporary_cache() -> str:
+    """A fresh temporary directory, removed when the process that made it exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="fedsim-numba-")
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(path, ignore_errors=True))
+    return path
+
+
 def _ensure_cache_dir() -> None:
-    if os.environ.get("NUMBA_CACHE_DIR"):
+    """Point ``NUMBA_CACHE_DIR`` at a directory that can be written (module doc): the one
+    the user set, else -- when the package directory is read-only -- the user cache
+    directory, else a fresh temporary directory (one line on stderr says so).  numba's own
+    fallback, the package's ``__pycache__``, is never reached; nothing here raises."""
+    configured = os.environ.get("NUMBA_CACHE_DIR")
+    if configured:
+        if _usable(Path(configured)):
+            return
+        tried = f"NUMBA_CACHE_DIR={configured}"
+    else:
+        here = Path(__file__).resolve().parent
+        if os.access(here, os.W_OK) and _usable(here / "__pycache__"):
+            return
+        tried = f"the package directory {here}"
+    try:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        target: Path | None = base / "fedsim" / "numba"
+    except (RuntimeError, KeyError, OSError):  # no home directory
+        target = None
+    if target is not None and _usable(target):
+        os.environ["NUMBA_CACHE_DIR"] = str(target)
         return
-    here = Path(__file__).resolve().parent
-    if os.access(here, os.W_OK):
+    try:
+        os.environ["NUMBA_CACHE_DIR"] = _temporary_cache()
+    except OSError:  # no writable temporary directory either: compile in memory only
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+        _notice(f"no writable directory for compiled code ({tried}, {target}, the temporary "
+                "directory); every run compiles again")
         return
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    target = base / "fedsim" / "numba"
-    target.mkdir(parents=True, exist_ok=True)
-    os.environ["NUMBA_CACHE_DIR"] = str(target)
+    _notice(f"{tried} and {target} cannot be written; compiled code goes to the temporary "
+            f"{os.environ['NUMBA_CACHE_DIR']} and is compiled again next run")
 
 
 _ensure_cache_dir()
@@ -276,6 +336,22 @@ class _DeepCache(FunctionCache):
         return (sig, codegen.magic_tuple(), (hashlib.sha256(fn.__code__.co_code).hexdigest(),
                                              self._digest))
 
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        """The cached code, or ``None`` (compile again) when the entry cannot be read: a
+        damaged index or data file (garbage, truncated) is a cache miss, not a crash."""
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception:  # noqa: BLE001 - any damage of the cache file: recompile
+            return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        """Save the compiled code; a cache that cannot be written (full disk, read-only, a
+        damaged index) only costs the next process a compile."""
+        try:
+            super().save_overload(sig, data)
+        except Exception:  # noqa: BLE001 - the cache is an optimisation
+            pass
+
 
 class _LazyCache:
     """A dispatcher's :class:`_DeepCache`, built on its first use (the first compile or cache
@@ -290,7 +366,12 @@ class _LazyCache:
 
     def __getattr__(self, name: str) -> Any:
         if self.cache is None:
-            self.cache = _DeepCache(self.dispatcher)
+            try:
+                self.cache = _DeepCache(self.dispatcher)
+            except RuntimeError:  # numba found no directory it can cache in: compile only
+                from numba.core.caching import NullCache
+
+                self.cache = NullCache()
         return getattr(self.cache, name)
 
 

@@ -1,4 +1,5 @@
-"""Entry-point plug-ins: load one group, report a broken entry point in one line, go on.
+"""Entry-point plug-ins as untrusted input: load one group, report a broken entry point in
+one line, go on; check what a plug-in returns before anyone reads it.
 
 fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package"):
 
@@ -9,26 +10,78 @@ fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package
 * ``fedsim.suite_rows`` -- a list of :class:`fedsim.validation.rows.SuiteRow` (or a callable
   returning one), read by :func:`fedsim.validation.rows.load_row_plugins`.
 
-An entry point that fails to import, or names an object of the wrong kind, is skipped: one
-line on stderr names it, its value and the first line of the error (once per process), and
-:func:`broken_plugins` lists it.  Every other command keeps working.
+**Loading.**  An entry point that fails to import -- any exception, ``SystemExit`` (a plug-in
+calling ``sys.exit`` at import), an installed ``entry_points.txt`` that is not UTF-8 -- or
+that names an object of the wrong kind, is skipped: one line on stderr names it, its value
+and the first line of the error (once per process), and :func:`broken_plugins` lists it.
+Every other command keeps working.
+
+**Results.**  A plug-in theorem's function runs through :func:`checked_theorem_function`:
+an exception it raises, or a result that is not a
+:class:`~fedsim.theory.result.BoundResult` of a known status with a real value (a number, or
+a 1-D array of numbers over the horizons), finite unless the status says there is no bound
+(``VACUOUS``, ``NOT_APPLICABLE``: ``+inf``), is a :class:`PluginError` naming the plug-in --
+never a certified NaN.  A plug-in family's builder runs through
+:func:`checked_family_builder`: it must return an ``Instance``.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-__all__ = ["load_group", "broken_plugins"]
+from fedsim.errors import FedsimError
+
+__all__ = ["load_group", "broken_plugins", "PluginError", "checked_theorem_function",
+           "checked_family_builder", "check_bound_result"]
 
 _BROKEN: dict[tuple[str, str], str] = {}
 
 
+class PluginError(FedsimError):
+    """A plug-in raised, or returned something fedsim cannot use (one line names it)."""
+
+
 def _first_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}) (it called sys.exit)"
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
+
+
+def _report(key: tuple[str, str], line: str) -> None:
+    if key not in _BROKEN:
+        _BROKEN[key] = line
+        try:
+            sys.stderr.write(line + "\n")
+        except (OSError, ValueError, AttributeError):  # stderr closed: broken_plugins() has it
+            pass
+
+
+def _entry_points(group: str) -> list[Any]:
+    """The group's entry points; a distribution whose metadata cannot be read (not UTF-8,
+    garbled) is reported once and skipped instead of breaking every command."""
+    try:
+        return list(metadata.entry_points(group=group))
+    except Exception:  # noqa: BLE001 - one bad distribution: read them one at a time
+        pass
+    seen: set[str] = set()
+    eps: list[Any] = []
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"] or "?"
+            if name in seen:
+                continue
+            seen.add(name)
+            eps += [ep for ep in dist.entry_points if ep.group == group]
+        except Exception as exc:  # noqa: BLE001 - foreign metadata: report, skip
+            where = getattr(dist, "_path", "?")
+            _report(("dist", str(where)), f"fedsim: the installed metadata at {where} cannot "
+                    f"be read and its plug-ins were skipped: {_first_line(exc)}")
+    return eps
 
 
 def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
@@ -36,15 +89,12 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
     raises on an object of the wrong kind).  Returns the names accepted; a failing entry point
     is reported (module docstring) and skipped."""
     loaded = []
-    for ep in metadata.entry_points(group=group):
+    for ep in _entry_points(group):
         try:
             accept(ep.name, ep.load())
-        except Exception as exc:  # noqa: BLE001 - any failure of foreign code: report, skip
-            key = (group, ep.name)
-            if key not in _BROKEN:
-                _BROKEN[key] = (f"fedsim: plug-in {ep.name!r} ({group} = {ep.value}) is "
-                                f"broken and was skipped: {_first_line(exc)}")
-                sys.stderr.write(_BROKEN[key] + "\n")
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - foreign code: report, skip
+            _report((group, ep.name), f"fedsim: plug-in {ep.name!r} ({group} = {ep.value}) "
+                    f"is broken and was skipped: {_first_line(exc)}")
             continue
         loaded.append(ep.name)
     return loaded
@@ -53,3 +103,90 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
 def broken_plugins() -> list[str]:
     """The one-line reports of the plug-ins skipped so far in this process."""
     return list(_BROKEN.values())
+
+
+def _value_problem(value: Any, status: Any) -> str | None:
+    import numpy as np
+
+    from fedsim.theory.result import Status
+
+    if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+        return f"value={value!r} is not a number"
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return f"value of type {type(value).__name__} is not a number"
+    if a.ndim > 1:
+        return f"value has shape {a.shape}; a bound is a number or a 1-D array over horizons"
+    if np.isnan(a).any():
+        return "value is NaN"
+    no_bound = status in (Status.VACUOUS, Status.NOT_APPLICABLE)
+    if np.isneginf(a).any() or (np.isposinf(a).any() and not no_bound):
+        return f"value is {'-inf' if np.isneginf(a).any() else 'inf'} with status {status}"
+    return None
+
+
+def check_bound_result(who: str, result: Any) -> Any:
+    """``result`` if it is a BoundResult of a known status with a real, finite value (module
+    doc), its status made a :class:`~fedsim.theory.result.Status`; else :class:`PluginError`
+    naming ``who``."""
+    from fedsim.theory.result import BoundResult, Status
+
+    if not isinstance(result, BoundResult):
+        raise PluginError(f"plug-in {who} returned {type(result).__name__}, not a "
+                          "BoundResult; refused")
+    try:
+        status = Status(result.status)
+    except (ValueError, TypeError):
+        raise PluginError(f"plug-in {who} returned status {result.status!r}, which is not "
+                          f"one of {', '.join(s.value for s in Status)}; refused") from None
+    problem = _value_problem(result.value, status)
+    if problem is not None:
+        raise PluginError(f"plug-in {who} returned a bound whose {problem}; refused (never "
+                          "reported as a bound)")
+    result.status = status
+    return result
+
+
+def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except FedsimError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - foreign code
+        raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
+
+
+def checked_theorem_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a plug-in theorem's bound) wrapped so that an exception, or a result
+    :func:`check_bound_result` refuses, is a :class:`PluginError` naming ``name``."""
+    if getattr(fn, "__fedsim_checked__", False):
+        return fn
+    who = f"theorem {name!r} ({getattr(fn, '__module__', '?')})"
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return check_bound_result(who, _guarded(who, fn, *args, **kwargs))
+
+    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
+    return checked
+
+
+def checked_family_builder(name: str, fn: Callable[..., Any] | None,
+                           instance_type: type) -> Callable[..., Any] | None:
+    """A plug-in family's builder (or curve builder) wrapped so that an exception, or a
+    result that is not an ``instance_type``, is a :class:`PluginError` naming ``name``."""
+    if fn is None or getattr(fn, "__fedsim_checked__", False):
+        return fn
+    who = f"family {name!r} ({getattr(fn, '__module__', '?')})"
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        out = _guarded(who, fn, *args, **kwargs)
+        if not isinstance(out, instance_type):
+            raise PluginError(f"plug-in {who} built {type(out).__name__}, not an "
+                              f"{instance_type.__name__}; refused")
+        return out
+
+    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
+    return checked

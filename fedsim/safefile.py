@@ -12,7 +12,9 @@ user's choice and are not inspected):
 * an empty path (``--out ''``) is refused: it would write into the current folder;
 * a file is written through a fresh temporary file created with ``O_EXCL`` in the target
   folder (:func:`tempfile.mkstemp`: an unpredictable name, mode 0600), flushed, fsynced and
-  renamed over the target with :func:`os.replace` (:func:`atomic_writer`).  The target is
+  renamed over the target with :func:`os.replace` (:func:`atomic_writer`); a failure of the
+  disk or a limit (ENOSPC, EDQUOT, EFBIG, EMFILE, EROFS) is an ``OSError`` naming the target
+  with its cause, and leaves no partial file.  The target is
   checked again just before the rename, so a symlink or device planted during the work is
   refused, never replaced or written through.  The temporary file is removed on failure;
   one left by ``kill -9`` is removed by :func:`remove_stale_temporaries` when the run
@@ -158,8 +160,11 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]
     over ``path`` (module doc).  ``mode`` is ``"w"`` (text, UTF-8) or ``"wb"``."""
     path = Path(path)
     _refuse_target(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix="-" + path.name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix="-" + path.name)
+    except OSError as exc:
+        raise _named(exc, path) from None
     try:
         os.fchmod(fd, _output_mode(path))
         kw: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
@@ -170,9 +175,12 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]
         fault_point(f"write:{path.name}")  # the kill -9 tests (fedsim.faults)
         _refuse_target(path)
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        cause = _os_error_in(exc)
+        if cause is not None:  # ENOSPC, EFBIG, ...: the target's name, not the temporary's
+            raise _named(cause, path) from None
         raise
     with contextlib.suppress(OSError):  # make the rename durable; not supported everywhere
         dfd = os.open(path.parent, os.O_RDONLY)
@@ -180,6 +188,25 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The OSError (not a closed pipe) that ``exc`` is or that it was raised while handling
+    (a writer such as matplotlib's PDF backend can fail again in its clean-up and mask the
+    full disk with its own error)."""
+    seen = 0
+    e: BaseException | None = exc
+    while e is not None and seen < 8:
+        if isinstance(e, OSError) and not isinstance(e, BrokenPipeError) and e.errno:
+            return e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` about ``path`` (a write error names no file, a temporary file's name means
+    nothing to the user): the same errno and cause, so the CLI's one line names both."""
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -209,8 +236,9 @@ def open_lock(path: str | os.PathLike) -> IO[str]:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:
         k = kind_of(Path(path))
-        what = f"it is a {k}" if k not in (None, "file") else exc.strerror
-        raise FedsimError(f"cannot use the lock file {path}: {what}; remove it") from None
+        if k in (None, "file"):  # a full disk, a limit, a read-only file system: say which
+            raise _named(exc, Path(path)) from None
+        raise FedsimError(f"cannot use the lock file {path}: it is a {k}; remove it") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise FedsimError(f"cannot use the lock file {path}: it is not a regular file; "

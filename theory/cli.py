@@ -47,7 +47,8 @@ from fedsim.theory.result import BoundResult
 
 from fedsim.errors import ConfigError, FedsimError
 
-__all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option"]
+__all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option",
+           "parse_option"]
 
 
 # --------------------------------------------------------------------------- argument types
@@ -114,6 +115,12 @@ _PARSERS = {"number": _float, "integer": _int, "vector": _vector, "horizons": _h
             "iterations": _iterations, "text": str}
 _KINDS = {params.KIND_VECTOR: "vector", params.KIND_HORIZONS: "horizons",
           params.KIND_ITERATIONS: "iterations"}
+
+
+def parse_option(kind: str, text: str) -> Any:
+    """What ``text`` gives an option of ``kind`` (:attr:`Option.kind`, not ``flag`` or
+    ``choice``) on the command line; ``argparse.ArgumentTypeError`` if it is refused."""
+    return _PARSERS[kind](text)
 
 
 # --------------------------------------------------------------------------- signature -> options
@@ -325,16 +332,13 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
     theorem = get_theorem(args.theorem)
     kw = _kwargs(args, theorem)
+    from fedsim.theory.api import evaluate
+
     from fedsim.notice import notice_after
 
-    try:
-        with np.errstate(all="ignore"), notice_after(  # an overflow shows in the value (inf)
-                f"evaluating {theorem.name}'s bound (a long recursion at these horizons); "
-                "this can take a while"):
-            result = theorem.function(**kw)
-    except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
-        raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "
-                          f"constants ({type(exc).__name__}: {exc}); use smaller values") from None
+    with notice_after(f"evaluating {theorem.name}'s bound (a long recursion at these "
+                      "horizons); this can take a while"):
+        result = evaluate(theorem, kw)
     if args.json:
         print(to_json(result))
         return 0

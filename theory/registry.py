@@ -24,6 +24,7 @@ one's options are read from its function's signature (:mod:`fedsim.theory.cli`).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
@@ -33,7 +34,7 @@ from typing import Any
 from fedsim.theory.result import BoundResult, Hypothesis, Status
 
 from fedsim.errors import ConfigError, require
-from fedsim.plugins import load_group
+from fedsim.plugins import checked_theorem_function, load_group
 
 __all__ = ["Theorem", "ENTRY_POINT_GROUP", "BUILTIN_MODULES", "register_theorem",
            "get_theorem", "theorems", "load_plugins", "unregister"]
@@ -134,6 +135,7 @@ def _load_builtins() -> None:
 
 def _accept(name: str, obj: Any, *, force: bool = False) -> None:
     """Register one ``fedsim.theorems`` entry point's object (ConfigError if of no known kind)."""
+    before = dict(_REGISTRY)
     if isinstance(obj, Theorem):
         register_theorem(obj, replace=force)
     elif callable(obj):
@@ -141,6 +143,10 @@ def _accept(name: str, obj: Any, *, force: bool = False) -> None:
     else:
         raise ConfigError(f"entry point {name} must name a Theorem or a callable, "
                           f"got {type(obj).__name__}")
+    for key, th in list(_REGISTRY.items()):  # a plug-in's results are checked on every call
+        if before.get(key) is not th:
+            _REGISTRY[key] = dataclasses.replace(
+                th, function=checked_theorem_function(th.name, th.function))
 
 
 def load_plugins(*, force: bool = False) -> list[str]:

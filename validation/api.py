@@ -12,7 +12,7 @@ import pandas as pd
 from fedsim.validation.scenarios import Case
 from fedsim.validation.suites import SUITES, run_cases, run_suite
 
-from fedsim.errors import ConfigError
+from fedsim.errors import ConfigError, check_integer
 
 __all__ = ["validate", "IN_PROCESS_REPLICATES"]
 
@@ -38,9 +38,32 @@ def validate(what: str | Sequence[Case], *, out: str | os.PathLike | None = None
     overrides a suite's replicates per in-regime run set. ``workers=None`` runs small work
     (at most :data:`IN_PROCESS_REPLICATES` simulated replicates) in this process and larger
     work on one process per core; ``workers=1`` always runs in this process. ``report``
-    also writes the PDF report there. For the papers' experiments use ``fedsim validate
-    --suite paper`` (:func:`fedsim.validation.paper.run_paper_suite`).
+    also writes the PDF report there. Every argument is checked as ``fedsim validate``
+    checks its option, with the same limits and messages, before any work; worker processes
+    are refused from a script that calls this at its top level without ``if __name__ ==
+    "__main__":`` (each worker would re-import the script and start again). For the
+    papers' experiments use ``fedsim validate --suite paper``
+    (:func:`fedsim.validation.paper.run_paper_suite`).
     """
+    from fedsim.validation.cli import MAX_REPLICATES, MAX_WORKERS
+    from fedsim.validation.montecarlo_backends import check_main_guarded
+
+    from fedsim.environment import check_environment
+    from fedsim.output_paths import check_outputs
+    from fedsim.safefile import check_output_dir, check_output_file
+
+    check_environment()  # what `fedsim validate` checks, with its messages, before any work
+    if replicates is not None:
+        check_integer("replicates", replicates, low=2, high=MAX_REPLICATES)
+    if workers is not None:
+        check_integer("workers", workers, low=1, high=MAX_WORKERS)
+    if out is not None:
+        check_output_dir("out", out)
+    if report is not None:
+        check_output_file("report", report, create_parents=True)
+    check_outputs(outputs={"report": report}, run_dirs={"out": out})
+    if isinstance(what, str) and workers != 1:
+        check_main_guarded()  # a suite is pool work: an unguarded script is refused at once
     if isinstance(what, str):
         if what not in SUITES:
             raise ConfigError(f"suite must be one of {sorted(SUITES)}, got {what!r} (the "
@@ -55,6 +78,8 @@ def validate(what: str | Sequence[Case], *, out: str | os.PathLike | None = None
                               "objects")
     if workers is None and _replicates(cases) <= IN_PROCESS_REPLICATES:
         workers = 1
+    if workers != 1:
+        check_main_guarded()  # an unguarded script: refused now, not after the workers die
     with tempfile.TemporaryDirectory(prefix="fedsim-validate-") as tmp:
         run_dir = Path(out) if out is not None else Path(tmp) / "run"
         if isinstance(what, str):

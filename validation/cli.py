@@ -243,6 +243,9 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
     check_output_path("--report", pdf)
+    from fedsim.output_paths import check_outputs
+
+    check_outputs(outputs={"--report": pdf}, run_dirs={"--out": out})
     security = dask_security(args)  # TLS options before anything is built
     from fedsim.validation.worker import batched_enabled
 
@@ -321,6 +324,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from fedsim.cli_run import check_output_path
 
     check_output_path("--out", pdf)
+    from fedsim.output_paths import check_outputs
+
+    check_outputs(outputs={"--out": pdf}, run_dirs={"DIR": args.run_dir})
     n = build_report(args.run_dir, pdf)
     print(f"report: {pdf} ({n} pages)")
     return 0

@@ -35,7 +35,7 @@ from fedsim.errors import FedsimError
 __all__ = ["execute_task", "execute_batch", "new_record",
            "run_inprocess", "run_pool", "run_dask", "PRELOAD", "DASK_STALL_SECONDS",
            "set_dask_timeout", "new_pool",
-           "kill_pool", "process_gone"]
+           "kill_pool", "process_gone", "check_main_guarded", "MAX_WORKER_DEATHS"]
 
 #: a backend hands the finished records of a chunk to a sink (stored as one transaction)
 Sink = Callable[[list[dict]], None]
@@ -270,15 +270,37 @@ def _pool_round(todo: list[tuple[Task, str]], workers: int, chunks: list[list],
     return [item for item in todo if item[0].task_id not in done]
 
 
+#: consecutive worker deaths after which a run stops instead of isolating task after task
+MAX_WORKER_DEATHS = 3
+
+
+def _crash_text(exc: BaseException) -> str:
+    parts = [str(exc).strip()]
+    if exc.__cause__ is not None and str(exc.__cause__).strip():
+        parts.append(str(exc.__cause__).strip().splitlines()[-1])
+    return "; ".join(p for p in parts if p) or type(exc).__name__
+
+
 def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
-    """One task at a time in a single worker: a crash identifies its task."""
+    """One task at a time in a single worker: a crash identifies its task.  After
+    :data:`MAX_WORKER_DEATHS` deaths in a row (a worker that cannot even start: nothing any
+    task does) the run stops with the first death's error (:class:`FedsimError`); the
+    records finished so far are kept."""
     ex = new_pool(1)
+    deaths: list[str] = []
     try:
         for item in todo:
             try:
                 rec = ex.submit(_run_chunk, [item]).result()[0]
-            except BrokenProcessPool:
+                deaths.clear()
+            except BrokenProcessPool as exc:
+                deaths.append(_crash_text(exc))
                 ex.shutdown(wait=True, cancel_futures=True)
+                if len(deaths) >= MAX_WORKER_DEATHS:
+                    raise FedsimError(
+                        f"the worker processes keep dying ({len(deaths)} in a row; first: "
+                        f"{deaths[0]}); the finished records are saved. Run with one worker "
+                        "(--workers 1, workers=1) to see the error") from None
                 ex = new_pool(1)
                 rec = new_record(item[0], item[1], "error",
                               "WorkerCrash: the worker process died while running this task")
@@ -290,7 +312,50 @@ def _run_isolated(todo: list[tuple[Task, str]], sink: Sink) -> None:
         ex.shutdown(wait=True, cancel_futures=True)
 
 
+def _guard_line(path: str, lineno: int) -> bool:
+    """Whether line ``lineno`` of the script ``path`` lies inside a top-level
+    ``if __name__ == "__main__":`` block (unknown: True)."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return True
+    for node in tree.body:
+        if node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            t = node.test if isinstance(node, ast.If) else None
+            return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name)
+                    and t.left.id == "__name__" and len(t.comparators) == 1
+                    and isinstance(t.comparators[0], ast.Constant)
+                    and t.comparators[0].value == "__main__")
+    return True
+
+
+def check_main_guarded() -> None:
+    """Refuse (:class:`FedsimError`, one line naming the fix) to start worker processes
+    from a script that calls fedsim at its top level without ``if __name__ ==
+    "__main__":``: the spawn/forkserver workers re-import the script, which would start the
+    run again in every worker (each one crashing, or waiting for the run directory) instead
+    of working."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path:
+        return  # interactive or -c: nothing for a worker to re-import
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            if not _guard_line(path, frame.f_lineno):
+                raise FedsimError(
+                    f"{path} starts worker processes at its top level, line {frame.f_lineno}: "
+                    "each worker re-imports the script; put the call under "
+                    "`if __name__ == \"__main__\":` (or pass workers=1)")
+            return
+        frame = frame.f_back
+
+
 def run_pool(todo: list[tuple[Task, str]], workers: int, sink: Sink) -> None:
+    check_main_guarded()
     chunks = plan_chunks(todo)
     workers = max(1, min(workers, len(chunks)))
     left = _pool_round(todo, workers, chunks, sink)

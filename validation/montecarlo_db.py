@@ -57,7 +57,7 @@ from fedsim.faults import fault_point
 from fedsim.safefile import kind_of
 
 __all__ = ["STORE_FILE", "SCHEMA_VERSION", "RunStore", "open_store", "close_store",
-           "point_checksum"]
+           "point_checksum", "store_error", "MOVE_AWAY"]
 
 #: the database file of a run directory
 STORE_FILE = "store.sqlite"
@@ -80,6 +80,51 @@ _COLS = ("task_id", "fn", "status", "reason", "payload_hash", "value", "payload"
 def point_checksum(body: Any) -> str:
     """sha256 of the canonical JSON of a search point's ``{"key", "row"}``."""
     return hashlib.sha256(canonical_json(json.loads(canonical_json(body))).encode()).hexdigest()
+
+
+#: the end of every message about a damaged store
+MOVE_AWAY = "move it away and re-run to recompute its records"
+
+#: the cause of an SQLite error that is the disk's or the system's, not the file's, by the
+#: prefix of its ``sqlite_errorname``
+_SYSTEM_CAUSES = (
+    ("SQLITE_FULL", "the disk is full (or a quota is reached); free some space"),
+    ("SQLITE_IOERR", "a disk I/O error: a full disk, a quota, a file-size limit (ulimit -f) "
+                     "or a failing device; free space or raise the limit"),
+    ("SQLITE_CANTOPEN", "the file cannot be opened: too many open files (ulimit -n), no "
+                        "permission or no space for it; raise the limit or free space"),
+    ("SQLITE_READONLY", "the file or its file system is read-only; use another --out"),
+    ("SQLITE_NOMEM", "out of memory"),
+    ("SQLITE_BUSY", "another process holds the database; wait for it"),
+    ("SQLITE_LOCKED", "another process holds the database; wait for it"),
+)
+
+
+def store_error(path: Path, exc: BaseException) -> FedsimError:
+    """One line for an SQLite error on the store ``path``: the disk's or the system's cause
+    (the records committed so far stay intact; re-running resumes), else a damaged file
+    (:data:`MOVE_AWAY`)."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    for prefix, cause in _SYSTEM_CAUSES:
+        if name.startswith(prefix):
+            return FedsimError(f"cannot write {path}: {cause}, then re-run to resume (the "
+                               f"records stored so far are intact; sqlite: {exc})")
+    return FedsimError(f"{path} is not a readable fedsim database ({exc}); {MOVE_AWAY}")
+
+
+def _schema_problem(db: sqlite3.Connection) -> str | None:
+    """Why the tables are not fedsim's (other columns, a trigger), else None."""
+    want = {"records": list(_COLS), "points": ["point", "body", "checksum"],
+            "info": ["name", "value"], "oracle": ["key", *_ORACLE_KEYS]}
+    for table, cols in want.items():
+        have = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
+        if have != cols:
+            return f"table {table} has columns {have}, not {cols}"
+    extra = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN "
+                                      "('trigger', 'view')")]
+    if extra:
+        return f"it holds triggers or views fedsim never makes ({', '.join(extra)})"
+    return None
 
 
 def _row_to_record(row: tuple) -> tuple[dict | None, str | None]:
@@ -120,9 +165,12 @@ class RunStore:
                             (str(SCHEMA_VERSION),))
             version = self.db.execute(
                 "SELECT value FROM info WHERE name = 'schema_version'").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise FedsimError(f"{self.path} is not a readable fedsim database ({exc}); move it "
-                              "away and re-run to recompute its records") from None
+            problem = _schema_problem(self.db)
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from None
+        if problem is not None:
+            raise FedsimError(f"{self.path} is not a readable fedsim database ({problem}); "
+                              f"{MOVE_AWAY}")
         if version != str(SCHEMA_VERSION):
             raise FedsimError(f"{self.path} has schema version {version}, this fedsim reads "
                               f"{SCHEMA_VERSION}; use a new --out directory")
@@ -223,13 +271,21 @@ class RunStore:
     # -- plumbing ------------------------------------------------------------------------
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
-        self.db.execute("BEGIN IMMEDIATE")
+        """One write transaction; an SQLite error becomes :func:`store_error`'s one line
+        (a full disk, a limit, a damaged file), the store left as it was committed."""
         try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):  # sqlite may have rolled back
+                    self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            raise store_error(self.path, exc) from None
 
     def info(self, name: str) -> str | None:
         row = self.db.execute("SELECT value FROM info WHERE name = ?", (name,)).fetchone()

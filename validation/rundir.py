@@ -15,7 +15,9 @@ Issue 14 item 3.  :func:`fedsim.validation.suites.run_suite` writes ``suite.json
   :data:`~validation.compare.VERDICTS`, a horizon that is not an integer of at most 18
   digits or a number column (mean, bounds, ...) holding something else than a number;
 * a ``meta/*.json`` that is not UTF-8 JSON holding an object with ``theorem`` and
-  ``scenario`` strings;
+  ``scenario`` strings, or whose other fields the report reads are of another type;
+* any of these files not a regular file (a link to ``/dev/zero``, a FIFO) or larger than
+  :data:`MAX_FILE_BYTES`, refused before it is opened;
 * ``suite.json`` not a JSON object;
 * against the manifest: other columns, another row count (a truncated file), another
   sha256 (an edited file), meta files missing, extra or changed;
@@ -41,7 +43,7 @@ from fedsim.validation.compare import VERDICT_COLUMNS, VERDICTS
 
 from fedsim.errors import FedsimError
 
-__all__ = ["manifest", "write_manifest", "check_run_dir"]
+__all__ = ["manifest", "write_manifest", "check_run_dir", "MAX_FILE_BYTES"]
 
 _KEYS = ("theorem", "scenario", "horizon", "verdict")
 #: the number columns of verdicts.csv (empty, nan and inf allowed)
@@ -78,9 +80,9 @@ def _fail(run_dir: Path, what: str) -> None:
 
 def _read_verdicts(run_dir: Path) -> tuple[pd.DataFrame, bytes]:
     path = run_dir / "verdicts.csv"
-    if not path.is_file():
+    if not path.exists():
         raise FedsimError(f"no verdicts.csv in run directory {run_dir}")
-    raw = path.read_bytes()
+    raw = _read_file(run_dir, path)
     if not raw.strip():
         _fail(run_dir, "verdicts.csv is empty")
     try:
@@ -119,17 +121,60 @@ def _read_verdicts(run_dir: Path) -> tuple[pd.DataFrame, bytes]:
     return df, raw
 
 
+#: the largest file of a run directory read (verdicts.csv, meta/*.json, suite.json)
+MAX_FILE_BYTES = 256 * 2**20
+
+#: the optional fields of a meta/*.json file the report reads, and their JSON types
+_META_FIELDS: dict[str, tuple[type, ...]] = {
+    "mode": (str,), "title": (str,), "description": (str,), "x_label": (str,),
+    "bound_status": (str, type(None)), "quantity": (str,), "failure": (str, type(None)),
+    "expected_slope": (int, float, type(None)), "hypotheses": (list,), "constants": (list,),
+    "notes": (list,), "step_sizes": (dict,), "representative": (dict, type(None))}
+#: the items of a meta list field
+_META_ITEMS = {"hypotheses": dict, "constants": dict, "notes": str}
+
+
+def _read_file(run_dir: Path, path: Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES` (after symlinks): a
+    link to /dev/zero, a FIFO or a huge file is refused before it is opened."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        _fail(run_dir, f"{path.relative_to(run_dir)} cannot be read ({exc.strerror})")
+    if not stat.S_ISREG(st.st_mode):
+        _fail(run_dir, f"{path.relative_to(run_dir)} is not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
+        _fail(run_dir, f"{path.relative_to(run_dir)} has {st.st_size} bytes, more than a run "
+                       f"directory's file ({MAX_FILE_BYTES})")
+    return path.read_bytes()
+
+
+def _meta_problem(m: Any) -> str | None:
+    if not (isinstance(m, dict) and isinstance(m.get("theorem"), str)
+            and isinstance(m.get("scenario"), str)):
+        return "is not an object with theorem and scenario"
+    for key, types in _META_FIELDS.items():
+        if key in m and (not isinstance(m[key], types) or isinstance(m[key], bool)):
+            return f"has {key} of type {type(m[key]).__name__}"
+        item = _META_ITEMS.get(key)
+        if item is not None and key in m and not all(isinstance(x, item) for x in m[key]):
+            return f"has a {key} entry that is not a {item.__name__}"
+    return None
+
+
 def _check_meta(run_dir: Path) -> dict[str, str]:
     out = {}
     for p in sorted((run_dir / "meta").glob("*.json")):
-        raw = p.read_bytes()
+        raw = _read_file(run_dir, p)
         try:
             m = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             _fail(run_dir, f"meta/{p.name} is not valid JSON")
-        if not (isinstance(m, dict) and isinstance(m.get("theorem"), str)
-                and isinstance(m.get("scenario"), str)):
-            _fail(run_dir, f"meta/{p.name} is not an object with theorem and scenario")
+        problem = _meta_problem(m)
+        if problem is not None:
+            _fail(run_dir, f"meta/{p.name} {problem}")
         out[p.name] = hashlib.sha256(raw).hexdigest()
     return out
 
@@ -141,7 +186,7 @@ def _read_manifest(run_dir: Path) -> dict | None:
             _fail(run_dir, "suite.json is missing (the run did not finish)")
         return None
     try:
-        m = json.loads(path.read_bytes().decode("utf-8"))
+        m = json.loads(_read_file(run_dir, path).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         _fail(run_dir, "suite.json is not valid JSON")
     if not isinstance(m, dict):

@@ -278,6 +278,8 @@ def _refine(family: Family, dims: list[Dim], best: dict, st: SearchSettings, out
     def f(x: np.ndarray) -> float:
         if clock.left() <= 0:
             raise _Stop
+        if not np.all(np.isfinite(x)):  # scipy's box scaling overflowed (bounds near 1.8e308)
+            return 1e300
         q = dict(fixed)
         for d, v in zip(ranges, x, strict=True):
             q[d.name] = int(round(v)) if d.integer else float(v)

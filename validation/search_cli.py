@@ -104,7 +104,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.evals is not None and args.budget is not None:
         raise ConfigError(f"give --budget or --evals, not both, got budget={args.budget!r}, "
                           f"evals={args.evals}")
-    st = SearchSettings(objective=args.objective, budget=parse_budget(args.budget or "10m"),
+    st = SearchSettings(objective=args.objective, budget=parse_budget(
+                            "10m" if args.budget is None else args.budget),
                         evals=args.evals,
                         grid=args.grid, refine=args.refine, confirm=args.confirm,
                         confirm_replicates=args.confirm_replicates,
@@ -123,6 +124,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     check_output_dir("--out", args.out)  # every output path before any work (issue 21)
     report = args.report or Path(args.out) / "search.pdf"
     check_output_path("--report", report)
+    from fedsim.output_paths import check_outputs
+
+    check_outputs(outputs={"--report": report}, run_dirs={"--out": args.out})
     df = run_search(args.family, args.space, st, out=args.out, fixed=fixed,
                     theorem=args.theorem)
     pdf = search_page(df, report,

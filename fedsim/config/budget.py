@@ -26,11 +26,13 @@ from typing import Any
 from fedsim.errors import ConfigError, require
 
 __all__ = ["estimate_bytes", "check_budget", "parse_size", "memory_budget",
-           "set_memory_budget", "DEFAULT_BUDGET"]
+           "set_memory_budget", "DEFAULT_BUDGET", "MAX_SIZE", "machine_memory"]
 
 DEFAULT_BUDGET = 4 * 2**30
 _SUFFIX = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _override: int | None = None
+#: the largest size a size option accepts (an exabyte: far above any machine's memory)
+MAX_SIZE = 1e18
 
 
 def parse_size(text: str, field: str = "memory budget") -> int:
@@ -44,7 +46,17 @@ def parse_size(text: str, field: str = "memory budget") -> int:
         raise ConfigError(f"{field} must be a size such as 4G, 512M or 1e9 (bytes), "
                           f"got {field}={text!r}") from None
     require(math.isfinite(x) and x > 0, field, text, "must be a finite size > 0")
-    return int(x * _SUFFIX[unit])
+    nbytes = x * _SUFFIX[unit]
+    require(nbytes <= MAX_SIZE, field, text, f"must be at most {MAX_SIZE:.0e} bytes")
+    return int(nbytes)
+
+
+def machine_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def set_memory_budget(nbytes: int | None) -> None:
@@ -114,4 +126,8 @@ def check_budget(scenario: Any, budget: int | None = None) -> float:
             f"scenario needs about {_fmt(total)} of memory ({big}: {_fmt(parts[big])}), over "
             f"the budget of {_fmt(budget)}; reduce the sizes or raise the budget "
             "(fedsim run --memory-budget SIZE, or FEDSIM_MEMORY_BUDGET)")
+    ram = machine_memory()
+    if ram is not None and total > ram:
+        raise ConfigError(f"scenario needs about {_fmt(total)} of memory, more than this "
+                          f"machine has ({_fmt(ram)}), whatever the budget; reduce the sizes")
     return total

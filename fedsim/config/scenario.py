@@ -22,6 +22,9 @@ from fedsim.errors import ConfigError, require
 __all__ = ["Scenario"]
 
 
+#: the type of each section field
+_PARTS = {"problem": ProblemConfig, "algorithm": AlgorithmConfig, "delays": DelaysConfig,
+          "trigger": TriggerConfig, "horizon": HorizonConfig, "record": RecordConfig}
 _SECTIONS = ("name", "seed", "problem", "algorithm", "delays", "trigger", "horizon", "record")
 
 
@@ -39,6 +42,10 @@ class Scenario:
     name: str = "scenario"
 
     def __post_init__(self) -> None:
+        for name, kind in _PARTS.items():  # Scenario(problem="quadratic"): one line
+            value = getattr(self, name)
+            require(isinstance(value, kind), name, value,
+                    f"must be a {kind.__name__} (a dict goes through Scenario.from_dict)")
         require(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0,
                 "seed", self.seed,
                 "must be a non-negative integer")

@@ -19,6 +19,8 @@ entry-point group (:func:`load_family_plugins`, read on the first lookup).
 
 from __future__ import annotations
 
+import dataclasses
+
 from fedsim.validation.families.area import THEOREM7_QUAD, THEOREM8_NORM, norm_centres
 from fedsim.validation.families.area_logistic import THEOREM8_LOGISTIC
 from fedsim.validation.families.asypfl import ASYPFL1_PERIODS, ASYPFL1_QUAD, ASYPFL2_QUAD
@@ -45,7 +47,7 @@ from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTI
 from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 
 from fedsim.errors import ConfigError, require
-from fedsim.plugins import load_group
+from fedsim.plugins import checked_family_builder, load_group
 
 __all__ = ["Family", "Instance", "Measurement", "Param", "SimCheck", "BUILTIN", "register_family",
            "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
@@ -68,8 +70,10 @@ def _accept(name: str, obj: object) -> None:
     items = obj if isinstance(obj, (list, tuple)) else [obj]
     require(bool(items) and all(isinstance(f, Family) for f in items), f"entry point {name}",
             type(obj).__name__, "must name a Family or a list of them")
-    for f in items:
-        register_family(f, replace=True)
+    for f in items:  # a plug-in's builders are checked on every call (fedsim.plugins)
+        register_family(dataclasses.replace(
+            f, builder=checked_family_builder(f.name, f.builder, Instance),
+            curve=checked_family_builder(f.name, f.curve, Instance)), replace=True)
 
 
 def load_family_plugins(*, force: bool = False) -> list[str]:
