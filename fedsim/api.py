@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from fedsim.config import Scenario, load
 from fedsim.config.budget import check_budget
@@ -14,7 +16,7 @@ __all__ = ["run"]
 
 
 def run(scenario: Scenario | str | os.PathLike, *, replicate: int = 0, seed: int | None = None,
-        progress: bool = False) -> Trace:
+        progress: bool = False, overrides: Mapping[str, Any] | None = None) -> Trace:
     """Simulate ``scenario`` once and return its :class:`~fedsim.trace.Trace`.
 
     ``scenario`` is a :class:`~fedsim.config.Scenario` or the path of a scenario TOML file.
@@ -22,13 +24,17 @@ def run(scenario: Scenario | str | os.PathLike, *, replicate: int = 0, seed: int
     ``r`` of ``fedsim validate`` is this run); ``seed`` overrides the scenario's seed. The
     scenario's memory estimate is checked against the budget (``FEDSIM_MEMORY_BUDGET``,
     default 4G) before anything is allocated. ``trace.to_pandas()`` gives one row per server
-    step with every metric column.
+    step with every metric column.  ``overrides`` changes values of the scenario first,
+    ``{"algorithm.eta": 0.05, "problem.n": 20}`` (dotted keys of the scenario file, checked
+    by its schema: :meth:`fedsim.config.Scenario.replace`).
     """
     if isinstance(scenario, str | os.PathLike):
         scenario = load(scenario)
     if not isinstance(scenario, Scenario):
         raise ConfigError(f"scenario must be a Scenario or a TOML path, got "
                           f"{type(scenario).__name__}")
+    if overrides:
+        scenario = scenario.replace(overrides)
     check_integer("replicate", replicate, low=0)
     if seed is not None:
         check_integer("seed", seed, low=0)

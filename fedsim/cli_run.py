@@ -4,6 +4,7 @@ Writes the per-step trace (the CSV of ``Trace.to_pandas``, written by :mod:`feds
 without importing pandas) with the recorded metrics joined on the step, and prints a
 one-line summary on stdout.  A tqdm progress bar goes to stderr
 (``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only;
+``--set KEY=VALUE`` overrides one value of the scenario file (:mod:`fedsim.config.overrides`);
 ``--plot FILE`` draws the metrics against simulated time and the per-client timeline
 (:mod:`fedsim.plot`).  Both
 CSVs carry a ``diverged`` column (1 on every row of a diverged run, else 0).
@@ -112,6 +113,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--metrics-out", type=safefile.path_option("--metrics-out"), default=None,
                    help="CSV file for the metric rows only (missing parent folders are created)")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one value of the scenario file, e.g. --set algorithm.eta=0.05 "
+                   "--set problem.n=20 (a TOML value; a table replaces the table; checked by "
+                   "the scenario schema; repeatable, applied before --seed/--steps)")
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
                    "default 4G or $FEDSIM_MEMORY_BUDGET)")
@@ -144,6 +149,10 @@ def main_run(args: argparse.Namespace) -> int:
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)
+        if args.overrides:
+            from fedsim.config.overrides import parse_assignments
+
+            sc = sc.replace(parse_assignments(args.overrides))
         if args.seed is not None:
             sc = replace(sc, seed=args.seed)
         if args.steps is not None:
