@@ -33,6 +33,10 @@ __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
 
 EXIT_DIVERGED = EXIT_FAILED_RESULT
 
+#: the module behind ``--bound`` (validation, above the core: looked up by name, as
+#: :data:`fedsim.cli.SUBCOMMANDS` are)
+RUN_BOUND = "fedsim.validation.run_bound"
+
 #: the file types ``--plot`` writes
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -123,6 +127,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--plot", type=safefile.path_option("--plot"), default=None, metavar="FILE",
                    help="also draw the metrics against simulated time and the per-client "
                         "timeline (download/compute/upload) to FILE (.png, .pdf or .svg)")
+    p.add_argument("--bound", default=None, metavar="THEOREM[,MODE]",
+                   help="evaluate a theorem (fedsim bounds --list) with every constant the "
+                   "scenario fixes, print bound/measured along the horizon and, with --plot, "
+                   "draw the bound over the run's metric (fedsim.validation.run_bound)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
     return p
@@ -159,6 +167,11 @@ def main_run(args: argparse.Namespace) -> int:
             sc = replace(sc, horizon=config.HorizonConfig(steps=args.steps,
                                                           time=sc.horizon.time))
         check_budget(sc)
+        over = None
+        if args.bound is not None:  # constants and mode checked before anything is simulated
+            import importlib
+
+            over = importlib.import_module(RUN_BOUND).prepare(sc, args.bound)
     finally:
         set_memory_budget(None)
     from fedsim.engine import run
@@ -176,10 +189,21 @@ def main_run(args: argparse.Namespace) -> int:
     if args.metrics_out is not None:
         with safefile.atomic_writer(args.metrics_out) as fh:
             write_metrics_csv(trace, fh)
+    panel = None
+    if over is not None:
+        import importlib
+
+        rb = importlib.import_module(RUN_BOUND)
+        rb.evaluate(over, trace)
+        print(rb.tightness_table(over))
+
+        def panel(ax):
+            rb.draw(over, trace, ax)
+
     if args.plot is not None:
         from fedsim.plot import plot_run
 
-        plot_run(sc, trace, args.plot, args.replicate)
+        plot_run(sc, trace, args.plot, args.replicate, panel=panel)
     last = {k: float(v[-1]) for k, v in trace.metrics.items() if not k.startswith("avg_")}
     shown = " ".join(f"{k}={v:.6g}" for k, v in last.items())
     status = f"diverged at step {trace.diverged_step}" if trace.diverged else "ok"
