@@ -91,6 +91,25 @@ def _announce_setup(scenario) -> None:
         sys.stderr.flush()
 
 
+#: the warm-up that compiles a scenario's kernels on a tiny instance (validation, above the
+#: core: looked up by name)
+WARMUP = "fedsim.validation.warmup"
+
+
+def _compile_first(scenario) -> None:
+    """Compile (or load from the disk cache) the run's kernels on a tiny instance of the
+    scenario, with its own bar and line on stderr, so the run's bar and ETA start after
+    the compilation (:func:`fedsim.validation.warmup.warm_up`; the problem is built once and
+    shared through the engine's problem cache; the warm-up's result is thrown away)."""
+    import importlib
+
+    try:
+        warmup = importlib.import_module(WARMUP)
+    except ImportError:  # pragma: no cover - validation not installed
+        return
+    warmup.warm_up([{"scenario": scenario.to_dict()}], progress=True)
+
+
 def _size(text: str) -> int:
     from fedsim.config.budget import parse_size
 
@@ -178,6 +197,7 @@ def main_run(args: argparse.Namespace) -> int:
 
     if not args.no_progress:
         _announce_setup(sc)
+        _compile_first(sc)
     trace = run(sc, args.replicate, progress=not args.no_progress)
     check_sim_time(trace.sim_time, trace.steps_done)
     for path in (args.out, args.metrics_out):

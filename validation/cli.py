@@ -146,7 +146,9 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("run_dir", type=path_option("DIR"), metavar="DIR",
                    help="a run directory (verdicts.csv)")
     r.add_argument("--out", type=path_option("--out"), default=None, metavar="PDF",
-                   help="output PDF (default DIR/report.pdf)")
+                   help="output PDF (default DIR/report.pdf; fedsim validate --report writes "
+                   "reports/validation-SUITE.pdf by default)")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     r.set_defaults(func=cmd_report)
 
 
@@ -321,6 +323,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from fedsim.cli_run import check_output_path
 
     check_output_path("--out", pdf)
-    n = build_report(args.run_dir, pdf)
+    n = build_report(args.run_dir, pdf, progress=not getattr(args, "no_progress", False))
     print(f"report: {pdf} ({n} pages)")
     return 0
