@@ -217,10 +217,14 @@ class _ListAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any,
                  option_string: str | None = None) -> None:
-        for th in theorems():
+        ths = theorems()
+        wn = max((len(t.name) for t in ths), default=0)   # columns as wide as the longest
+        wl = max((len(t.label) for t in ths), default=0)
+        wm = max((len(t.module) for t in ths), default=0)
+        for th in ths:
             statuses = ", ".join(s.value for s in th.statuses)
-            print(f"{th.name:<12} {th.label:<28} {th.module}" + (f"  [{statuses}]"
-                                                                  if statuses else ""))
+            print(f"{th.name:<{wn}}  {th.label:<{wl}}  {th.module:<{wm}}"
+                  + (f"  [{statuses}]" if statuses else ""))
         parser.exit(0)
 
 

@@ -80,3 +80,18 @@ def test_window_tau_and_option_c(capsys):
     got = scenario_constants(config.load(EX / "persafl_me_window.toml"), "theorem3")
     assert got.values["tau"] == 2 and "F_gap" in got.values
     assert got.facts["Option C"][0] is True
+
+
+def test_list_columns_align(capsys):
+    code, out, _ = _run(["bounds", "--list"], capsys)
+    assert code == 0
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    starts = {ln.index("[", ln.index(" ")) for ln in lines}      # the label column
+    assert len(starts) == 1, out
+    mods = {ln.index("fedsim.theory") for ln in lines}
+    assert len(mods) == 1, out
+
+
+def test_mode_choices_in_usage(capsys):
+    code, out, _ = _run(["bounds", "theorem8", "--help"], capsys)
+    assert code == 0 and "{corrected,paper,general_alpha}" in out
