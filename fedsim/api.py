@@ -21,7 +21,8 @@ MAX_REPLICATE = 2**32 - 1
 
 
 def run(scenario: Scenario | Mapping[str, Any] | str | os.PathLike, *, replicate: int = 0,
-        seed: int | None = None, progress: bool = False) -> Trace:
+        seed: int | None = None, progress: bool = False,
+        overrides: Mapping[str, Any] | None = None) -> Trace:
     """Simulate ``scenario`` once and return its :class:`~fedsim.trace.Trace`.
 
     ``scenario`` is a :class:`~fedsim.config.Scenario`, a scenario dict (the TOML's shape,
@@ -33,6 +34,9 @@ def run(scenario: Scenario | Mapping[str, Any] | str | os.PathLike, *, replicate
     :func:`fedsim.environment.check_environment`), and the scenario's memory estimate is
     checked against the budget (``FEDSIM_MEMORY_BUDGET``, default 4G) before anything is
     allocated. ``trace.to_pandas()`` gives one row per server step with every metric column.
+    ``overrides`` changes values of the scenario first, ``{"algorithm.eta": 0.05,
+    "problem.n": 20}`` (dotted keys of the scenario file, checked by its schema:
+    :meth:`fedsim.config.Scenario.replace`).
     """
     from fedsim.environment import check_environment
 
@@ -44,6 +48,8 @@ def run(scenario: Scenario | Mapping[str, Any] | str | os.PathLike, *, replicate
     if not isinstance(scenario, Scenario):
         raise ConfigError(f"scenario must be a Scenario, a scenario dict or a TOML path, got "
                           f"{type(scenario).__name__}")
+    if overrides:
+        scenario = scenario.replace(overrides)
     check_integer("replicate", replicate, low=0, high=MAX_REPLICATE)
     if seed is not None:
         check_integer("seed", seed, low=0)

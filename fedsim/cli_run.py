@@ -4,6 +4,7 @@ Writes the per-step trace (the CSV of ``Trace.to_pandas``, written by :mod:`feds
 without importing pandas) with the recorded metrics joined on the step, and prints a
 one-line summary on stdout.  A tqdm progress bar goes to stderr
 (``--no-progress`` turns it off).  ``--metrics-out`` writes the metric rows only;
+``--set KEY=VALUE`` overrides one value of the scenario file (:mod:`fedsim.config.overrides`);
 ``--plot FILE`` draws the metrics against simulated time and the per-client timeline
 (:mod:`fedsim.plot`).  Both
 CSVs carry a ``diverged`` column (1 on every row of a diverged run, else 0).
@@ -31,6 +32,10 @@ __all__ = ["add_parser", "main_run", "check_output_file", "check_output_dir",
            "check_output_path", "EXIT_DIVERGED", "PLOT_SUFFIXES"]
 
 EXIT_DIVERGED = EXIT_FAILED_RESULT
+
+#: the module behind ``--bound`` (validation, above the core: looked up by name, as
+#: :data:`fedsim.cli.SUBCOMMANDS` are)
+RUN_BOUND = "fedsim.validation.run_bound"
 
 #: the file types ``--plot`` writes
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -86,6 +91,25 @@ def _announce_setup(scenario) -> None:
         sys.stderr.flush()
 
 
+#: the warm-up that compiles a scenario's kernels on a tiny instance (validation, above the
+#: core: looked up by name)
+WARMUP = "fedsim.validation.warmup"
+
+
+def _compile_first(scenario) -> None:
+    """Compile (or load from the disk cache) the run's kernels on a tiny instance of the
+    scenario, with its own bar and line on stderr, so the run's bar and ETA start after
+    the compilation (:func:`fedsim.validation.warmup.warm_up`; the problem is built once and
+    shared through the engine's problem cache; the warm-up's result is thrown away)."""
+    import importlib
+
+    try:
+        warmup = importlib.import_module(WARMUP)
+    except ImportError:  # pragma: no cover - validation not installed
+        return
+    warmup.warm_up([{"scenario": scenario.to_dict()}], progress=True)
+
+
 def _size(text: str) -> int:
     from fedsim.config.budget import parse_size
 
@@ -112,12 +136,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--metrics-out", type=safefile.path_option("--metrics-out"), default=None,
                    help="CSV file for the metric rows only (missing parent folders are created)")
     p.add_argument("--steps", type=int, default=None, help="override horizon.steps")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one value of the scenario file, e.g. --set algorithm.eta=0.05 "
+                   "--set problem.n=20 (a TOML value; a table replaces the table; checked by "
+                   "the scenario schema; repeatable, applied before --seed/--steps)")
     p.add_argument("--memory-budget", type=_size, default=None, metavar="SIZE",
                    help="refuse a scenario whose estimated memory exceeds SIZE (e.g. 8G; "
                    "default 4G or $FEDSIM_MEMORY_BUDGET)")
     p.add_argument("--plot", type=safefile.path_option("--plot"), default=None, metavar="FILE",
                    help="also draw the metrics against simulated time and the per-client "
                         "timeline (download/compute/upload) to FILE (.png, .pdf or .svg)")
+    p.add_argument("--bound", default=None, metavar="THEOREM[,MODE]",
+                   help="evaluate a theorem (fedsim bounds --list) with every constant the "
+                   "scenario fixes, print bound/measured along the horizon and, with --plot, "
+                   "draw the bound over the run's metric (fedsim.validation.run_bound)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main_run)
     return p
@@ -146,18 +178,28 @@ def main_run(args: argparse.Namespace) -> int:
     set_memory_budget(args.memory_budget)
     try:
         sc = config.load(args.scenario)
+        if args.overrides:
+            from fedsim.config.overrides import parse_assignments
+
+            sc = sc.replace(parse_assignments(args.overrides))
         if args.seed is not None:
             sc = replace(sc, seed=args.seed)
         if args.steps is not None:
             sc = replace(sc, horizon=config.HorizonConfig(steps=args.steps,
                                                           time=sc.horizon.time))
         check_budget(sc)
+        over = None
+        if args.bound is not None:  # constants and mode checked before anything is simulated
+            import importlib
+
+            over = importlib.import_module(RUN_BOUND).prepare(sc, args.bound)
     finally:
         set_memory_budget(None)
     from fedsim.engine import run
 
     if not args.no_progress:
         _announce_setup(sc)
+        _compile_first(sc)
     trace = run(sc, args.replicate, progress=not args.no_progress)
     check_sim_time(trace.sim_time, trace.steps_done)
     for path in (args.out, args.metrics_out):
@@ -169,10 +211,21 @@ def main_run(args: argparse.Namespace) -> int:
     if args.metrics_out is not None:
         with safefile.atomic_writer(args.metrics_out) as fh:
             write_metrics_csv(trace, fh)
+    panel = None
+    if over is not None:
+        import importlib
+
+        rb = importlib.import_module(RUN_BOUND)
+        rb.evaluate(over, trace)
+        print(rb.tightness_table(over))
+
+        def panel(ax):
+            rb.draw(over, trace, ax)
+
     if args.plot is not None:
         from fedsim.plot import plot_run
 
-        plot_run(sc, trace, args.plot, args.replicate)
+        plot_run(sc, trace, args.plot, args.replicate, panel=panel)
     last = {k: float(v[-1]) for k, v in trace.metrics.items() if not k.startswith("avg_")}
     shown = " ".join(f"{k}={v:.6g}" for k, v in last.items())
     status = f"diverged at step {trace.diverged_step}" if trace.diverged else "ok"

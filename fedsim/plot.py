@@ -20,6 +20,7 @@ recorded metrics against simulated time above the per-client Gantt chart.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,20 +150,37 @@ def draw_gantt(ax: Any, timeline: list[Interval], n: int, t_end: float,
     ax.set_ylim(-0.6, min(n, max_clients) - 0.4)
     ax.set_ylabel("client")
     ax.set_xlabel("simulated time")
+    # above the axes, so no client's bar is hidden behind it
     ax.legend(handles=[Patch(color=COLORS[p], label=p) for p in PHASES[:3]],
-              loc="upper right", fontsize=7, ncol=3)
+              loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=3,
+              frameon=False, borderaxespad=0.2)
 
 
 def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
-             gantt_steps: int = 40) -> Path:
-    """Write ``path`` (PNG/PDF): recorded metrics against simulated time, then the per-client
-    timeline (omitted, with a note, for execution models without one)."""
+             gantt_steps: int = 40, panel: Callable[[Any], None] | None = None) -> Path:
+    """Write ``path`` (PNG/PDF/SVG): recorded metrics against simulated time, then the
+    per-client timeline (omitted, with a note, for execution models without one).
+    ``panel(ax)``, if given, draws a first panel above them (``fedsim run --bound``: the
+    bound over the run, :func:`fedsim.validation.run_bound.draw`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 7), height_ratios=[1, 1.2])
+    t_end = float(trace.sim_time)
+    try:
+        tl: list[Interval] | None = client_timeline(scenario, replicate, t_end)
+        why = ""
+    except ConfigError as exc:
+        tl, why = None, str(exc)
+    low = 1.2 if tl is not None else 0.15       # a one-line note needs no full panel
+    if panel is None:
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 5.6 + 1.4 * low),
+                                       height_ratios=[1, low])
+    else:
+        fig, (ax0, ax1, ax2) = plt.subplots(3, 1, figsize=(10, 8.6 + 1.4 * low),
+                                            height_ratios=[1.2, 1, low])
+        panel(ax0)
     mt = trace.time[trace.metric_steps]
     for name, v in trace.metrics.items():
         if name.startswith("avg_"):
@@ -174,19 +192,17 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
     ax1.set_xlabel("simulated time")
     ax1.legend(fontsize=7)
     ax1.set_title(f"{scenario.name}: metrics against simulated time")
-    t_end = float(trace.sim_time)
-    try:
-        tl = client_timeline(scenario, replicate, t_end)
+    if tl is not None:
         ok = timeline_matches(trace, tl, _is_sync(scenario))
         # the first ~gantt_steps server steps: a readable window of the whole run
         t_show = float(trace.time[min(trace.steps_done, gantt_steps)]) or t_end
         draw_gantt(ax2, tl, trace.client_updates.size, t_show)
         ax2.set_title(f"per-client timeline, first {min(trace.steps_done, gantt_steps)} "
-                      "server steps (rebuilt from the delay streams; "
-                      + ("checked against the trace)" if ok else
-                         "WARNING: does not match the trace's step times)"))
-    except ConfigError as exc:
-        ax2.text(0.5, 0.5, str(exc), ha="center", va="center", wrap=True)
+                      "server steps (" + ("rebuilt, checked against the trace)" if ok else
+                                          "WARNING: does not match the trace)"), loc="left",
+                      fontsize=9)
+    else:
+        ax2.text(0.5, 0.5, why, ha="center", va="center", wrap=True)
         ax2.set_axis_off()
     fig.tight_layout()
     path = Path(path)

@@ -18,8 +18,12 @@ Usage (THEORY_SPEC 1.4 for what is printed)::
   a choice, ``str`` text checked by the theorem, ``Vector`` a comma list, ``Horizons`` /
   ``Iterations`` a number or a comma list (``--T 1e3,1e4,1e5`` gives a curve; an empty item
   such as ``--T 100,,200`` is a usage error).
-* ``--problem FILE.toml`` / ``--scenario FILE.toml`` supply constants through
-  :func:`constants_from_file`; options given on the command line win.
+* ``--problem FILE.toml`` supplies the problem's constants (:func:`constants_from_file`);
+  ``--scenario FILE.toml`` every constant the scenario determines (the participation
+  probabilities from the Poisson rates, sigma from ``sigma_g2``, R0 from the start point,
+  tau from the provable staleness, the gaps at ``w0``: :func:`scenario_fill`), lists those
+  it cannot fill and why, and resolves the hypotheses the scenario settles.  Options given
+  on the command line win.
 * Output: the BoundResult table (terms, status, hypotheses, step sizes, derived constants),
   plus a per-horizon table for curves.  ``--json`` prints ``BoundResult.to_dict()`` as
   *strict* JSON: non-finite floats become the strings ``"inf"``, ``"-inf"``, ``"nan"``
@@ -47,8 +51,8 @@ from fedsim.theory.result import BoundResult
 
 from fedsim.errors import ConfigError, FedsimError
 
-__all__ = ["add_parser", "run", "constants_from_file", "to_json", "options", "Option",
-           "parse_option"]
+__all__ = ["add_parser", "run", "constants_from_file", "scenario_fill", "to_json", "options",
+           "Option", "parse_option"]
 
 
 # --------------------------------------------------------------------------- argument types
@@ -219,10 +223,14 @@ class _ListAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any,
                  option_string: str | None = None) -> None:
-        for th in theorems():
+        ths = theorems()
+        wn = max((len(t.name) for t in ths), default=0)   # columns as wide as the longest
+        wl = max((len(t.label) for t in ths), default=0)
+        wm = max((len(t.module) for t in ths), default=0)
+        for th in ths:
             statuses = ", ".join(s.value for s in th.statuses)
-            print(f"{th.name:<12} {th.label:<28} {th.module}" + (f"  [{statuses}]"
-                                                                  if statuses else ""))
+            print(f"{th.name:<{wn}}  {th.label:<{wl}}  {th.module:<{wm}}"
+                  + (f"  [{statuses}]" if statuses else ""))
         parser.exit(0)
 
 
@@ -263,14 +271,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _kwargs(args: argparse.Namespace, theorem: Theorem) -> dict[str, Any]:
+def scenario_fill(path: str | Path, theorem: Theorem) -> Any:
+    """What the scenario file at ``path`` fixes of ``theorem``'s arguments
+    (:func:`fedsim.validation.scenario_constants.scenario_constants`, the one derivation that
+    ``fedsim run --bound`` uses too)."""
+    config = importlib.import_module("fedsim.config")  # the front door reads scenario files
+    derive = importlib.import_module("fedsim.validation.scenario_constants")
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"scenario file must be an existing file, got path={str(p)!r}")
+    return derive.scenario_constants(config.load(p), theorem)
+
+
+def _kwargs(args: argparse.Namespace, theorem: Theorem) -> tuple[dict[str, Any], Any]:
     opts = options(theorem)
     names = {o.name for o in opts}
     from_file: dict[str, Any] = {}
     if args.problem:
         from_file.update(constants_from_file(args.problem, include_algorithm=False))
-    if args.scenario:
-        from_file.update(constants_from_file(args.scenario, include_algorithm=True))
+    filled = scenario_fill(args.scenario, theorem) if args.scenario else None
+    if filled is not None:
+        from_file.update(filled.values)
     kw = {k: v for k, v in from_file.items() if k in names}
     for o in opts:
         v = getattr(args, o.name)
@@ -279,11 +300,18 @@ def _kwargs(args: argparse.Namespace, theorem: Theorem) -> dict[str, Any]:
                 kw[o.name] = True
         elif v is not None:
             kw[o.name] = v
-        elif o.required and o.name not in kw:
-            raise ConfigError(f"{o.name} is required for {theorem.name}, got no {o.flag} "
-                              "(give it or a --problem/--scenario)")
+    lacking = [o for o in opts if o.required and o.name not in kw]
+    if lacking:
+        why = filled.missing if filled is not None else {}
+        o = lacking[0]
+        raise ConfigError(
+            f"{o.name} is required for {theorem.name}, got no {o.flag}"
+            + (f"; the scenario does not determine it: {why[o.name]}" if o.name in why else
+               " (give it or a --problem/--scenario)")
+            + (f" (also missing: {', '.join(x.name for x in lacking[1:])})"
+               if len(lacking) > 1 else ""))
     _check_per_client_lengths(kw, [o for o in opts if o.kind == "vector"])
-    return kw
+    return kw, filled
 
 
 def _check_per_client_lengths(kw: dict[str, Any], vectors: list[Option]) -> None:
@@ -331,7 +359,7 @@ def _curve_table(result: BoundResult, horizon: str, hs: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
     theorem = get_theorem(args.theorem)
-    kw = _kwargs(args, theorem)
+    kw, filled = _kwargs(args, theorem)
     from fedsim.theory.api import evaluate
 
     from fedsim.notice import notice_after
@@ -339,10 +367,15 @@ def run(args: argparse.Namespace) -> int:
     with notice_after(f"evaluating {theorem.name}'s bound (a long recursion at these "
                       "horizons); this can take a while"):
         result = evaluate(theorem, kw)
+    if filled is not None:
+        result = filled.resolve(result)
     if args.json:
         print(to_json(result))
         return 0
     print(result)
+    if filled is not None:
+        print(filled.table({o.name for o in options(theorem) if getattr(args, o.name)
+                            not in (None, False)}))
     if np.ndim(result.value) > 0 and theorem.horizon in kw:
         print(_curve_table(result, theorem.horizon, kw[theorem.horizon]))
     return 0

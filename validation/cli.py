@@ -146,7 +146,9 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("run_dir", type=path_option("DIR"), metavar="DIR",
                    help="a run directory (verdicts.csv)")
     r.add_argument("--out", type=path_option("--out"), default=None, metavar="PDF",
-                   help="output PDF (default DIR/report.pdf)")
+                   help="output PDF (default DIR/report.pdf; fedsim validate --report writes "
+                   "reports/validation-SUITE.pdf by default)")
+    r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     r.set_defaults(func=cmd_report)
 
 
@@ -327,6 +329,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from fedsim.output_paths import check_outputs
 
     check_outputs(outputs={"--out": pdf}, run_dirs={"DIR": args.run_dir})
-    n = build_report(args.run_dir, pdf)
+    n = build_report(args.run_dir, pdf, progress=not getattr(args, "no_progress", False))
     print(f"report: {pdf} ({n} pages)")
     return 0

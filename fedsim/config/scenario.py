@@ -126,6 +126,18 @@ class Scenario:
                 "trigger": self.trigger.to_dict(), "horizon": self.horizon.to_dict(),
                 "record": self.record.to_dict()}
 
+    def replace(self, changes: Mapping[str, Any] | None = None, /, **fields: Any) -> Scenario:
+        """A copy with some values changed, checked by the same schema as a scenario file.
+
+        ``changes`` maps dotted keys to values (``{"algorithm.eta": 0.05, "problem.n": 20}``);
+        keyword arguments are top-level keys (``seed=3``, ``name="b"``, or a whole table:
+        ``horizon={"steps": 50}``).  A table value replaces the table.  An unknown key or a
+        bad value raises a ConfigError naming the dotted key
+        (:mod:`fedsim.config.overrides`)."""
+        from fedsim.config.overrides import apply_overrides
+
+        return apply_overrides(self, {**(changes or {}), **fields})
+
     def with_seed(self, seed: int) -> Scenario:
         """A copy with another run seed."""
         return replace(self, seed=seed)

@@ -159,7 +159,7 @@ def test_area_theorems_when_available(capsys):
     code, out, _ = _run(argv, capsys)
     assert code == 0 and "RATE_SHAPE_ONLY" in out.splitlines()[0]
     code, _, err = _run(argv[:-1] + ["bogus"], capsys)
-    assert code == 2 and err.startswith("fedsim: error: level must be one of")
+    assert code == 2 and "--level: invalid choice" in err and "rate_shape" in err
 
 
 # ----------------------------------------------------------------------------- problem files
@@ -195,36 +195,50 @@ def test_constants_from_file_maps_the_table(monkeypatch, tmp_path):
         "L": 1.0, "sigma_g2": 0.2, "gamma_g2": math.inf, "G": math.inf}
 
 
-def test_scenario_option_uses_file_constants(monkeypatch, tmp_path, capsys):
+def test_scenario_option_uses_file_constants(tmp_path, capsys):
+    """--scenario fills the constants (fedsim.validation.scenario_constants); an option wins."""
+    from fedsim import config
+
     path = tmp_path / "s.toml"
-    path.write_text("")
-    alg = types.SimpleNamespace(Q=2, batch=1, tau=2)
-    scen = types.SimpleNamespace(problem="P", algorithm=alg,
-                                 horizon=types.SimpleNamespace(steps=38880))
-    _fake_config(monkeypatch, load=lambda p: scen, build_problem=lambda cfg: _FakeProblem())
+    path.write_text('name = "w"\nseed = 1\n[problem]\nkind = "quadratic"\nn = 3\ndim = 2\n'
+                    'mu = 0.5\nL = 1.0\nshared_hessian = true\nseed = 3\n'
+                    '[algorithm]\nname = "fedasync"\nmodel = "window"\ntau = 2\nQ = 2\n'
+                    'eta = 0.001\nbatch = 1\n[horizon]\nsteps = 38880\n')
+    prob = config.build_problem(config.load(path).problem)
+    c = prob.constants.values()
     code, out, _ = _run(["bounds", "theorem1", "--scenario", str(path), "--f-gap", "50",
-                         "--json"], capsys)
+                         "--gamma-g2", "1", "--json"], capsys)
+    assert code == 0
     d = _strict(out)
-    assert code == 0 and d["status"] == "NOT_APPLICABLE"  # gamma_g2 = inf (12.7)
-    code, out, _ = _run(["bounds", "theorem1", "--scenario", str(path), "--f-gap", "50",
-                         "--gamma-g2", "1", "--json"], capsys)  # the option wins
-    d = _strict(out)
-    assert d["status"] == "CERTIFIED_PAPER"
-    assert math.isclose(d["value"], THM1_VALUE, rel_tol=1e-12)
+    want = theorem1(L=float(c["L"]), Q=2, tau=2, b=1, sigma_g2=float(c["sigma_g2"]),
+                    gamma_g2=1.0, f_gap=50.0, T=38880, eta=0.001, beta=1.0)
+    assert math.isclose(d["value"], float(want.value), rel_tol=1e-12)
 
 
 def test_real_scenario_file(tmp_path, capsys):
-    """Integration with fedsim.config: a shared-Hessian quadratic gives Thm 2 VACUOUS (G=inf)."""
+    """Integration with fedsim.config: a shared-Hessian quadratic gives Thm 2 an infinite
+    bound (G = inf); the scenario's step and client rule decide the hypotheses."""
     config = pytest.importorskip("fedsim.config")
     if not (hasattr(config, "load") and hasattr(config, "build_problem")):
         pytest.skip("fedsim.config has no load()/build_problem() yet")
     path = tmp_path / "quad.toml"
     path.write_text('name = "q"\nseed = 1\n[problem]\nkind = "quadratic"\nn = 3\ndim = 2\n'
                     'mu = 0.5\nL = 1.0\nshared_hessian = true\nseed = 3\n'
-                    '[algorithm]\nname = "fedasync"\nQ = 2\nbatch = 1\n'
-                    '[horizon]\nsteps = 38880\n')
+                    '[algorithm]\nname = "fedasync"\nclient_rule = "maml"\nalpha = 0.1\n'
+                    'Q = 2\nbatch = 1\n[horizon]\nsteps = 38880\n')
     code, out, _ = _run(["bounds", "theorem2", "--scenario", str(path), "--tau", "2",
-                         "--F-gap", "10", "--alpha", "0.1", "--json"], capsys)
+                         "--F-gap", "10", "--json"], capsys)
     assert code == 0
     d = _strict(out)
-    assert d["status"] == "VACUOUS" and d["value"] == "inf"
+    # the run's step (the default eta = 0.01) is not the prescribed one: named, not applicable
+    assert d["status"] == "NOT_APPLICABLE" and d["value"] == "inf"
+    assert any(h["name"].startswith("eta ==") and h["holds"] is False for h in d["hypotheses"])
+    assert d["terms"]["value_if_hypotheses_ignored"] == "inf"  # G = inf: vacuous anyway
+    # the same problem run with Option A: Theorem 2 (Option B) does not apply, and says why
+    path.write_text(path.read_text().replace('client_rule = "maml"\nalpha = 0.1\n', ""))
+    code, out, _ = _run(["bounds", "theorem2", "--scenario", str(path), "--tau", "2",
+                         "--F-gap", "10", "--alpha", "0.1", "--json"], capsys)
+    d = _strict(out)
+    assert code == 0 and d["status"] == "NOT_APPLICABLE"
+    assert any(h["name"].startswith("Option B") and h["holds"] is False
+               for h in d["hypotheses"])

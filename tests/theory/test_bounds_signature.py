@@ -30,7 +30,7 @@ def test_kinds_from_annotations():
     assert kinds["T"] == "horizons" and kinds["mode"] == kinds["f_lower"] == "choice"
     k7 = {o.name: o.kind for o in options(get_theorem("theorem7"))}
     assert k7["p"] == k7["r_init"] == "vector" and k7["K"] == "iterations"
-    assert k7["paper_literal"] == "flag" and k7["M"] == "integer" and k7["level"] == "text"
+    assert k7["paper_literal"] == "flag" and k7["M"] == "integer" and k7["level"] == "choice"
     assert {o.name: o.choices for o in options(get_theorem("theorem3"))}["mode"] == (
         "corrected", "paper_literal", "general_eta")
 

@@ -15,7 +15,7 @@ upper bound.  Errata E-A1..E-A16 (THEORY_SPEC 8) as listed in ``errata_applied``
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from fedsim.theory.area._inputs import as_output, count_at_least, horizons, probabilities
@@ -102,7 +102,7 @@ def theorem7(
     K: Iterations,
     grad_norms_at_xstar: Vector | None = None,
     r_init: Vector | None = None,
-    level: str = "certified",
+    level: Literal[*LEVELS] = "certified",
     paper_literal: bool = False,
     init: str = "exact",
 ) -> BoundResult:

@@ -14,7 +14,7 @@ violated for M >= 2 by exact counterexamples, THEORY_SPEC 7.d).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from fedsim.theory.area._inputs import as_output, count_at_least, horizons, probabilities
@@ -52,7 +52,7 @@ def theorem8(
     R: float,
     K: Iterations,
     alpha: float | None = None,
-    mode: str = "corrected",
+    mode: Literal[*MODES] = "corrected",
 ) -> BoundResult:
     """[A] Theorem 8: ``E[f(xbar_{s,K}) - f*]`` for convex B-Lipschitz f_i, constant step (7.c).
 

@@ -90,7 +90,8 @@ _control_cell, _meta_for = control_cell, meta_for
 
 
 def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None = None, *,
-                 png_dir: str | os.PathLike | None = None, png_dpi: int = 60) -> int:
+                 png_dir: str | os.PathLike | None = None, png_dpi: int = 60,
+                 progress: bool = False) -> int:
     """Write the PDF report of ``run_dir`` to ``pdf_path`` (default ``run_dir/report.pdf``).
 
     Returns the number of pages (== :func:`expected_pages`).  With ``png_dir`` every
@@ -99,6 +100,7 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     The run directory is checked first (:func:`fedsim.validation.rundir.check_run_dir`: against
     its ``suite.json``, structure of verdicts.csv and meta/*.json); a damaged one raises
     :class:`fedsim.errors.FedsimError` with a one-line reason and nothing is drawn.
+    ``progress``: a ``report pages`` bar on stderr (``fedsim report``).
     """
     check_run_dir(run_dir)
     run = load_run(run_dir)
@@ -109,10 +111,20 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     plan = page_plan(run)
     rc = {"font.size": FONT, "axes.titlesize": FONT, "legend.fontsize": SMALL,
           "pdf.fonttype": 42}
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(plan), desc="report pages", unit="page", file=sys.stderr,
+                   mininterval=0.5, leave=False)
     with atomic_writer(pdf_path, "wb") as fh:
         with plt.rc_context(rc), PdfPages(fh, metadata={"Title": "fedsim validation report",
                                                          "Creator": "fedsim"}) as pdf:
             for i, (kind, arg) in enumerate(plan, start=1):
+                if bar is not None:
+                    bar.update(1)
                 if kind == "summary":
                     fig = summary_page(run, arg)
                 elif kind == "plots":
@@ -126,4 +138,6 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
                 if png_dir is not None:
                     fig.savefig(Path(png_dir) / f"page-{i:02d}.png", dpi=png_dpi)
                 plt.close(fig)
+    if bar is not None:
+        bar.close()
     return len(plan)

@@ -1,0 +1,280 @@
+"""Every constant of a theorem that a scenario determines, with how it was derived.
+
+One place serves ``fedsim bounds THEOREM --scenario FILE`` (:mod:`fedsim.theory.cli`) and
+``fedsim run FILE --bound THEOREM`` (:mod:`fedsim.validation.run_bound`).
+:func:`scenario_constants` returns the theorem's keyword arguments the scenario fixes
+(``values``), how each was derived (``sources``), the required ones it cannot fill and why
+(``missing``), and what the scenario settles of the theorem's hypotheses (``facts``, for
+:func:`fedsim.validation.cases.resolve_hypotheses`).  The derivations mirror the suite
+families' (:mod:`fedsim.validation.families`), so a scenario of a family gives the family's
+bound:
+
+* problem constants by name (``L``, ``mu``, ``rho``, ``sigma_g2``, ``gamma_g2``, ``G``,
+  ``B``, ``zeta`` ...: ``Problem.constants``, THEORY_SPEC 9);
+* algorithm fields (``Q``, ``eta``, ``beta``, ``lam``, ``nu``, ``M``, ``batch -> b``, a
+  numeric ``alpha``, a constant AREA step ``alpha``), ``horizon.steps -> T, K``;
+* [A] Theorems 7/8: ``p_i = rate_i / (rate_s + sum_j rate_j)``, ``p_s = rate_s / (...)``
+  from the iterate model's Poisson clocks ([A] Example 3, :func:`fedsim.engine.area.
+  event_probabilities`); ``sigma = sqrt(sigma_g2 / b)`` (H7.2) and ``sigma2 = sigma_g2 / b``
+  (Theorem 8's variance bound, THEORY_SPEC 9.4); ``R0 = R = ||w0 - x*||`` (quadratic: x*
+  exact; logistic: plus the certificate's distance bound, THEORY_SPEC 9.4);
+  ``r_init_i = ||w0 - x* + (c/d) M grad f_i(x*)||`` (THEORY_SPEC 6.c, the exact r_i);
+* [P] Theorems 1-3: ``tau`` = the provable staleness (window model: its ``tau`` by
+  construction; physical model: :func:`fedsim.engine.staleness.physical_staleness_bound`,
+  [P] Assumption 1); ``f_gap = f(w0) - f_star_P``, ``F_gap = F_maml(w0, alpha) - f_star_P``
+  (Theorem 2), ``F_me(w0, lam) - f_star_P`` (Theorem 3), ``f_star_P <= inf`` of the
+  objective (the families' gaps).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ScenarioConstants", "scenario_constants"]
+
+_ALG_FIELDS = (("Q", "Q"), ("eta", "eta"), ("beta", "beta"), ("lam", "lam"), ("nu", "nu"),
+               ("M", "M"))
+_AREA = ("theorem7", "theorem8")
+_PERSAFL = ("theorem1", "theorem2", "theorem3")
+
+
+@dataclass
+class ScenarioConstants:
+    """What a scenario fixes of a theorem's keyword arguments."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, tuple[bool | None, str]] = field(default_factory=dict)
+
+    def put(self, name: str, value: Any, source: str) -> None:
+        self.values[name] = value
+        self.sources[name] = source
+        self.missing.pop(name, None)
+
+    def lack(self, name: str, why: str) -> None:
+        if name not in self.values:
+            self.missing.setdefault(name, why)
+
+    def resolve(self, result: Any) -> Any:
+        """``result`` with the hypotheses the scenario settles resolved
+        (:func:`fedsim.validation.cases.resolve_hypotheses`: a failing one makes it
+        NOT_APPLICABLE)."""
+        from fedsim.theory.result import Hypothesis, Status
+        from fedsim.validation.cases import resolve_hypotheses
+
+        open_ = {k for k in self.facts
+                 if any(h.holds is None and h.name.startswith(k) for h in result.hypotheses)}
+        result = resolve_hypotheses(result, self.facts)
+        extra = [Hypothesis(f"{k} (scenario)", False, f"scenario: {why}")
+                 for k, (holds, why) in self.facts.items() if k not in open_ and holds is False]
+        if extra:
+            result.hypotheses = [*result.hypotheses, *extra]
+            result.status = Status.NOT_APPLICABLE
+        return result
+
+    def table(self, overridden: Any = ()) -> str:
+        """The filled and unfilled constants as text lines (``overridden``: names given
+        otherwise, marked so)."""
+        rows = ["  constants from the scenario:"]
+        for k, v in self.values.items():
+            if k in overridden:
+                rows.append(f"    {k}: given on the command line (the scenario's value is not "
+                            "used)")
+                continue
+            shown = (np.array2string(np.asarray(v), precision=4, separator=", ")
+                     if np.ndim(v) else f"{v:.6g}" if isinstance(v, float) else str(v))
+            rows.append(f"    {k} = {shown}  ({self.sources[k]})")
+        missing = {k: v for k, v in self.missing.items() if k not in overridden}
+        if missing:
+            rows.append("  not determined by the scenario:")
+            rows += [f"    {k}: {why}" for k, why in missing.items()]
+        return "\n".join(rows)
+
+
+def _x_star_distance(problem: Any, kind: str, w0: np.ndarray) -> tuple[float, str] | str:
+    """``(||w0 - x*|| or an upper bound, how)``, or why it is not available."""
+    if kind == "quadratic":
+        return float(np.linalg.norm(w0 - problem.x_star)), "||w0 - x*||, x* exact (quadratic)"
+    if kind in ("logistic", "digits") and hasattr(problem, "solve_global"):
+        x, _, cert = problem.solve_global()
+        if x is None or not cert.valid:
+            return "the logistic objective has no certified minimiser (THEORY_SPEC 9.4)"
+        return (float(np.linalg.norm(w0 - x)) + float(cert.dist_bound),
+                "||w0 - x_hat|| + the certificate's distance bound (UPPER, THEORY_SPEC 9.4)")
+    return f"no certified distance to a minimiser for problem kind {kind!r}"
+
+
+def _tau(sc: ScenarioConstants, scenario: Any) -> None:
+    alg = scenario.algorithm
+    model = alg.get("model")
+    if alg.name != "fedasync" and alg.name not in ("fedbuff", "asfedavg"):
+        sc.lack("tau", f"[P] Assumption 1's tau is the staleness of asynchronous FedAsync; "
+                       f"algorithm {alg.name!r} is not analysed by the theorem")
+        return
+    if model == "window":
+        sc.put("tau", int(alg.get("tau")), "window model: staleness in {0..tau} by construction")
+        sc.facts["Asm 1"] = (True, "window model: staleness uniform on {0..tau}, uploader "
+                                   "i.i.d. uniform (by construction)")
+        return
+    from fedsim.engine.setup import trigger_count
+    from fedsim.engine.staleness import physical_staleness_bound
+
+    d = scenario.delays
+    bound = physical_staleness_bound(d, scenario.problem.n, int(alg.get("Q") or 1),
+                                     d.compute_per == "step", trigger_count(scenario))
+    if math.isfinite(bound):
+        sc.put("tau", int(bound), "provable staleness of the physical model from the delay "
+                                  "supports (fedsim.engine.staleness)")
+    else:
+        sc.lack("tau", "the physical model's staleness is not bounded: a delay with unbounded "
+                       "support (e.g. exponential) or a timer trigger gives no provable tau; "
+                       "give --tau for a bound conditional on Assumption 1")
+
+
+def _area(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
+          theorem: str) -> None:
+    alg = scenario.algorithm
+    b = int(alg.get("batch") or 1)
+    cv = problem.constants.values()
+    if "sigma_g2" in cv and math.isfinite(float(cv["sigma_g2"])):
+        if theorem == "theorem7":
+            sc.put("sigma", math.sqrt(float(cv["sigma_g2"]) / b),
+                   f"sqrt(sigma_g2 / b), b = {b} (H7.2)")
+        else:
+            sc.put("sigma2", float(cv["sigma_g2"]) / b, f"sigma_g2 / b, b = {b}")
+    if alg.name != "area":
+        for k in ("p", "p_s"):
+            sc.lack(k, f"[A]'s event law is AREA's; algorithm {alg.name!r} has none")
+        return
+    if alg.get("model") == "iterate_model":
+        from fedsim.engine.area import event_probabilities
+
+        p, ps = event_probabilities(scenario)
+        sc.put("p", [float(x) for x in p], "rate_i / (rate_s + sum rates): iterate model's "
+                                            "Poisson clocks ([A] Example 3)")
+        sc.put("p_s", float(ps), "rate_s / (rate_s + sum rates)")
+        sc.facts["H7.3" if theorem == "theorem7" else "iid_events"] = (
+            True, "iterate model: independent Poisson clocks, x_(i,0) = x_(s,0)")
+    else:
+        why = ("Algorithm 1 (model = 'algorithm'): the events are not i.i.d. with fixed "
+               "probabilities ([A] footnote 3); p, p_s exist in the iterate model only")
+        for k in ("p", "p_s"):
+            sc.lack(k, why)
+        sc.facts["H7.3" if theorem == "theorem7" else "iid_events"] = (False, why)
+    dist = _x_star_distance(problem, scenario.problem.kind, w0)
+    name = "R0" if theorem == "theorem7" else "R"
+    if isinstance(dist, str):
+        sc.lack(name, dist)
+    else:
+        sc.put(name, dist[0], dist[1])
+        if theorem == "theorem8":
+            sc.facts["minimiser_exists"] = (True, dist[1])
+    a = alg.get("alpha")
+    kind = getattr(a, "kind", None)
+    if theorem == "theorem8" and kind == "constant":
+        sc.put("alpha", float(a.value), "algorithm.alpha (constant step)")
+    if theorem == "theorem7":
+        sc.facts["H7.4"] = ((True, "the run uses the Theorem 7 schedule of these constants")
+                            if kind == "theorem7" else
+                            (False, f"the run's step schedule is {kind!r}, not the "
+                                    "prescribed alpha_k = c/(k+d) (alpha.kind = 'theorem7')"))
+        if scenario.problem.kind == "quadratic" and getattr(problem, "noise", "") == "additive":
+            sc.facts["H7.2"] = (True, "additive noise, fresh at each local step, independent of "
+                                      "the events; sigma^2 = max_i tr(S_i)/b")
+        _r_init(sc, problem, w0)
+
+
+def _r_init(sc: ScenarioConstants, problem: Any, w0: np.ndarray) -> None:
+    need = ("L", "mu", "M", "p", "p_s", "sigma", "zeta", "R0")
+    if not all(k in sc.values for k in need) or not hasattr(problem, "grad_at_xstar"):
+        return
+    from fedsim.theory import area as tarea
+
+    v = sc.values
+    try:
+        c = tarea.area_constants(L=v["L"], mu=v["mu"], M=v["M"], p=np.asarray(v["p"]),
+                                 p_s=v["p_s"], sigma=v["sigma"], zeta=v["zeta"])
+    except (ValueError, ArithmeticError):
+        return
+    c0, d0 = float(c["c"]), float(c["d"])
+    r = np.linalg.norm(w0 - problem.x_star + (c0 / d0) * v["M"] *
+                       np.asarray(problem.grad_at_xstar), axis=1)
+    sc.put("r_init", [float(x) for x in r], "||w0 - x* + alpha_0 M grad f_i(x*)||, the exact "
+                                           "r_i (THEORY_SPEC 6.c)")
+
+
+def _gaps(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
+          theorem: str) -> None:
+    cv = problem.constants.values()
+    if "f_star_P" not in cv:
+        return
+    lo = float(cv["f_star_P"])
+    alg = scenario.algorithm
+    if theorem == "theorem1":
+        sc.put("f_gap", float(problem.f(w0)) - lo, "f(w0) - f_star_P")
+    elif theorem == "theorem2" and isinstance(alg.get("alpha"), int | float):
+        a = float(alg.get("alpha"))
+        sc.put("F_gap", float(problem.F_maml(w0, a)) - lo, f"F_maml(w0, alpha={a:g}) - f_star_P")
+    elif theorem == "theorem3" and alg.get("lam") is not None:
+        lam = float(alg.get("lam"))
+        sc.put("F_gap", float(problem.F_me(w0, lam)) - lo, f"F_me(w0, lam={lam:g}) - f_star_P")
+    rule = alg.client_rule
+    want = {"theorem1": ("sgd",), "theorem2": ("maml", "fomaml", "hfmaml"),
+            "theorem3": ("moreau",)}[theorem]
+    label = {"theorem1": "Option A", "theorem2": "Option B", "theorem3": "Option C"}[theorem]
+    sc.facts[label] = (rule in want, f"the run's client rule is {rule!r}")
+
+
+def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> ScenarioConstants:
+    """The keyword arguments of ``theorem`` (a registry entry or its name) that ``scenario``
+    determines; ``names`` (default: the function's keywords) restricts the output, and the
+    required ones left unfilled are in ``missing`` with the reason."""
+    import inspect
+
+    from fedsim.theory.registry import get_theorem
+
+    from fedsim import config
+    from fedsim.engine.setup import initial_model
+
+    th = get_theorem(theorem) if isinstance(theorem, str) else theorem
+    sig = inspect.signature(th.function).parameters
+    names = set(sig) if names is None else set(names)
+    problem = config.build_problem(scenario.problem)
+    w0 = initial_model(problem, scenario)
+    sc = ScenarioConstants()
+    for k, c in problem.constants.items():
+        sc.put(k, float(c.value), f"problem constant ({c.tag.name})")
+    alg = scenario.algorithm
+    for src, dst in _ALG_FIELDS:
+        try:
+            v = alg.get(src)
+        except (KeyError, AttributeError, TypeError, ValueError):
+            v = None
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            sc.put(dst, v, f"algorithm.{src}")
+    a = getattr(alg, "alpha", None)
+    if isinstance(a, int | float) and not isinstance(a, bool):
+        sc.put("alpha", float(a), "algorithm.alpha")
+    sc.put("b", int(alg.get("batch") or 1), "algorithm.batch")
+    if scenario.horizon.steps is not None:
+        for h in ("T", "K"):
+            sc.put(h, int(scenario.horizon.steps), "horizon.steps")
+    if th.name in _AREA:
+        _area(sc, scenario, problem, w0, th.name)
+    if th.name in _PERSAFL:
+        _tau(sc, scenario)
+        _gaps(sc, scenario, problem, w0, th.name)
+    for k, par in sig.items():
+        if k in names and par.default is inspect.Parameter.empty and k not in sc.values:
+            sc.lack(k, "not determined by the scenario: fedsim has no derivation of it for "
+                       f"{th.name} (give --{k.replace('_', '-')})")
+    sc.values = {k: v for k, v in sc.values.items() if k in names}
+    sc.sources = {k: v for k, v in sc.sources.items() if k in sc.values}
+    sc.missing = {k: v for k, v in sc.missing.items()
+                  if k in names and sig[k].default is inspect.Parameter.empty}
+    return sc
