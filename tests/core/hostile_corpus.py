@@ -704,6 +704,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--time-limit", type=float, default=TIME_LIMIT)
     a = ap.parse_args(argv)
     counts: dict[str, list[int]] = {}
     for c in CASES:
@@ -714,7 +715,7 @@ def main(argv: list[str]) -> int:
             print(f"skip {c.category:<16} {c.name:<36} {why_skip}", flush=True)
             continue
         try:
-            ok, why = run_hostile(c, a.python)
+            ok, why = run_hostile(c, a.python, a.time_limit)
         except (subprocess.SubprocessError, OSError) as exc:
             ok, why = False, f"set-up failed: {exc}"
         counts.setdefault(c.category, [0, 0])[0 if ok else 1] += 1
