@@ -11,10 +11,10 @@ fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package
   returning one), read by :func:`fedsim.validation.rows.load_row_plugins`.
 
 **Loading.**  An entry point that fails to import -- any exception, ``SystemExit`` (a plug-in
-calling ``sys.exit`` at import) or another ``BaseException`` but Ctrl-C, an installed ``entry_points.txt`` that is not UTF-8 -- or
-that names an object of the wrong kind, is skipped: one line on stderr names it, its value
-and the first line of the error (once per process), and :func:`broken_plugins` lists it.
-Every other command keeps working.
+calling ``sys.exit`` at import) or another ``BaseException`` but Ctrl-C, an installed
+``entry_points.txt`` that is not UTF-8 -- or that names an object of the wrong kind, is
+skipped: one line on stderr names it, its value and the first line of the error (once per
+process), and :func:`broken_plugins` lists it.  Every other command keeps working.
 
 **Results.**  A plug-in theorem's function runs through :func:`checked_theorem_function`:
 an exception it raises, or a result that is not a
