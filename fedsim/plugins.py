@@ -11,10 +11,10 @@ fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package
   returning one), read by :func:`fedsim.validation.rows.load_row_plugins`.
 
 **Loading.**  An entry point that fails to import -- any exception, ``SystemExit`` (a plug-in
-calling ``sys.exit`` at import), an installed ``entry_points.txt`` that is not UTF-8 -- or
-that names an object of the wrong kind, is skipped: one line on stderr names it, its value
-and the first line of the error (once per process), and :func:`broken_plugins` lists it.
-Every other command keeps working.
+calling ``sys.exit`` at import) or another ``BaseException`` but Ctrl-C, an installed
+``entry_points.txt`` that is not UTF-8 -- or that names an object of the wrong kind, is
+skipped: one line on stderr names it, its value and the first line of the error (once per
+process), and :func:`broken_plugins` lists it.  Every other command keeps working.
 
 **Results.**  A plug-in theorem's function runs through :func:`checked_theorem_function`:
 an exception it raises, or a result that is not a
@@ -92,7 +92,9 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
     for ep in _entry_points(group):
         try:
             accept(ep.name, ep.load())
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - foreign code: report, skip
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - foreign code (SystemExit too): skip it
             _report((group, ep.name), f"fedsim: plug-in {ep.name!r} ({group} = {ep.value}) "
                     f"is broken and was skipped: {_first_line(exc)}")
             continue
@@ -151,9 +153,9 @@ def check_bound_result(who: str, result: Any) -> Any:
 def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
-    except FedsimError:
+    except (FedsimError, KeyboardInterrupt):
         raise
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - foreign code
+    except BaseException as exc:  # noqa: BLE001 - foreign code (SystemExit too)
         raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
 
 

@@ -65,5 +65,5 @@ def test_bound_refuses_unknown_and_missing_arguments():
 def test_run_refuses_a_non_scenario():
     import fedsim
 
-    with pytest.raises(fedsim.ConfigError, match="must be a Scenario or a TOML path"):
+    with pytest.raises(fedsim.ConfigError, match="must be a Scenario, a scenario dict or a TOML"):
         fedsim.run(42)

@@ -10,9 +10,9 @@ import numpy as np
 from fedsim.theory.registry import get_theorem
 from fedsim.theory.result import BoundResult
 
-from fedsim.errors import ConfigError, FedsimError
+from fedsim.errors import ConfigError
 
-__all__ = ["bound", "check_constants", "evaluate"]
+__all__ = ["bound", "check_constants"]
 
 
 def _as_text(value: Any) -> str | None:
@@ -107,15 +107,6 @@ def bound(name: str, /, **constants: Any) -> BoundResult:
                    if params[k].default is inspect.Parameter.empty and k not in constants]
         if missing:
             raise ConfigError(f"{name} needs {', '.join(missing)}")
+    from fedsim.theory.cli import evaluate
+
     return evaluate(theorem, check_constants(name, constants))
-
-
-def evaluate(theorem: Any, constants: dict[str, Any]) -> BoundResult:
-    """``theorem.function(**constants)``; an overflow of float64 is a one-line
-    :class:`FedsimError` (``fedsim bounds`` and :func:`bound` alike)."""
-    try:
-        with np.errstate(all="ignore"):  # an overflow shows in the value (inf)
-            return theorem.function(**constants)
-    except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
-        raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "
-                          f"constants ({type(exc).__name__}: {exc}); use smaller values") from None

@@ -52,7 +52,7 @@ from fedsim.theory.result import BoundResult
 from fedsim.errors import ConfigError, FedsimError
 
 __all__ = ["add_parser", "run", "constants_from_file", "scenario_fill", "to_json", "options",
-           "Option", "parse_option"]
+           "Option", "parse_option", "evaluate"]
 
 
 # --------------------------------------------------------------------------- argument types
@@ -356,12 +356,21 @@ def _curve_table(result: BoundResult, horizon: str, hs: Any) -> str:
     return "  per horizon:\n" + "\n".join("    " + r for r in rows)
 
 
+def evaluate(theorem: Theorem, constants: dict[str, Any]) -> BoundResult:
+    """``theorem.function(**constants)``; an overflow of float64 is a one-line
+    :class:`FedsimError` (``fedsim bounds`` and :func:`fedsim.theory.bound` alike)."""
+    try:
+        with np.errstate(all="ignore"):  # an overflow shows in the value (inf)
+            return theorem.function(**constants)
+    except (OverflowError, FloatingPointError, ZeroDivisionError) as exc:
+        raise FedsimError(f"{theorem.name}: the bound cannot be evaluated in float64 at these "
+                          f"constants ({type(exc).__name__}: {exc}); use smaller values") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Evaluate the chosen theorem and print the table (or JSON); returns 0."""
     theorem = get_theorem(args.theorem)
     kw, filled = _kwargs(args, theorem)
-    from fedsim.theory.api import evaluate
-
     from fedsim.notice import notice_after
 
     with notice_after(f"evaluating {theorem.name}'s bound (a long recursion at these "

@@ -25,6 +25,20 @@ def _replicates(cases: Sequence[Case]) -> int:
     return sum(run.replicates for case in cases for run in case.runs)
 
 
+def _as_option(name: str, value: object, low: int, high: int) -> int:
+    """``value`` checked by the ``fedsim validate --<name>`` option's own parser, with its
+    message (an integer type first: ``2.0`` and ``True`` are not counts)."""
+    import argparse
+
+    from fedsim.validation.cli import int_at_least
+
+    check_integer(name, value)
+    try:
+        return int_at_least(low, name, high)(str(value))
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def validate(what: str | Sequence[Case], *, out: str | os.PathLike | None = None,
              replicates: int | None = None, workers: int | None = None,
              report: str | os.PathLike | None = None, progress: bool = False) -> pd.DataFrame:
@@ -54,9 +68,9 @@ def validate(what: str | Sequence[Case], *, out: str | os.PathLike | None = None
 
     check_environment()  # what `fedsim validate` checks, with its messages, before any work
     if replicates is not None:
-        check_integer("replicates", replicates, low=2, high=MAX_REPLICATES)
+        _as_option("replicates", replicates, 2, MAX_REPLICATES)
     if workers is not None:
-        check_integer("workers", workers, low=1, high=MAX_WORKERS)
+        _as_option("workers", workers, 1, MAX_WORKERS)
     if out is not None:
         check_output_dir("out", out)
     if report is not None:

@@ -340,8 +340,9 @@ def check_main_guarded() -> None:
     of working."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if main is None or not path:
-        return  # interactive or -c: nothing for a worker to re-import
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
+    if main is None or not path or spec_name.endswith("__main__"):
+        return  # interactive, -c or `python -m package`: multiprocessing re-imports nothing
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":

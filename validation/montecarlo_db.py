@@ -24,6 +24,12 @@ Every run directory -- ``fedsim validate`` (theorem suites and the paper suite) 
   or cannot be read at all (a damaged page) is reported with a reason and recomputed by the
   caller, which counts it.  The hash detects damage, not an editor: whoever can write the
   file can recompute a checksum.
+* **A bad day.**  An SQLite error on open or on a write is one line
+  (:func:`store_error`): a full disk, a quota, a file-size limit, too many open files or a
+  read-only file system names the file and the cause (the committed records are intact;
+  re-running resumes); anything else -- and tables with other columns, or triggers and
+  views fedsim never makes, found when the store is opened -- is a damaged store:
+  "move it away and re-run" (:data:`MOVE_AWAY`).
 * **Oracle cache.**  The exact oracle values a suite computes while it builds its cases
   (:func:`fedsim.validation.cases.cached`) are rows of ``oracle``, verified on read like
   records (their checksum and type are checked there; a damaged one is recomputed and

@@ -29,6 +29,7 @@ ALLOWED = {
     ("tests/core/test_safefile.py", "/dev/zero"),           # `run /dev/zero`: refused input
     ("tests/core/cli_corpus.py", "/dev/zero"),              # the same, in the fuzz corpus
     ("tests/core/test_fuzz_inputs.py", "/dev/null/x.csv"),  # a parent that cannot exist
+    ("tests/core/hostile_corpus.py", "/dev/full"),          # a case's stdout (> /dev/full)
 }
 #: files that only ``lstat`` the system devices (the session guard) or list them (this one)
 READ_ONLY = {"tests/conftest.py", "tests/core/test_no_device_writes.py"}
