@@ -77,16 +77,17 @@ def shorten_middle(s: str, n: int) -> str:
     return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
 
 
-_BREAKS = re.compile(r"(?<=[_\-./ ])")
+_BREAKS = re.compile(r"(?<=[_/ ])|(?<=-)(?=[A-Za-z])")
 
 
 def wrap_ident(text: str, n: int, lines: int | None = None) -> list[str]:
-    """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ - . /``
+    """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ /`` or a
+    ``-`` before a letter
     (identifiers such as ``counterexample-M50-K9`` or ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap
     whole, never cut); a piece longer than a line is split.  With ``lines``, more lines
     than that end in an ellipsis (callers size their boxes so this does not happen)."""
     s = " ".join(str(text).split())
-    if sum(c.isupper() for c in s) > len(s) / 2:   # capitals are wider than 0.62 em
+    if "_" in s and sum(c.isupper() for c in s) > len(s) / 2:  # capitals: wider than 0.62 em
         n = max(3, int(n * 0.62 / 0.72))
     out: list[str] = []
     cur = ""
@@ -170,8 +171,13 @@ def _fit(text: str, n: int, lines: int) -> str:
 def new_page(title: str, subtitle: str = "") -> Figure:
     """A blank report page with its title and a wrapped subtitle."""
     fig = plt.figure(figsize=PAGE_SIZE)
-    fig.text(0.03, 0.965, truncate(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
-             fontsize=14, weight="bold", va="top")
+    # a long title gets a smaller font (down to 9 pt), then wraps: never cut
+    size = 14.0
+    fits = int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * size))
+    if len(title) > fits:
+        size = max(9.0, size * fits / len(title))
+    text = "\n".join(wrap_ident(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * size))))
+    fig.text(0.03, 0.965, text, fontsize=size, weight="bold", va="top")
     if subtitle:
         draw_wrapped(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
     return fig

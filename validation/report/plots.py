@@ -100,10 +100,9 @@ def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl:
     grow = [k for k, v in terms.items()
             if len(v) == h.size and np.all(np.isfinite(np.asarray(v, dtype=float)))
             and float(v[-1]) > float(v[0])]
-    what = (f"the {', '.join(grow)} term grows" if grow else
-            "see the details page for its terms")
-    ax.text(0.02, 0.94, f"bound grows with {xl}: {what}", transform=ax.transAxes,
-            fontsize=SMALL, color="#1f5fbf", va="top")
+    what = (f"{', '.join(grow)} grows" if grow else "terms: details page")
+    ax.text(0.02, 0.94, "\n".join(wrap_ident(f"bound grows with {xl} ({what})", 34)),
+            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top")
 
 
 def _legend_handles() -> list[Line2D]:
@@ -178,9 +177,10 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     if nonpos.any():  # not drawable on a log axis: a marker on the floor with its value
         ax.scatter(h[nonpos], np.full(int(nonpos.sum()), floor * 1.15), marker="v",
                    color="#1f5fbf", s=36, zorder=5)
-        ax.text(0.02, 0.1, "bound <= 0 (" + ", ".join(fmt_value(b) for b in bound[nonpos][:3])
-                + "): marked on the floor", transform=ax.transAxes, fontsize=SMALL,
-                color="#1f5fbf")
+        txt = ("bound <= 0 (" + ", ".join(fmt_value(b) for b in bound[nonpos][:3])
+               + "): the triangles on the floor")
+        ax.text(0.02, 0.1, "\n".join(wrap_ident(txt, 34)), transform=ax.transAxes,
+                fontsize=SMALL, color="#1f5fbf", va="bottom")
     if np.isinf(bound).any():
         ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
                 fontsize=SMALL, color="#1f5fbf")
