@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-__all__ = ["plots_page", "meta_for"]
+__all__ = ["plots_page", "meta_for", "draw_panel"]
 
 
 _CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
@@ -63,7 +63,7 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         meta = run.meta.get((th, sc), {})
         sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
         sub = sub.sort_values("horizon")
-        _panel(ax, sub, meta)
+        draw_panel(ax, sub, meta)
         status = str(sub["status"].iloc[0]) if len(sub) else "-"
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
             else meta.get("expected_slope", math.nan)
@@ -118,7 +118,9 @@ def _legend_handles() -> list[Line2D]:
             Line2D([], [], color="#888888", ls=":", lw=1.2, label="theorem's order")]
 
 
-def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
+def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
+    """One (scenario, mode) panel: MC means with CIs, the bound, the exact oracle, the
+    order (the plot pages and the --latex figures)."""
     ax.tick_params(labelsize=SMALL)
     xl = meta.get("x_label", "T")
     ax.set_xlabel(xl, fontsize=FONT)
