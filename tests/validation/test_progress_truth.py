@@ -16,7 +16,7 @@ EX = Path(__file__).parents[2] / "examples"
 
 def test_run_compiles_before_its_bar(tmp_path):
     res = subprocess.run([sys.executable, "-m", "fedsim.cli", "run",
-                          str(EX / "fedbuff_quadratic.toml"), "--steps", "30",
+                          str(EX / "fedasync_quadratic.toml"), "--steps", "30",
                           "--metrics-out", str(tmp_path / "m.csv")],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
