@@ -185,12 +185,16 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
     for name, v in trace.metrics.items():
         if name.startswith("avg_"):
             continue
-        ax1.plot(mt, v, label=name)
+        (line,) = ax1.plot(mt, v, label=name, lw=0.8)
+        avg = trace.metrics.get(f"avg_{name}")
+        if avg is not None:  # the running average the [P]/[F] theorems speak of
+            ax1.plot(mt, avg, ls="--", lw=1.4, color=line.get_color(),
+                     label=f"avg_{name} (running mean)")
     if all(np.all(np.asarray(v)[np.isfinite(v)] > 0) for k, v in trace.metrics.items()
            if not k.startswith("avg_") and not k.startswith(("test_acc", "pers_acc"))):
         ax1.set_yscale("log")
     ax1.set_xlabel("simulated time")
-    ax1.legend(fontsize=7)
+    ax1.legend(fontsize=7, loc="upper right", ncol=2)
     ax1.set_title(f"{scenario.name}: metrics against simulated time")
     if tl is not None:
         ok = timeline_matches(trace, tl, _is_sync(scenario))

@@ -149,6 +149,9 @@ def add_parser(subparsers: Any) -> None:
                    help="output PDF (default DIR/report.pdf; fedsim validate --report writes "
                    "reports/validation-SUITE.pdf by default)")
     r.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    r.add_argument("--latex", type=path_option("--latex"), default=None, metavar="DIR",
+                   help="also write the verdict tables as LaTeX (booktabs) and every panel "
+                   "as a vector figure (PDF and SVG, named theorem__scenario__mode) to DIR")
     r.set_defaults(func=cmd_report)
 
 
@@ -326,9 +329,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     from fedsim.cli_run import check_output_path
 
     check_output_path("--out", pdf)
+    latex = getattr(args, "latex", None)
+    if latex is not None:
+        from fedsim.cli_run import check_output_dir
+
+        check_output_dir("--latex", latex)
     from fedsim.output_paths import check_outputs
 
-    check_outputs(outputs={"--out": pdf}, run_dirs={"DIR": args.run_dir})
+    # a --latex folder may not hold or be the run directory either
+    check_outputs(outputs={"--out": pdf, "--latex": latex}, run_dirs={"DIR": args.run_dir})
     n = build_report(args.run_dir, pdf, progress=not getattr(args, "no_progress", False))
     print(f"report: {pdf} ({n} pages)")
+    if latex is not None:
+        from fedsim.validation.report.latex import write_latex
+
+        files = write_latex(args.run_dir, latex)
+        print(f"latex: {latex} ({sum(f.suffix == '.tex' for f in files)} tables, "
+              f"{sum(f.suffix == '.pdf' for f in files)} figures as PDF and SVG)")
     return 0

@@ -92,7 +92,8 @@ def test_every_text_is_at_least_8pt_and_missing_representative_is_stated(run_dir
 
 def test_page_plan_counts_by_hand(tmp_path):
     """30 (scenario, mode) groups of one theorem with 7 scenarios, no meta:
-    summary ceil(30/20)=2, plots ceil(30/6)=5, details 7, representative ceil(7/3)=3."""
+    summary ceil(30/10)=3 (rows of up to three wrapped lines), plots ceil(30/6)=5,
+    details 7, representative ceil(7/3)=3."""
     rows = []
     for s in range(7):
         for m in range(5 if s < 2 else 4):
@@ -104,7 +105,7 @@ def test_page_plan_counts_by_hand(tmp_path):
     df = pd.DataFrame(rows)[VERDICT_COLUMNS]
     assert df.groupby(["scenario", "mode"]).ngroups == 30
     write_verdicts(df, tmp_path / "verdicts.csv")
-    assert report.expected_pages(tmp_path) == 2 + 5 + 7 + 3
+    assert report.expected_pages(tmp_path) == 3 + 5 + 7 + 3
 
 
 def test_minimal_run_dir_without_meta_builds(tmp_path):

@@ -110,7 +110,7 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
         Path(png_dir).mkdir(parents=True, exist_ok=True)
     plan = page_plan(run)
     rc = {"font.size": FONT, "axes.titlesize": FONT, "legend.fontsize": SMALL,
-          "pdf.fonttype": 42}
+          "pdf.fonttype": 42, "legend.loc": "upper right"}   # "best" is slow and warns
     bar = None
     if progress:
         import sys

@@ -7,6 +7,7 @@ coordinates with these helpers (fonts >= 8 pt); they know nothing about verdicts
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 __all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK", "STATUS_ORDER", "STATUS_SHORT",
-           "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle",
+           "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle", "wrap_ident",
            "chars_fitting", "draw_wrapped", "draw_table", "new_page"]
 
 
@@ -76,6 +77,38 @@ def shorten_middle(s: str, n: int) -> str:
     return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
 
 
+_BREAKS = re.compile(r"(?<=[_/ ])|(?<=-)(?=[A-Za-z])")
+
+
+def wrap_ident(text: str, n: int, lines: int | None = None) -> list[str]:
+    """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ /`` or a
+    ``-`` before a letter
+    (identifiers such as ``counterexample-M50-K9`` or ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap
+    whole, never cut); a piece longer than a line is split.  With ``lines``, more lines
+    than that end in an ellipsis (callers size their boxes so this does not happen)."""
+    s = " ".join(str(text).split())
+    if "_" in s and sum(c.isupper() for c in s) > len(s) / 2:  # capitals: wider than 0.62 em
+        n = max(3, int(n * 0.62 / 0.72))
+    out: list[str] = []
+    cur = ""
+    for piece in _BREAKS.split(s):
+        while len(piece) > n:
+            if cur:
+                out.append(cur.rstrip())
+                cur = ""
+            out.append(piece[:n])
+            piece = piece[n:]
+        if len(cur) + len(piece.rstrip()) > n and cur:
+            out.append(cur.rstrip())
+            cur = ""
+        cur += piece
+    if cur.strip() or not out:
+        out.append(cur.rstrip())
+    if lines is not None and len(out) > lines:
+        out = out[:lines - 1] + [truncate(" ".join(out[lines - 1:]), n)]
+    return out
+
+
 def chars_fitting(width_frac: float, size: float = SMALL) -> int:
     """How many characters of a ``size``-pt font fit in ``width_frac`` of the page width."""
     return max(3, int((width_frac * PAGE_SIZE[0] * 72 - 5.0) / (0.62 * size)))
@@ -130,20 +163,21 @@ def draw_table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], he
 
 
 def _fit(text: str, n: int, lines: int) -> str:
-    """``text`` wrapped to ``n`` characters per line, at most ``lines`` lines."""
-    if lines <= 1:
-        return truncate(text, n)
-    out = textwrap.wrap(" ".join(str(text).split()), n) or [""]
-    if len(out) > lines:
-        out = out[: lines - 1] + [truncate(" ".join(out[lines - 1:]), n)]
-    return "\n".join(out)
+    """``text`` wrapped to ``n`` characters per line (:func:`wrap_ident`), at most ``lines``
+    lines."""
+    return "\n".join(wrap_ident(text, n, lines))
 
 
 def new_page(title: str, subtitle: str = "") -> Figure:
     """A blank report page with its title and a wrapped subtitle."""
     fig = plt.figure(figsize=PAGE_SIZE)
-    fig.text(0.03, 0.965, truncate(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * 14))),
-             fontsize=14, weight="bold", va="top")
+    # a long title gets a smaller font (down to 9 pt), then wraps: never cut
+    size = 14.0
+    fits = int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * size))
+    if len(title) > fits:
+        size = max(9.0, size * fits / len(title))
+    text = "\n".join(wrap_ident(title, int(0.94 * PAGE_SIZE[0] * 72 / (0.66 * size))))
+    fig.text(0.03, 0.965, text, fontsize=size, weight="bold", va="top")
     if subtitle:
         draw_wrapped(fig, 0.03, 0.925, subtitle, 0.94, size=FONT, max_lines=3, color="#333333")
     return fig

@@ -126,7 +126,7 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
             ax.set_ylabel(s["curve_metric"], fontsize=7)
         ax.tick_params(labelsize=6)
         if j == k - 1:
-            ax.legend(fontsize=6, loc="best")
+            ax.legend(fontsize=6, loc="upper right")
 
 
 def _gantt(fig: Figure, s: dict, rect: tuple[float, float, float, float],

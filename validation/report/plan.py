@@ -25,7 +25,7 @@ __all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUM
            "PANELS_PER_PAGE", "REPR_PER_PAGE", "unique"]
 
 
-SUMMARY_ROWS = 20
+SUMMARY_ROWS = 10
 PANELS_PER_PAGE = 6
 REPR_PER_PAGE = 3
 

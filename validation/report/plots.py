@@ -21,15 +21,14 @@ from fedsim.validation.report.layout import (
     fmt_range,
     fmt_value,
     new_page,
-    shorten_middle,
-    truncate,
+    wrap_ident,
 )
 from fedsim.validation.report.plan import Run
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-__all__ = ["plots_page", "meta_for"]
+__all__ = ["plots_page", "meta_for", "draw_panel"]
 
 
 _CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
@@ -64,18 +63,18 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         meta = run.meta.get((th, sc), {})
         sub = v[(v["theorem"] == th) & (v["scenario"] == sc) & (v["mode"] == md)]
         sub = sub.sort_values("horizon")
-        _panel(ax, sub, meta)
+        draw_panel(ax, sub, meta)
         status = str(sub["status"].iloc[0]) if len(sub) else "-"
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
             else meta.get("expected_slope", math.nan)
-        width = chars_fitting(0.27, SMALL)
+        width = chars_fitting(0.25, SMALL)
         sl = fmt_value(sub["slope"].iloc[0] if len(sub) else None)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
         last = (f"EXACT value, no CI; bound/exact {fmt_range(sub['tightness'])}" if exact else
                 f"slope {sl} (order {fmt_value(es, 2)}), bound/mean {fmt_range(sub['tightness'])}")
-        ax.set_title("\n".join([shorten_middle(f"{sc} [{md}]" if md else sc, width),
-                                truncate(f"{status}", width), truncate(last, width)]),
-                     fontsize=SMALL)
+        title = [*wrap_ident(f"{sc} [{md}]" if md else sc, width), *wrap_ident(status, width),
+                 *wrap_ident(last, width)]           # wrapped whole, never cut
+        ax.set_title("\n".join(title), fontsize=SMALL)
     for k in range(len(groups), nrow * ncol):
         fig.add_subplot(gs[k // ncol, k % ncol]).set_axis_off()
     fig.legend(handles=_legend_handles(), loc="upper center", ncol=8, fontsize=SMALL,
@@ -92,6 +91,20 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
     return fig
 
 
+def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str) -> None:
+    """A bound that grows with the horizon says so, naming the term that grows when the
+    metadata carries the bound's terms per horizon (``bound_terms``: name -> values)."""
+    if h.size < 2 or not bound[-1] > 1.05 * bound[0]:
+        return
+    terms = meta.get("bound_terms") or {}
+    grow = [k for k, v in terms.items()
+            if len(v) == h.size and np.all(np.isfinite(np.asarray(v, dtype=float)))
+            and float(v[-1]) > float(v[0])]
+    what = (f"{', '.join(grow)} grows" if grow else "terms: details page")
+    ax.text(0.02, 0.94, "\n".join(wrap_ident(f"bound grows with {xl} ({what})", 34)),
+            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top")
+
+
 def _legend_handles() -> list[Line2D]:
     dot = dict(ls="none", marker="o", ms=5)
     return [Line2D([], [], color=INK["holds"], label="MC mean, CI: holds", **dot),
@@ -105,11 +118,14 @@ def _legend_handles() -> list[Line2D]:
             Line2D([], [], color="#888888", ls=":", lw=1.2, label="theorem's order")]
 
 
-def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
+def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
+    """One (scenario, mode) panel: MC means with CIs, the bound, the exact oracle, the
+    order (the plot pages and the --latex figures)."""
     ax.tick_params(labelsize=SMALL)
     xl = meta.get("x_label", "T")
     ax.set_xlabel(xl, fontsize=FONT)
-    ax.set_ylabel(truncate(meta.get("quantity", "measured quantity"), 40), fontsize=SMALL)
+    ax.set_ylabel("\n".join(wrap_ident(meta.get("quantity", "measured quantity"), 34)),
+                  fontsize=SMALL)
     h = sub["horizon"].to_numpy(float)
     mean = sub["mean"].to_numpy(float)
     lo, hi = sub["ci_low"].to_numpy(float), sub["ci_high"].to_numpy(float)
@@ -145,9 +161,28 @@ def _panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
                marker="s" if bool(is_exact_row(sub).all()) else "o")
     status = str(sub["status"].iloc[0])
     gb = np.isfinite(bound) & (bound > 0)
-    if gb.any():
+    if gb.any() and hs.size == 1:  # one horizon: the CI as an interval bar, the bound a level
+        i = int(np.flatnonzero(ok)[0])
+        ax.vlines(h[i], lo_c[i], hi_c[i], color="#9aa9c9", lw=10, alpha=0.6, zorder=1)
+        ax.axhline(bound[gb][0], color="#1f5fbf", lw=1.5,
+                   ls="-" if status in _CERTIFIED else "--", zorder=1)
+        ax.annotate(f"bound {fmt_value(bound[gb][0])}", (0.02, bound[gb][0]),
+                    xycoords=("axes fraction", "data"), fontsize=SMALL, color="#1f5fbf",
+                    va="bottom")
+        ax.annotate(f"MC mean {fmt_value(mean[i])}", (h[i], mean[i]), xytext=(8, 0),
+                    textcoords="offset points", fontsize=SMALL, va="center")
+    elif gb.any():
         ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
                 else "--", marker="D", ms=3, zorder=1)
+        _note_growth(ax, h[gb], bound[gb], meta, xl)
+    nonpos = np.isfinite(bound) & (bound <= 0)
+    if nonpos.any():  # not drawable on a log axis: a marker on the floor with its value
+        ax.scatter(h[nonpos], np.full(int(nonpos.sum()), floor * 1.15), marker="v",
+                   color="#1f5fbf", s=36, zorder=5)
+        txt = ("bound <= 0 (" + ", ".join(fmt_value(b) for b in bound[nonpos][:3])
+               + "): the triangles on the floor")
+        ax.text(0.02, 0.1, "\n".join(wrap_ident(txt, 34)), transform=ax.transAxes,
+                fontsize=SMALL, color="#1f5fbf", va="bottom")
     if np.isinf(bound).any():
         ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
                 fontsize=SMALL, color="#1f5fbf")

@@ -13,7 +13,7 @@ from fedsim.validation.report.layout import (
     draw_wrapped,
     fmt_value,
     new_page,
-    truncate,
+    wrap_ident,
 )
 from fedsim.validation.report.plan import Run
 from matplotlib.figure import Figure
@@ -53,8 +53,13 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
                     color="#4c72b0", edgecolor="white", linewidth=0.3)
             a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--",
                        label=f"mean {fmt_value(stale.mean())}, max {top}")
-            a1.legend(fontsize=SMALL)
-        a1.set_title(truncate(f"{sc}: staleness t - Omega(t) (server steps)", 60), fontsize=FONT)
+            a1.legend(fontsize=SMALL, loc="upper right")
+        else:
+            a1.text(0.5, 0.5, "no staleness recorded for this run (e.g. a synchronous "
+                    "or iterate-model run has no server-step staleness log)", ha="center",
+                    va="center", wrap=True, transform=a1.transAxes, fontsize=SMALL)
+        a1.set_title("\n".join(wrap_ident(f"{sc}: staleness t - Omega(t) (server steps)", 60)),
+                     fontsize=FONT)
         a1.set_xlabel("staleness (steps)", fontsize=SMALL)
         a1.set_ylabel("count", fontsize=SMALL)
         t = np.asarray(rep.get("concurrency_time", []), dtype=float)
@@ -73,8 +78,13 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
                            label=f"time-weighted mean {fmt_value(cm)}")
             a2.set_ylim(-0.03, 1.05)
             a2.legend(fontsize=SMALL, loc="lower right")
-        a2.set_title(truncate(f"{sc}: clients busy (fraction) vs simulated time", 60),
-                     fontsize=FONT)
+        else:
+            a2.text(0.5, 0.5, "no busy-fraction curve: this execution model records no "
+                    "client busy periods (the window and iterate models count steps, not "
+                    "simulated time)", ha="center", va="center", wrap=True,
+                    transform=a2.transAxes, fontsize=SMALL)
+        a2.set_title("\n".join(wrap_ident(f"{sc}: clients busy (fraction) vs simulated time",
+                                           60)), fontsize=FONT)
         a2.set_xlabel("simulated time", fontsize=SMALL)
         a2.set_ylabel("busy fraction", fontsize=SMALL)
     draw_wrapped(fig, 0.04, 0.09, "Left: histogram of the staleness t - Omega(t) of each server "

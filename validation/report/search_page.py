@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,17 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
                       f"{_fmt(w['bound'])}"]
         elif w["violation_ratio"] > 1:
             lines.append("  not confirmed (confirmation cap reached or disabled)")
+    lines += ["", "terms:",
+              "  stopped: the time budget stopped the point before its oracle finished; "
+              "it has no measurement and is not a violation",
+              "  refused: the point is outside the theorem's or the oracle's domain",
+              "  confirmed: a point with measured > bound re-run by engine Monte Carlo; "
+              "its verdict (validate's 99% CI) is the one that counts",
+              "  unconfirmed (measured > bound, not re-run: cap reached): NOT evidence that the "
+              "bound holds there, nor a violation: an unchecked oracle excess"]
+    width = int(0.36 * PAGE_SIZE[0] * 72 / (0.6 * (SMALL + 1)))   # monospace column
+    lines = [w for ln in lines for w in (textwrap.wrap(ln, width, subsequent_indent="    ")
+                                         or [""])]
     ax_t = fig.add_axes((0.03, 0.05, 0.36, 0.85))
     ax_t.axis("off")
     ax_t.text(0, 1, "\n".join(lines), va="top", ha="left", fontsize=SMALL + 1,

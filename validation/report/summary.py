@@ -27,7 +27,7 @@ from fedsim.validation.report.layout import (
     fmt_range,
     fmt_value,
     new_page,
-    shorten_middle,
+    wrap_ident,
 )
 from fedsim.validation.report.plan import SUMMARY_ROWS, Run, unique
 from matplotlib.figure import Figure
@@ -71,8 +71,8 @@ def control_cell(sub: pd.DataFrame) -> tuple[str, str | None]:
     if "control" in sub.columns:
         kinds = [str(k) for k in sub["control"] if _present(k)]
         if kinds:
-            return shorten_middle(kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
-                        chars_fitting(0.11) - 1), FILL["not_applicable"]
+            return (kinds[0] if kinds[0].lower() not in ("true", "1") else "control",
+                    FILL["not_applicable"])
     return "-", None
 
 
@@ -105,18 +105,19 @@ def summary_page(run: Run, idx: int) -> Figure:
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
         slope = "exact, no CI" if exact else f"{fmt_value(sub['slope'].iloc[0])} ({fmt_value(es)})"
         status = unique(list(sub["status"].astype(str)))[0]
-        rows.append([shorten_middle(th, chars_fitting(0.08) - 1),
-                     shorten_middle(sc, chars_fitting(0.14) - 1),
-                     shorten_middle(md, chars_fitting(0.08) - 1) or "-",
-                     shorten_middle(status, chars_fitting(0.15) - 1),
+        rows.append([th, sc, md or "-", status,
                      str(len(sub)), "/".join(str(n) for n in c), STATUS_SHORT[overall].upper(),
                      fmt_range(sub["tightness"]), slope,
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
+    # names wrap (at _ - . boundaries), never cut: as many lines as the longest needs (<= 3)
+    need = max((len(wrap_ident(c, chars_fitting(w) - 1)) for r in rows
+                for c, w in zip(r, widths, strict=True)), default=1)
     y = draw_table(fig, 0.03, 0.835, widths,
                ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na/e",
-                "overall", "tightness", "slope (exp)", "control"], rows, fills)
+                "overall", "tightness", "slope (exp)", "control"], rows, fills,
+               lines=min(3, need))
     note = (f"#T/K: number of horizons; h/v/i/na/e: how many of them hold, are violated, "
             f"inconclusive, not applicable, error (every replicate failed; the details page "
             f"gives the first failure). "
