@@ -9,6 +9,7 @@ Lyapunov rate certificates for time-invariant schedules.
 * :mod:`~fedsim.worstcase.gram`     -- the Gram representation (points, basis);
 * :mod:`~fedsim.worstcase.pep`      -- the SDP and its solve;
 * :mod:`~fedsim.worstcase.witness`  -- the worst case as a fedsim problem;
+* :mod:`~fedsim.worstcase.rate`     -- Lyapunov rate certificates (periodic schedules);
 * :mod:`~fedsim.worstcase.door`     -- ``fedsim.worst_case(...)``;
 * :mod:`~fedsim.worstcase.cli`      -- ``fedsim worstcase``.
 

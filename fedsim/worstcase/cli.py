@@ -67,6 +67,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="write the witness scenario as TOML (when there is one)")
     p.add_argument("--simulate", action="store_true",
                    help="run the witness with fedsim and print the value it reproduces")
+    p.add_argument("--rate", action="store_true",
+                   help="also a Lyapunov rate certificate for --tau / --cyclic (no K needed)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main_worstcase)
     return p
@@ -81,6 +83,27 @@ def main_worstcase(args: argparse.Namespace) -> int:
 
     scenario = None
     schedule = None
+    rate_line, rate_out = "", None
+    if args.rate:
+        from fedsim.worstcase.classes import FunctionClass
+        from fedsim.worstcase.door import build_method
+        from fedsim.worstcase.rate import rate_certificate
+
+        pattern = [args.tau] if args.tau is not None else args.cyclic
+        if pattern is None:
+            raise ConfigError("--rate needs --tau or --cyclic")
+        rc = rate_certificate(build_method(args.method, args.step, args.Q, args.beta,
+                                           args.server_lr),
+                              FunctionClass(kind=args.function_class, L=args.L, mu=args.mu),
+                              pattern)
+        rate_line = (f"rate certificate: rho = {rc.rho:.6g} per step, ||x_k - x*||^2 <= "
+                     f"{rc.C:.4g} rho^k ||x_0 - x*||^2  [CLARABEL: {rc.status}, "
+                     f"{rc.seconds:.2f} s, {rc.solves} solves]")
+        rate_out = {"rho": rc.rho, "C": rc.C, "status": rc.status,
+                    "seconds": round(rc.seconds, 3)}
+        if args.K is None:
+            print(json.dumps({"rate": rate_out}) if args.json else rate_line)
+            return 0 if rc.rho == rc.rho else 3
     if args.scenario is not None:
         from fedsim.config import load
 
@@ -103,7 +126,9 @@ def main_worstcase(args: argparse.Namespace) -> int:
                                                    "status": wc.check.status,
                                                    "agree": wc.agree},
            "witness": None if wc.witness is None else wc.witness.name}
-    line = wc.summary()
+    line = wc.summary() + ("\n" + rate_line if rate_line else "")
+    if rate_out is not None:
+        out["rate"] = rate_out
     w = wc.witness
     if args.witness_out is not None:
         if w is None or w.scenario is None:

@@ -15,7 +15,8 @@ from fedsim.worstcase.pep import Certificate, PEPResult, solve_pep
 from fedsim.worstcase.schedule import Schedule
 from fedsim.worstcase.witness import Witness, make_witness
 
-__all__ = ["WorstCase", "worst_case", "method_from_scenario", "schedule_from_scenario"]
+__all__ = ["WorstCase", "worst_case", "build_method", "method_from_scenario",
+           "schedule_from_scenario"]
 
 #: the relative agreement asked of two solvers (PEPit's own test tolerance)
 AGREE_RTOL = 1e-3
@@ -85,6 +86,18 @@ def schedule_from_scenario(scenario: Any, K: int, replicate: int = 0) -> Schedul
     return Schedule.from_table(table, K)
 
 
+def build_method(method: str, step: float | None, Q: int = 1, beta: float = 1.0,
+                 server_lr: float = 1.0, weight: str = "none") -> FedAsync | FedBuff:
+    """The method named ``method`` (:data:`~fedsim.worstcase.methods.METHODS`)."""
+    require(method in METHODS, "method", method, f"must be one of {list(METHODS)}")
+    require(step is not None, "step", step, "is required")
+    if method == "delayed_gd":
+        return METHODS[method](step)
+    if method == "fedasync":
+        return FedAsync(eta=float(step), Q=int(Q), beta=float(beta))
+    return FedBuff(eta=float(step), Q=int(Q), server_lr=float(server_lr), weight=weight)
+
+
 def worst_case(method: str = "delayed_gd", function_class: str = "strongly_convex", *,
                L: float = 1.0, mu: float = 0.0, step: float | None = None,
                delays: Sequence[int] | None = None, schedule: Schedule | None = None,
@@ -109,14 +122,7 @@ def worst_case(method: str = "delayed_gd", function_class: str = "strongly_conve
         sched = schedule_from_scenario(scenario, int(K))
         base = scenario
     else:
-        require(method in METHODS, "method", method, f"must be one of {list(METHODS)}")
-        require(step is not None, "step", step, "is required")
-        if method == "delayed_gd":
-            m = METHODS[method](step)
-        elif method == "fedasync":
-            m = FedAsync(eta=float(step), Q=int(Q), beta=float(beta))
-        else:
-            m = FedBuff(eta=float(step), Q=int(Q), server_lr=float(server_lr), weight=weight)
+        m = build_method(method, step, Q, beta, server_lr, weight)
         require((delays is None) != (schedule is None), "delays", delays,
                 "give exactly one of delays and schedule")
         sched = schedule if schedule is not None else Schedule.from_delays(delays)

@@ -56,9 +56,11 @@ class FedAsync:
         require(self.Q >= 1, "Q", self.Q, "must be >= 1")
         require(self.eta > 0, "eta", self.eta, "must be > 0")
 
-    def iterates(self, schedule: Schedule, grad: Oracle, x0: Any) -> list[Any]:
-        """``[x_0, ..., x_K]`` along ``schedule``."""
-        xs = [x0]
+    def iterates(self, schedule: Schedule, grad: Oracle, x0: Any,
+                 history: list[Any] | None = None) -> list[Any]:
+        """``[x_0, ..., x_K]`` along ``schedule``; with ``history`` the iterates start from
+        that list instead of ``[x0]`` (reads index into it: the rate certificate's window)."""
+        xs = [x0] if history is None else list(history)
         for contribs in schedule.steps:
             x = xs[-1]
             for c in contribs:
@@ -84,9 +86,11 @@ class FedBuff:
         require(self.Q >= 1, "Q", self.Q, "must be >= 1")
         staleness_weight(self.weight, 0, self.exponent)
 
-    def iterates(self, schedule: Schedule, grad: Oracle, x0: Any) -> list[Any]:
-        """``[x_0, ..., x_K]`` along ``schedule`` (a step with no upload leaves x)."""
-        xs = [x0]
+    def iterates(self, schedule: Schedule, grad: Oracle, x0: Any,
+                 history: list[Any] | None = None) -> list[Any]:
+        """``[x_0, ..., x_K]`` along ``schedule`` (a step with no upload leaves x);
+        ``history``: as :meth:`FedAsync.iterates`."""
+        xs = [x0] if history is None else list(history)
         for contribs in schedule.steps:
             x = xs[-1]
             if contribs:
