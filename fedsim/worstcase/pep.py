@@ -8,8 +8,11 @@ constraints so that the K = 40 cell is cheap).  Measures (``x_*`` minimises
 
 * ``dist_sq``: ``||x_K - x_*||^2`` over ``||x_0 - x_*||^2 <= 1``;
 * ``f_gap``: ``f(x_K) - f_*`` over ``f(x_0) - f_* <= 1`` (strongly convex only);
-* ``min_grad_sq`` / ``avg_grad_sq``: the minimum / average of ``||grad f(x_k)||^2``,
-  ``k = 0..K``, over ``f(x_0) - f_* <= 1`` (strongly convex) or ``f(x_0) - f(x_K) <= 1``
+* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex);
+* ``min_grad_sq``: the minimum of ``||grad f(x_k)||^2`` over ``k = 0..K`` (PEPit's
+  example); ``avg_grad_sq``: ``(1/K) sum_{k<K} ||grad f(x_k)||^2`` ([P]'s Theorem 1
+  quantity, THEORY_SPEC 3.a); both over ``f(x_0) - f_* <= 1`` (strongly convex) or
+  ``f(x_0) - f(x_K) <= 1``
   (nonconvex, PEPit's ``examples/nonconvex_optimization/gradient_descent.py``; since
   ``f(x_K) >= f_*`` the value bounds the worst case over ``f(x_0) - f_* <= 1`` from above).
 
@@ -38,7 +41,7 @@ from fedsim.worstcase.schedule import Schedule
 
 __all__ = ["Certificate", "PEPResult", "MEASURES", "SOLVERS", "solve_pep", "build_pep"]
 
-MEASURES = ("dist_sq", "f_gap", "min_grad_sq", "avg_grad_sq")
+MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
 #: solver name -> cvxpy keyword arguments
 SOLVERS: dict[str, dict[str, Any]] = {
     "CLARABEL": {},
@@ -124,12 +127,14 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     metric_lins: list[tuple[Lin | None, Any]] = []
     if measure == "dist_sq":
         metric_lins = [(xs[K], None)]
-    elif measure == "f_gap":
+    elif measure in ("f_gap", "f_gap_over_dist"):
         metric_lins = [(None, pts.mean_value(xs[K]))]
-    else:
+    elif measure == "min_grad_sq":
         metric_lins = [(pts.mean_grad(x), None) for x in xs]
+    else:
+        metric_lins = [(pts.mean_grad(x), None) for x in xs[:K]]
     init_f = None
-    if measure != "dist_sq":
+    if measure not in ("dist_sq", "f_gap_over_dist"):
         init_f = [pts.mean_value(xs[0])]
         if nonconvex:
             init_f.append(pts.mean_value(xs[K]))
@@ -228,13 +233,31 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
                      certificate=cert, gram=gram, values=vals, size=size)
 
 
+#: measures whose value scales like L under f -> f / L (the others are invariant)
+SCALE_WITH_L = ("f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+
+
 def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str = "dist_sq",
               zeta_sq: float | None = None, solver: str = "CLARABEL") -> PEPResult:
     """Build and solve the PEP (:func:`build_pep`, :func:`solve_data`); the time includes
-    the assembly."""
+    the assembly.
+
+    Solved at ``L = 1``: ``f`` is in the class of ``(L, mu)`` iff ``f / L`` is in that of
+    ``(1, mu/L)``, and the method's iterates on ``f`` with step ``eta`` are its iterates on
+    ``f / L`` with step ``eta L``; ``dist_sq`` and ``f_gap`` are invariant, the other measures
+    (:data:`SCALE_WITH_L`) and ``zeta^2`` scale like ``L`` -- an unscaled ``L = 1e-3`` is
+    badly conditioned for both solvers.  The returned Gram matrix and certificate are the
+    ``L = 1`` problem's."""
+    from dataclasses import replace
+
     t0 = time.perf_counter()
-    data = build_pep(method, fclass, schedule, measure, zeta_sq)
+    L = fclass.L
+    unit = FunctionClass(kind=fclass.kind, L=1.0, mu=fclass.mu / L)
+    m1 = replace(method, eta=method.eta * L)
+    z1 = None if zeta_sq is None else zeta_sq / (L * L)
+    data = build_pep(m1, unit, schedule, measure, z1)
     res = solve_data(data, solver)
-    return PEPResult(value=res.value, status=res.status, solver=res.solver,
+    value = res.value * (L if measure in SCALE_WITH_L else 1.0)
+    return PEPResult(value=value, status=res.status, solver=res.solver,
                      seconds=time.perf_counter() - t0, certificate=res.certificate,
                      gram=res.gram, values=res.values, size=res.size)

@@ -34,14 +34,17 @@ MATCH_RTOL = 1e-4
 def quadratic_value(method: Any, schedule: Schedule, h: float, measure: str,
                     nonconvex: bool = False) -> float:
     """The measure of ``method`` on ``f = h x^2/2`` along ``schedule`` from ``x_0 = 1``:
-    ``dist_sq`` and ``f_gap`` give ``x_K^2``; ``min_grad_sq`` / ``avg_grad_sq`` the min /
-    mean of ``h^2 x_k^2`` over ``f(x_0) - f_* = h/2`` (``nonconvex``: over
+    ``dist_sq`` and ``f_gap`` give ``x_K^2``, ``f_gap_over_dist`` ``h x_K^2 / 2``;
+    ``min_grad_sq`` / ``avg_grad_sq`` the min over ``k <= K`` / mean over ``k < K`` of
+    ``h^2 x_k^2`` over ``f(x_0) - f_* = h/2`` (``nonconvex``: over
     ``f(x_0) - f(x_K)``, the PEP's normalisation, :mod:`fedsim.worstcase.pep`)."""
     xs = np.array(method.iterates(schedule, lambda i, x: h * x, 1.0), dtype=np.float64)
     if measure in ("dist_sq", "f_gap"):
         return float(xs[-1] ** 2)
+    if measure == "f_gap_over_dist":
+        return float(h / 2.0 * xs[-1] ** 2)
     g2 = h * h * xs ** 2
-    g = g2.min() if measure == "min_grad_sq" else g2.mean()
+    g = g2.min() if measure == "min_grad_sq" else g2[:-1].mean()
     den = h / 2.0 * (1.0 - xs[-1] ** 2) if nonconvex else h / 2.0
     return float(g / den) if den > 0 else float("inf")
 

@@ -133,3 +133,17 @@ def test_schedule_from_delays_conventions():
     assert [c.stale for cs in s.steps for c in cs] == [0, 1, 2, 0]
     with pytest.raises(FedsimError):
         Schedule.from_delays([-1])
+
+
+@pytest.mark.parametrize("measure, kind", [("dist_sq", "strongly_convex"),
+                                           ("f_gap_over_dist", "strongly_convex"),
+                                           ("avg_grad_sq", "nonconvex")])
+def test_solved_at_unit_L_is_the_direct_solve(measure, kind):
+    """solve_pep rescales to L = 1; the unscaled SDP at L = 2 gives the same value."""
+    from fedsim.worstcase.pep import build_pep, solve_data
+
+    fc = FunctionClass(kind=kind, L=2.0, mu=0.2)
+    s = Schedule.constant(1, 5)
+    direct = solve_data(build_pep(delayed_gd(0.1), fc, s, measure), "SCS")
+    scaled = solve_pep(delayed_gd(0.1), fc, s, measure, solver="SCS")
+    assert rel(direct.value, scaled.value) < AGREE_RTOL
