@@ -35,7 +35,9 @@ __all__ = ["worst_case_columns", "CORE_REASONS", "MAX_K", "COLUMNS"]
 #: the largest horizon a suite row's PEP is solved at
 MAX_K = 40
 COLUMNS = ("worst_case", "bound_over_worst", "worst_over_measured", "worst_case_status",
-           "worst_case_note")
+           "worst_case_witness", "worst_case_note")
+#: the witness of a wired row (nonconvex: the PEP value is an upper bound, no function built)
+THEOREM1_WITNESS = "none: nonconvex PEP value is an upper bound; no interpolating function built"
 #: theorem -> why its suite rows get no worst case (docs/theory/worst-case.md)
 CORE_REASONS = {
     "theorem2": "MAML step needs the Hessian: not first-order",
@@ -132,6 +134,7 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
         cols["worst_over_measured"].append(worst / mean if mean > 0 and np.isfinite(worst)
                                            else math.nan)
         cols["worst_case_status"].append(status)
+        cols["worst_case_witness"].append(THEOREM1_WITNESS if status else "")
         cols["worst_case_note"].append(note)
     t = table.copy()
     for c in COLUMNS:

@@ -70,3 +70,16 @@ def test_budget_stops_new_solves(tmp_path):
     case, table = _case()
     r = verdict.worst_case_columns(table, [case], tmp_path, budget_seconds=0.0).iloc[0]
     assert math.isnan(r["worst_case"]) and "budget" in r["worst_case_note"]
+
+
+def test_report_page_names_the_witness(tmp_path):
+    from fedsim.worstcase.report import worst_case_page, worst_case_theorems
+
+    case, table = _case()
+    t = verdict.worst_case_columns(table, [case], tmp_path)
+    assert worst_case_theorems(t) == ["theorem1"]
+    assert worst_case_theorems(table) == []
+    fig = worst_case_page(t, "theorem1")
+    text = " ".join(x.get_text() for x in fig.texts)
+    assert "witness: none" in text and "optimal" in text
+    assert fig.axes[0].get_yscale() == "log"
