@@ -32,6 +32,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Trace": ("fedsim.trace", "Trace"),
     "FedsimError": ("fedsim.errors", "FedsimError"),
     "ConfigError": ("fedsim.errors", "ConfigError"),
+    "worst_case": ("fedsim.worstcase.door", "worst_case"),
 }
 
 __all__ = ["__version__", *_LAZY]

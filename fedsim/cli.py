@@ -12,6 +12,7 @@ theorems or the suites):
 * ``fedsim report``    -- :mod:`fedsim.validation.cli` (rebuild the PDF of a run directory)
 * ``fedsim search``    -- :mod:`fedsim.validation.search_cli` (bound violations /
   looseness over a family)
+* ``fedsim worstcase`` -- :mod:`fedsim.worstcase.cli` (the PEP worst case of a method)
 
 Exit codes, the same for every subcommand (:data:`EXIT_CODES`; the fuzz test's oracle
 accepts 0, 2 and 3 only):
@@ -53,7 +54,7 @@ EXIT_CODES = {0: "done", 2: "bad input or a user error (one line on stderr)",
 #: tests/core/test_startup.py checks it against what each module registers.
 SUBCOMMANDS = {"run": "fedsim.cli_run", "bounds": "fedsim.theory.cli",
                "validate": "fedsim.validation.cli", "report": "fedsim.validation.cli",
-               "search": "fedsim.validation.search_cli"}
+               "search": "fedsim.validation.search_cli", "worstcase": "fedsim.worstcase.cli"}
 _SUBCOMMAND_MODULES = tuple(dict.fromkeys(SUBCOMMANDS.values()))
 
 

@@ -128,6 +128,8 @@ def run_cases(cases: list[S.Case], out: str | os.PathLike, *, workers: int | Non
                          stats=stats, on_audit=lambda audit: _say_records(audit, progress))
         t0 = time.perf_counter()
         table, metas = collect(cases, recs, div1000)
+        from fedsim.worstcase.verdict import worst_case_columns  # issue 32: <= 10 s of PEP
+        table = worst_case_columns(table, cases, out)
         say_failures(table)
         write_verdicts(table, out / "verdicts.csv")
         for (th, sc), meta in metas.items():

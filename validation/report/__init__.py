@@ -70,6 +70,7 @@ from fedsim.validation.rundir import check_run_dir  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from fedsim.safefile import atomic_writer  # noqa: E402
+from fedsim.worstcase.report import worst_case_page  # noqa: E402
 
 __all__ = [
     "build_report",
@@ -131,6 +132,8 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
                     fig = plots_page(run, *arg)
                 elif kind == "details":
                     fig = details_page(run, *arg)
+                elif kind == "worstcase":
+                    fig = worst_case_page(run.verdicts, arg)
                 else:
                     fig = representative_page(run, *arg)
                 draw_footer(fig, i, len(plan), run)

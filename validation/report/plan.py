@@ -20,6 +20,7 @@ from fedsim.validation.report.layout import SMALL
 from matplotlib.figure import Figure
 
 from fedsim.errors import FedsimError
+from fedsim.worstcase.report import worst_case_theorems
 
 __all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUMMARY_ROWS",
            "PANELS_PER_PAGE", "REPR_PER_PAGE", "unique"]
@@ -87,6 +88,7 @@ def page_plan(run: Run) -> list[tuple[str, Any]]:
         scs = run.scenarios[th]
         for i in range(max(1, math.ceil(len(scs) / REPR_PER_PAGE))):
             pages.append(("repr", (th, scs[i * REPR_PER_PAGE:(i + 1) * REPR_PER_PAGE])))
+    pages += [("worstcase", th) for th in worst_case_theorems(run.verdicts)]  # issue 32
     return pages
 
 

@@ -1,0 +1,152 @@
+"""``fedsim worstcase``: the PEP worst case of a method along a schedule (issue 32).
+
+Examples::
+
+    fedsim worstcase --step 0.25 --mu 0.1 --tau 1 --K 10 --check SCS
+    fedsim worstcase --method fedasync --Q 2 --beta 0.5 --step 0.2 --mu 0.1 --delays 0,1,2,1
+    fedsim worstcase --scenario examples/fedasync_quadratic.toml --K 10 --mu 0.1
+    fedsim worstcase --step 0.25 --mu 0.1 --tau 1 --K 10 --witness-out w.toml --simulate
+
+Prints one line (value, solver, status, seconds, the check, the witness); ``--json``
+prints the same as JSON.  Exit 0 when the solve is optimal or optimal_inaccurate (shown
+as such) and the check (if any) agrees; 3 when the solve failed or the solvers disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+__all__ = ["add_parser", "main_worstcase"]
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}"
+                                         ) from exc
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``fedsim worstcase``."""
+    p = subparsers.add_parser(
+        "worstcase", help="the worst case of a method over a function class (PEP)",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit codes: 0 solved (an inaccurate solve is shown as such); 2 bad input; "
+               "3 the solve failed or the two solvers disagree")
+    p.add_argument("--method", default="delayed_gd", choices=["delayed_gd", "fedasync",
+                                                               "fedbuff"])
+    p.add_argument("--class", dest="function_class", default="strongly_convex",
+                   choices=["strongly_convex", "nonconvex"])
+    p.add_argument("--L", type=float, default=1.0)
+    p.add_argument("--mu", type=float, default=0.0)
+    p.add_argument("--step", type=float, default=None, help="the step (eta for fedasync/fedbuff)")
+    p.add_argument("--Q", type=int, default=1, help="local steps")
+    p.add_argument("--beta", type=float, default=1.0, help="FedAsync's server weight")
+    p.add_argument("--server-lr", type=float, default=1.0, help="FedBuff's server step")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--delays", type=_ints, default=None,
+                   help="tau_0,...,tau_{K-1}: step k applies the gradient at x_{k - tau_k}")
+    g.add_argument("--tau", type=int, default=None, help="constant delay (with --K)")
+    g.add_argument("--cyclic", type=_ints, default=None, help="a delay pattern repeated (with --K)")
+    g.add_argument("--scenario", default=None, help="a scenario TOML: its method and the "
+                   "first --K steps of its event table")
+    p.add_argument("--K", type=int, default=None, help="server steps")
+    p.add_argument("--clients", type=int, default=1, help="clients, round-robin (--tau/--cyclic)")
+    p.add_argument("--zeta-sq", type=float, default=None,
+                   help="one function per client with (1/n) sum ||grad f_i(x*)||^2 <= zeta^2")
+    p.add_argument("--measure", default="dist_sq",
+                   choices=["dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq",
+                            "avg_grad_sq"])
+    p.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])
+    p.add_argument("--check", default=None, choices=["CLARABEL", "SCS"],
+                   help="solve again with this solver; the two must agree to 1e-3 relative")
+    p.add_argument("--witness-out", default=None, metavar="FILE",
+                   help="write the witness scenario as TOML (when there is one)")
+    p.add_argument("--simulate", action="store_true",
+                   help="run the witness with fedsim and print the value it reproduces")
+    p.add_argument("--rate", action="store_true",
+                   help="also a Lyapunov rate certificate for --tau / --cyclic (no K needed)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main_worstcase)
+    return p
+
+
+def main_worstcase(args: argparse.Namespace) -> int:
+    """Run ``fedsim worstcase``."""
+    from fedsim.errors import ConfigError
+    from fedsim.worstcase.door import worst_case
+    from fedsim.worstcase.schedule import Schedule
+    from fedsim.worstcase.witness import simulate_witness
+
+    scenario = None
+    schedule = None
+    rate_line, rate_out = "", None
+    if args.rate:
+        from fedsim.worstcase.classes import FunctionClass
+        from fedsim.worstcase.door import build_method
+        from fedsim.worstcase.rate import rate_certificate
+
+        pattern = [args.tau] if args.tau is not None else args.cyclic
+        if pattern is None:
+            raise ConfigError("--rate needs --tau or --cyclic")
+        rc = rate_certificate(build_method(args.method, args.step, args.Q, args.beta,
+                                           args.server_lr),
+                              FunctionClass(kind=args.function_class, L=args.L, mu=args.mu),
+                              pattern)
+        rate_line = (f"rate certificate: rho = {rc.rho:.6g} per step, ||x_k - x*||^2 <= "
+                     f"{rc.C:.4g} rho^k ||x_0 - x*||^2  [CLARABEL: {rc.status}, "
+                     f"{rc.seconds:.2f} s, {rc.solves} solves]")
+        rate_out = {"rho": rc.rho, "C": rc.C, "status": rc.status,
+                    "seconds": round(rc.seconds, 3)}
+        if args.K is None:
+            print(json.dumps({"rate": rate_out}) if args.json else rate_line)
+            return 0 if rc.rho == rc.rho else 3
+    if args.scenario is not None:
+        from fedsim.config import load
+
+        scenario = load(args.scenario)
+    elif args.tau is not None or args.cyclic is not None:
+        if args.K is None:
+            raise ConfigError("--K is required with --tau or --cyclic")
+        schedule = (Schedule.constant(args.tau, args.K, args.clients) if args.tau is not None
+                    else Schedule.cyclic(args.cyclic, args.K, args.clients))
+    elif args.delays is None:
+        raise ConfigError("give one of --delays, --tau, --cyclic, --scenario")
+    wc = worst_case(args.method, args.function_class, L=args.L, mu=args.mu, step=args.step,
+                    delays=args.delays, schedule=schedule, measure=args.measure, Q=args.Q,
+                    beta=args.beta, server_lr=args.server_lr, zeta_sq=args.zeta_sq,
+                    solver=args.solver, check=args.check, scenario=scenario, K=args.K)
+    out = {"value": wc.value, "status": wc.status, "solver": wc.solver,
+           "seconds": round(wc.seconds, 3), "K": wc.schedule.K, "measure": wc.measure,
+           "check": None if wc.check is None else {"solver": wc.check.solver,
+                                                   "value": wc.check.value,
+                                                   "status": wc.check.status,
+                                                   "agree": wc.agree},
+           "witness": None if wc.witness is None else wc.witness.name}
+    line = wc.summary() + ("\n" + rate_line if rate_line else "")
+    if rate_out is not None:
+        out["rate"] = rate_out
+    w = wc.witness
+    if args.witness_out is not None:
+        if w is None or w.scenario is None:
+            sys.stderr.write("fedsim: no witness scenario: "
+                             f"{'not asked for' if w is None else w.reason}\n")
+        else:
+            w.to_toml(args.witness_out)
+            line += f"\nwitness scenario written to {args.witness_out}"
+            out["witness_toml"] = str(args.witness_out)
+    if args.simulate and w is not None and w.scenario is not None and \
+            args.measure in ("dist_sq", "f_gap"):
+        value, sched = simulate_witness(w, args.measure)
+        same = sched.reads() == wc.schedule.reads()
+        line += (f"\nfedsim simulates the witness: {args.measure} ratio {value:.6g} "
+                 f"(schedule {'the same' if same else 'DIFFERENT'})")
+        out["simulated"] = value
+        out["simulated_schedule_same"] = same
+    print(json.dumps(out) if args.json else line)
+    failed = not math.isfinite(wc.value) or wc.agree is False
+    return 3 if failed else 0

@@ -1,0 +1,263 @@
+"""The performance-estimation SDP of a method along a schedule, solved by cvxpy.
+
+``worst = max  metric(G, F)  s.t.  interpolation rows <= 0,  initial condition <= 1,
+(heterogeneity <= zeta^2),  G >= 0`` (Taylor, Hendrickx & Glineur 2017, section 3; the
+same problem PEPit 0.5.1 builds point by point, here assembled as a few vectorised
+constraints so that the K = 40 cell is cheap).  Measures (``x_*`` minimises
+``f = (1/n) sum_i f_i``):
+
+* ``dist_sq``: ``||x_K - x_*||^2`` over ``||x_0 - x_*||^2 <= 1``;
+* ``f_gap``: ``f(x_K) - f_*`` over ``f(x_0) - f_* <= 1`` (strongly convex only);
+* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex);
+* ``min_grad_sq``: the minimum of ``||grad f(x_k)||^2`` over ``k = 0..K`` (PEPit's
+  example); ``avg_grad_sq``: ``(1/K) sum_{k<K} ||grad f(x_k)||^2`` ([P]'s Theorem 1
+  quantity, THEORY_SPEC 3.a); both over ``f(x_0) - f_* <= 1`` (strongly convex) or
+  ``f(x_0) - f(x_K) <= 1``
+  (nonconvex, PEPit's ``examples/nonconvex_optimization/gradient_descent.py``; since
+  ``f(x_K) >= f_*`` the value bounds the worst case over ``f(x_0) - f_* <= 1`` from above).
+
+Heterogeneity at ``x_*`` (``zeta_sq``): one function per client with
+``(1/n) sum_i ||grad f_i(x_*)||^2 <= zeta^2``, PEPit's ``stochastic_and_randomized_convex_
+minimization/sgd.py`` constraint.
+
+The result carries the solver, its status (cvxpy's: ``optimal``, ``optimal_inaccurate``,
+``infeasible``, ... or ``solver_error``), the wall time, the dual certificate (the
+multipliers of every constraint and the PSD dual) and the primal Gram matrix.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fedsim.errors import require
+from fedsim.worstcase.classes import FunctionClass
+from fedsim.worstcase.gram import Lin, Points
+from fedsim.worstcase.schedule import Schedule
+
+__all__ = ["Certificate", "PEPResult", "MEASURES", "SOLVERS", "solve_pep", "build_pep"]
+
+MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+#: solver name -> cvxpy keyword arguments
+SOLVERS: dict[str, dict[str, Any]] = {
+    "CLARABEL": {},
+    "SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 200_000},
+}
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The dual of the PEP: ``interpolation[r] >= 0`` multiplies row ``r`` (pair
+    ``pairs[r] = (function, a, b)``), ``initial`` the initial condition, ``heterogeneity``
+    the zeta constraint, ``metrics`` the measure's epigraph rows, ``psd`` the dual matrix of
+    ``G >= 0``.  ``value = initial + heterogeneity * zeta^2`` is the dual bound."""
+
+    interpolation: np.ndarray
+    pairs: np.ndarray
+    initial: float
+    heterogeneity: float
+    metrics: np.ndarray
+    psd: np.ndarray
+    value: float
+
+
+@dataclass(frozen=True)
+class PEPResult:
+    """One solve: ``value`` (NaN when the solver gave none), ``status``, ``solver``,
+    ``seconds`` (set-up and solve), ``certificate`` (``None`` without duals), the primal
+    ``gram`` and ``values`` (function values), and the problem's size."""
+
+    value: float
+    status: str
+    solver: str
+    seconds: float
+    certificate: Certificate | None
+    gram: np.ndarray | None = field(repr=False, default=None)
+    values: np.ndarray | None = field(repr=False, default=None)
+    size: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def accurate(self) -> bool:
+        """The solver reports ``optimal`` (not ``optimal_inaccurate`` or a failure)."""
+        return self.status == "optimal"
+
+
+@dataclass
+class PEPData:
+    """The assembled problem: interpolation rows, the metric rows and the initial
+    condition, all as ``(Gram coefficients (·, m*m), value coefficients (·, nF))``."""
+
+    m: int
+    nF: int
+    QG: np.ndarray
+    QF: np.ndarray
+    pairs: np.ndarray
+    metric_G: np.ndarray
+    metric_F: np.ndarray
+    init_G: np.ndarray
+    init_F: np.ndarray
+    zeta_G: np.ndarray | None
+    zeta_sq: float
+
+
+def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.outer(u, v).ravel()
+
+
+def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
+              zeta_sq: float | None = None) -> PEPData:
+    """The PEP of ``method`` along ``schedule`` over ``fclass`` (module doc)."""
+    require(measure in MEASURES, "measure", measure, f"must be one of {MEASURES}")
+    if fclass.kind == "nonconvex":
+        require(measure in ("min_grad_sq", "avg_grad_sq"), "measure", measure,
+                "must be min_grad_sq or avg_grad_sq for the nonconvex class")
+    hetero = zeta_sq is not None
+    nonconvex = fclass.kind == "nonconvex"
+    if hetero:
+        require(zeta_sq >= 0 and not nonconvex, "zeta_sq", zeta_sq,
+                "must be >= 0, and only with the strongly convex class")
+    pts = Points(functions=schedule.n if hetero else 1, star=not nonconvex)
+    xs = method.iterates(schedule, pts.grad, pts.x0)
+    K = len(xs) - 1
+    # the measure's points first, so that they exist when the sizes are fixed
+    metric_lins: list[tuple[Lin | None, Any]] = []
+    if measure == "dist_sq":
+        metric_lins = [(xs[K], None)]
+    elif measure in ("f_gap", "f_gap_over_dist"):
+        metric_lins = [(None, pts.mean_value(xs[K]))]
+    elif measure == "min_grad_sq":
+        metric_lins = [(pts.mean_grad(x), None) for x in xs]
+    else:
+        metric_lins = [(pts.mean_grad(x), None) for x in xs[:K]]
+    init_f = None
+    if measure not in ("dist_sq", "f_gap_over_dist"):
+        init_f = [pts.mean_value(xs[0])]
+        if nonconvex:
+            init_f.append(pts.mean_value(xs[K]))
+    m, nF = pts.size, pts.n_values
+
+    blocks = [fclass.rows(p, m) for p in pts.per_function]
+    QG = np.concatenate([b[0] for b in blocks])
+    fa = np.concatenate([b[1] for b in blocks])
+    fb = np.concatenate([b[2] for b in blocks])
+    QF = np.zeros((QG.shape[0], nF))
+    r = np.arange(QG.shape[0])
+    ok = fa >= 0
+    QF[r[ok], fa[ok]] -= 1.0
+    ok = fb >= 0
+    QF[r[ok], fb[ok]] += 1.0
+    pairs = np.concatenate([np.column_stack([np.full(len(b[1]), i), b[1], b[2]])
+                            for i, b in enumerate(blocks)])
+
+    def f_row(w_idx):
+        row = np.zeros(nF)
+        w, idx = w_idx
+        np.add.at(row, idx[idx >= 0], w[idx >= 0])
+        return row
+
+    mG, mF = [], []
+    for lin, fv in metric_lins:
+        if lin is not None:
+            v = lin.dense(m)
+            mG.append(_vec(v, v))
+            mF.append(np.zeros(nF))
+        else:
+            mG.append(np.zeros(m * m))
+            mF.append(f_row(fv))
+    metric_G, metric_F = np.array(mG), np.array(mF)
+    if measure == "avg_grad_sq":
+        metric_G = metric_G.mean(axis=0, keepdims=True)
+        metric_F = metric_F.mean(axis=0, keepdims=True)
+    if init_f is None:
+        e0 = pts.x0.dense(m)
+        init_G, init_F = _vec(e0, e0), np.zeros(nF)
+    else:
+        init_G = np.zeros(m * m)
+        init_F = f_row(init_f[0]) - (f_row(init_f[1]) if len(init_f) > 1 else 0.0)
+    zeta_G = None
+    if hetero:
+        zeta_G = np.zeros(m * m)
+        for p in pts.per_function:
+            g = p[0].g.dense(m)
+            zeta_G += _vec(g, g) / pts.functions
+    return PEPData(m=m, nF=nF, QG=QG, QF=QF, pairs=pairs, metric_G=metric_G,
+                   metric_F=metric_F, init_G=init_G, init_F=init_F, zeta_G=zeta_G,
+                   zeta_sq=float(zeta_sq or 0.0))
+
+
+def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
+    """Solve an assembled PEP with ``solver`` (:data:`SOLVERS`)."""
+    import cvxpy as cp
+
+    require(solver in SOLVERS, "solver", solver, f"must be one of {list(SOLVERS)}")
+    t0 = time.perf_counter()
+    m, nF = data.m, data.nF
+    G = cp.Variable((m, m), symmetric=True)
+    F = cp.Variable(nF)
+    t = cp.Variable()
+    g = cp.vec(G, order="C")
+    cons = [data.QG @ g + data.QF @ F <= 0,
+            t <= data.metric_G @ g + data.metric_F @ F,
+            data.init_G @ g + data.init_F @ F <= 1.0,
+            G >> 0]
+    if data.zeta_G is not None:
+        cons.append(data.zeta_G @ g <= data.zeta_sq)
+    prob = cp.Problem(cp.Maximize(t), cons)
+    size = {"gram": m, "values": nF, "interpolation_rows": int(data.QG.shape[0])}
+    try:
+        with warnings.catch_warnings():  # "may be inaccurate": the status says so
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])
+        status = str(prob.status)
+    except cp.error.SolverError as exc:
+        status = f"solver_error: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+    seconds = time.perf_counter() - t0
+    value = float(prob.value) if status.startswith("optimal") and prob.value is not None \
+        else float("nan")
+    cert = None
+    if status.startswith("optimal") and cons[0].dual_value is not None:
+        lam_init = float(cons[2].dual_value)
+        lam_zeta = float(cons[4].dual_value) if data.zeta_G is not None else 0.0
+        cert = Certificate(interpolation=np.asarray(cons[0].dual_value, dtype=np.float64),
+                           pairs=data.pairs, initial=lam_init, heterogeneity=lam_zeta,
+                           metrics=np.atleast_1d(np.asarray(cons[1].dual_value, np.float64)),
+                           psd=np.asarray(cons[3].dual_value, dtype=np.float64),
+                           value=lam_init + lam_zeta * data.zeta_sq)
+    gram = None if G.value is None else np.asarray(G.value, dtype=np.float64)
+    vals = None if F.value is None else np.asarray(F.value, dtype=np.float64)
+    return PEPResult(value=value, status=status, solver=solver, seconds=seconds,
+                     certificate=cert, gram=gram, values=vals, size=size)
+
+
+#: measures whose value scales like L under f -> f / L (the others are invariant)
+SCALE_WITH_L = ("f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+
+
+def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str = "dist_sq",
+              zeta_sq: float | None = None, solver: str = "CLARABEL") -> PEPResult:
+    """Build and solve the PEP (:func:`build_pep`, :func:`solve_data`); the time includes
+    the assembly.
+
+    Solved at ``L = 1``: ``f`` is in the class of ``(L, mu)`` iff ``f / L`` is in that of
+    ``(1, mu/L)``, and the method's iterates on ``f`` with step ``eta`` are its iterates on
+    ``f / L`` with step ``eta L``; ``dist_sq`` and ``f_gap`` are invariant, the other measures
+    (:data:`SCALE_WITH_L`) and ``zeta^2`` scale like ``L`` -- an unscaled ``L = 1e-3`` is
+    badly conditioned for both solvers.  The returned Gram matrix and certificate are the
+    ``L = 1`` problem's."""
+    from dataclasses import replace
+
+    t0 = time.perf_counter()
+    L = fclass.L
+    unit = FunctionClass(kind=fclass.kind, L=1.0, mu=fclass.mu / L)
+    m1 = replace(method, eta=method.eta * L)
+    z1 = None if zeta_sq is None else zeta_sq / (L * L)
+    data = build_pep(m1, unit, schedule, measure, z1)
+    res = solve_data(data, solver)
+    value = res.value * (L if measure in SCALE_WITH_L else 1.0)
+    return PEPResult(value=value, status=res.status, solver=res.solver,
+                     seconds=time.perf_counter() - t0, certificate=res.certificate,
+                     gram=res.gram, values=res.values, size=res.size)

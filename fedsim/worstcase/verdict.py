@@ -1,0 +1,142 @@
+"""The worst case beside a suite's verdict rows: ``worst_case``, ``bound_over_worst`` (the
+theorem's own looseness) and ``worst_over_measured`` (the instance's slack), with
+``worst_case_status`` (the solver's, never rounded away) and ``worst_case_note`` (why a
+row has no worst case).  A thin layer: :func:`worst_case_columns` reads the verdict table
+and the cases, and writes nothing but its cache.
+
+A row gets a worst case only where the theorem's sigma = 0 core is the row's own bound and
+the PEP reaches it (docs/theory/worst-case.md, the table): today [P] Theorem 1
+(``theorem1``, paper mode) on a FedAsync local-SGD scenario whose bound has
+``s2 = sigma_g^2/b + gamma_g^2 = 0``, at a horizon ``T <= MAX_K``: the nonconvex class,
+``avg_grad_sq`` along the first T steps of the scenario's own event table, times
+``f_gap = f(w0) - f_star_P`` read off the bound's first term (the PEP
+value is an upper bound over ``f(x_0) - f(x_T) <= 1``, :mod:`fedsim.worstcase.pep`, hence over
+``f(w0) - f_star_P`` too).  Every other row says why not.
+
+Cache: one JSON file per cell under ``<run dir>/worstcase/``, keyed by the cell's inputs; a
+re-run reads it.  ``budget_seconds``: no new cell is solved once the solves of this call
+have used it (the quick suite's 10 s); such rows say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedsim.safefile import atomic_write_json_file
+
+__all__ = ["worst_case_columns", "CORE_REASONS", "MAX_K", "COLUMNS"]
+
+#: the largest horizon a suite row's PEP is solved at
+MAX_K = 40
+COLUMNS = ("worst_case", "bound_over_worst", "worst_over_measured", "worst_case_status",
+           "worst_case_witness", "worst_case_note")
+#: the witness of a wired row (nonconvex: the PEP value is an upper bound, no function built)
+THEOREM1_WITNESS = "none: nonconvex PEP value is an upper bound; no interpolating function built"
+#: theorem -> why its suite rows get no worst case (docs/theory/worst-case.md)
+CORE_REASONS = {
+    "theorem2": "MAML step needs the Hessian: not first-order",
+    "theorem3": "Moreau inner solve (a proximal point): expressible, not implemented",
+    "theorem7": "bound on the expectation over i.i.d. events: every event path needed",
+    "theorem8": "convex Lipschitz class and expectation over events: not implemented",
+    "perfedavg_theorem4_5": "MAML step needs the Hessian: not first-order",
+    "asypfl_theorem1": "tick model equals fedsim's only at n = 1: not wired to suite rows",
+    "asypfl_theorem2": "tick model equals fedsim's only at n = 1: not wired to suite rows",
+}
+
+
+def _theorem1_cell(case: Any, row: Any) -> dict[str, Any] | str:
+    """The PEP inputs of a [P] Theorem 1 row, or why it has none."""
+    run = next((r for r in case.runs if r.key == row.run_key), None)
+    if run is None:
+        return "no run for the row"
+    sc = run.scenario
+    a, p = sc.get("algorithm", {}), sc.get("problem", {})
+    if a.get("name") != "fedasync" or a.get("client_rule", "sgd") != "sgd":
+        return "not FedAsync with local SGD"
+    if float(a.get("beta", 1.0)) != 1.0:
+        return "beta != 1"
+    res = row.result
+    s2 = res.derived_constants.get("s2")
+    if s2 is None or float(np.max(s2)) != 0.0:
+        return "sigma_g^2/b + gamma_g^2 > 0: the row's bound is not the sigma = 0 core's"
+    if res.mode != "paper" or "gap" not in res.terms:
+        return f"mode {res.mode!r}: only the paper-mode bound is wired"
+    if int(row.horizon) > MAX_K:
+        return f"horizon {row.horizon} > {MAX_K}: beyond the PEP (nonconvex: no rate certificate)"
+    T, L = int(row.horizon), float(p["L"])
+    # the bound's first term is 4 sqrt(L) f_gap / sqrt(T) (theory/persafl/theorem1.py)
+    gap = float(np.ravel(res.terms["gap"])[-1])
+    f_gap = gap * math.sqrt(T) / (4.0 * math.sqrt(L))
+    return {"scenario": sc, "T": T, "L": L, "f_gap": f_gap}
+
+
+def _solve_theorem1(cell: dict[str, Any]) -> dict[str, Any]:
+    from fedsim.config import Scenario
+    from fedsim.worstcase.classes import FunctionClass
+    from fedsim.worstcase.door import method_from_scenario, schedule_from_scenario
+    from fedsim.worstcase.pep import solve_pep
+
+    sc = Scenario.from_dict(cell["scenario"])
+    res = solve_pep(method_from_scenario(sc), FunctionClass(kind="nonconvex", L=cell["L"]),
+                    schedule_from_scenario(sc, cell["T"]), "avg_grad_sq", solver="CLARABEL")
+    return {"worst_case": res.value * cell["f_gap"], "status": res.status,
+            "seconds": res.seconds}
+
+
+def _cache_path(out: Path, key: dict[str, Any]) -> Path:
+    h = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return out / "worstcase" / f"{h}.json"
+
+
+def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
+                       budget_seconds: float = 10.0) -> Any:
+    """``table`` with :data:`COLUMNS` added (module doc); ``table`` is the suite's verdict
+    table (``theorem``, ``scenario``, ``mode``, ``horizon``, ``bound``, ``mean``)."""
+    out = Path(out)
+    by_key = {(c.theorem, c.scenario): c for c in cases}
+    used = 0.0
+    cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for _, r in table.iterrows():
+        worst, status, note = math.nan, "", ""
+        case = by_key.get((r["theorem"], r["scenario"]))
+        row = None if case is None else next(
+            (x for x in case.rows if x.mode == r["mode"] and x.horizon == r["horizon"]), None)
+        if row is None:
+            note = "not a theorem row (a control)"
+        elif case.theorem != "theorem1":
+            note = CORE_REASONS.get(case.theorem, "no first-order form declared")
+        else:
+            cell = _theorem1_cell(case, row)
+            if isinstance(cell, str):
+                note = cell
+            else:
+                path = _cache_path(out, cell)
+                if path.exists():
+                    got = json.loads(path.read_text())
+                elif used >= budget_seconds:
+                    got = None
+                    note = f"not solved: over this suite's {budget_seconds:g} s budget"
+                else:
+                    got = _solve_theorem1(cell)
+                    used += got["seconds"]
+                    atomic_write_json_file(path, got)
+                if got is not None:
+                    worst, status = float(got["worst_case"]), str(got["status"])
+        bound, mean = float(r.get("bound", math.nan)), float(r.get("mean", math.nan))
+        cols["worst_case"].append(worst)
+        cols["bound_over_worst"].append(bound / worst if worst > 0 else math.nan)
+        cols["worst_over_measured"].append(worst / mean if mean > 0 and np.isfinite(worst)
+                                           else math.nan)
+        cols["worst_case_status"].append(status)
+        cols["worst_case_witness"].append(THEOREM1_WITNESS if status else "")
+        cols["worst_case_note"].append(note)
+    t = table.copy()
+    for c in COLUMNS:
+        t[c] = cols[c]
+    return t
