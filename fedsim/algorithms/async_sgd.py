@@ -5,8 +5,11 @@ DelayAdaptiveRule`), the client one SGD step (``client_rule = "sgd"``, ``Q = 1``
 
 Section: ``beta`` (>= 0, default 1), ``tau_C`` (the concurrency of Definition 1, an integer
 >= 1; with every client always busy it is the number of clients ``n``), ``step_rule``
-(``koloskova``, ``koloskova_drop``, ``mishchenko``).  Execution model ``physical``; the
-trigger is ``every_upload``.
+(``koloskova``, ``koloskova_drop``, ``mishchenko``), ``schedule`` (the staleness file of
+model ``recorded``).  Execution models: ``physical``; ``recorded`` (a per-step staleness
+file replayed, :mod:`fedsim.engine.recorded`); ``uniform_assign`` (Koloskova's Algorithm 2
+with concurrency ``tau_C``, :mod:`fedsim.engine.uniform_assign`).  The trigger is
+``every_upload``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class AsyncSGDSection(Section):
     beta: float = 1.0
     tau_C: int = 1
     step_rule: str = "koloskova"
+    schedule: str = ""
 
     def validate(self) -> None:
         check_number("algorithm.beta", self.beta, low=0.0)
@@ -47,7 +51,9 @@ def one_sgd_step(scenario: Any, name: str) -> None:
 
 
 ASYNC_SGD = Algorithm(
-    name="async_sgd", client_rules=("sgd",), runners={"physical": "fedasync_fast"},
+    name="async_sgd", client_rules=("sgd",),
+    runners={"physical": "fedasync_fast", "recorded": "recorded",
+             "uniform_assign": "uniform_assign"},
     server=lambda cfg, problem: DelayAdaptiveRule(beta=float(cfg.get("beta")),
                                                   tau_c=int(cfg.get("tau_C")),
                                                   rule=str(cfg.get("step_rule"))),
