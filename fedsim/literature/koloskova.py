@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from fedsim.errors import check_number, require
 from fedsim.theory.params import Horizons
 from fedsim.theory.registry import Theorem
 from fedsim.theory.result import BoundResult, Hypothesis, Status
-
-from fedsim.errors import check_number, require
 
 __all__ = ["theorem6_shape", "theorem8_shape", "THEOREM6", "THEOREM8", "HYPOTHESES"]
 

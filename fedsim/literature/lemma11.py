@@ -17,11 +17,11 @@ status ``CERTIFIED_PAPER`` when the times are sorted and positive; the bound's v
 from __future__ import annotations
 
 import numpy as np
+
+from fedsim.errors import check_number, require
 from fedsim.theory.params import Vector
 from fedsim.theory.registry import Theorem
 from fedsim.theory.result import BoundResult, Hypothesis, Status
-
-from fedsim.errors import check_number, require
 
 __all__ = ["lemma11", "alphas", "THEOREM"]
 

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from fedsim.theory.result import Status
 
 from fedsim.literature.koloskova import theorem6_shape, theorem8_shape
 from fedsim.literature.lemma11 import alphas, lemma11
-from fedsim.theory.result import Status
 
 
 def test_lemma11_the_texts_example():
