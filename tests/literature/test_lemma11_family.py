@@ -19,6 +19,8 @@ def test_instance_carries_the_lemma_with_its_hypothesis_settled():
     assert inst.bound.value == pytest.approx(2.0)          # (1 + 1 + 1 + 5) / 4
     assert all(h.holds for h in inst.bound.hypotheses)
     assert inst.scenario["algorithm"]["model"] == "uniform_assign"
+    mb = build(_q(n=4, n_slow=1, slow=5.0, C=2, K=50, mode="minibatch_time"))
+    assert mb.bound.value == pytest.approx(1 + 4 * (1 - 0.75**2))   # E max of 2 draws
 
 
 def test_two_equal_clients_pile_up():
