@@ -1,19 +1,18 @@
-"""The ``koloskova-lemma11`` family: Lemma 11's asynchronous time per ``C`` gradients
-against Algorithm 2 simulated (``fedsim search`` looks for where they part).
+"""The ``koloskova-lemma11`` family: Lemma 11's asynchronous time per ``C`` gradients against
+Algorithm 2 simulated (``fedsim search`` looks for where they part).
 
 ``n`` clients, ``n_slow`` of them with constant compute time ``slow`` and the others ``1``;
 asynchronous SGD under Koloskova's Algorithm 2 (``async_sgd``, model ``uniform_assign``,
 concurrency ``tau_C = C``: jobs handed to uniformly random clients, piling up on a busy
-one), ``K`` server steps.  Measured: ``C T_K / K``, ``T_K`` the simulated time of step
-``K`` (its mean over replicates, 99% normal interval); the bound is Lemma 11's
-``Delta_bar`` (mode ``async_time``) or ``Delta_tilde`` (mode ``minibatch_time``: is the
-simulated asynchronous algorithm slower than the lemma's mini-batch SGD?)
-(:mod:`fedsim.literature.lemma11`).  The measured quantity is not a recorded trace
-metric, so ``fedsim search --confirm`` (engine Monte Carlo of a trace metric) cannot
-confirm it: use ``--confirm 0`` and the search's own Monte-Carlo measurements.  The
-construction settles the lemma's hypothesis (the compute times are constants).  The lemma's value is an expectation it
-states as exact, read here as the claimed time; queueing on a client that is handed two
-jobs is what the simulation adds.
+one), ``K`` server steps. Measured: ``C T_K / K``, ``T_K`` the simulated time of step ``K``
+(its mean over replicates, 99% normal interval); the bound is Lemma 11's ``Delta_bar`` (mode
+``async_time``) or ``Delta_tilde`` (mode ``minibatch_time``: is the simulated asynchronous
+algorithm slower than the lemma's mini-batch SGD?) (:mod:`fedsim.literature.lemma11`). The
+measured quantity is not a recorded trace metric, so ``fedsim search --confirm`` (engine
+Monte Carlo of a trace metric) cannot confirm it: use ``--confirm 0`` and the search's own
+Monte-Carlo measurements. The construction settles the lemma's hypothesis (the compute times
+are constants). The lemma's value is an expectation it states as exact, read here as the
+claimed time; queueing on a client that is handed two jobs is what the simulation adds.
 """
 
 from __future__ import annotations
