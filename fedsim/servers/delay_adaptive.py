@@ -30,6 +30,7 @@ from fedsim.errors import require
 from fedsim.jit import jit
 from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
+from fedsim.servers.fedasync import fedasync_apply
 
 __all__ = ["RULES", "delay_factor", "delay_adaptive_apply", "delay_adaptive_step",
            "DelayAdaptiveRule"]
@@ -52,17 +53,13 @@ def delay_factor(code, tau, tau_c):
 
 @jit(inline=True)
 def delay_adaptive_apply(w, read, new, tau, fp):
-    """``w -= beta f(tau) (read - new)`` in place, coordinate by coordinate; a zero
-    factor leaves ``w`` untouched (the gradient is dropped)."""
+    """``w -= beta f(tau) (read - new)`` in place (:func:`fedsim.servers.fedasync.
+    fedasync_apply` with the step ``beta f(tau)``); a zero factor leaves ``w`` untouched
+    (the gradient is dropped)."""
     s = fp[0] * delay_factor(int(fp[2]), tau, fp[1])
     if s == 0.0:
         return 0
-    for k in range(w.shape[0]):
-        dk = read[k] - new[k]
-        if s != 1.0:
-            dk = dk * s
-        w[k] = w[k] - dk
-    return 0
+    return fedasync_apply(w, read, new, s)
 
 
 @jit(inline=True)

@@ -20,6 +20,7 @@ from fedsim.errors import require
 from fedsim.jit import jit
 from fedsim.local.forms import ServerForm
 from fedsim.servers.base import Upload
+from fedsim.servers.fedasync import fedasync_apply
 
 __all__ = ["picky_apply", "picky_step", "PickyRule"]
 
@@ -34,12 +35,7 @@ def picky_apply(w, read, new, fp):
         d2 += e * e
     if not d2 <= fp[1] * fp[1]:
         return 0
-    beta = fp[0]
-    for k in range(w.shape[0]):
-        dk = read[k] - new[k]
-        if beta != 1.0:
-            dk = dk * beta
-        w[k] = w[k] - dk
+    fedasync_apply(w, read, new, fp[0])
     return 1
 
 
