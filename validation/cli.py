@@ -41,7 +41,7 @@ from fedsim.safefile import path_option
 
 __all__ = ["add_parser", "cmd_validate", "cmd_report", "dask_security", "SUITES", "int_at_least"]
 
-SUITES = ("quick", "full", "smoke", "paper")
+SUITES = ("quick", "full", "smoke", "paper", "literature")
 
 
 #: the largest --replicates / --workers accepted (a replicate is a stored record of 1-2 kB
@@ -242,8 +242,9 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
         raise FedsimError("validation suites are not installed (validation/suites.py "
                           "is missing)") from exc
     pdf = args.report if args.report is not None else (
-        Path("reports") / ("paper-experiments.pdf" if args.suite == "paper"
-                           else f"validation-{args.suite}.pdf"))
+        Path("reports") / ({"paper": "paper-experiments.pdf",
+                            "literature": "literature-experiments.pdf"}.get(
+                               args.suite, f"validation-{args.suite}.pdf")))
     from fedsim.cli_run import check_output_dir, check_output_path
 
     check_output_dir("--out", out)  # output paths before any computation (issue 14)
@@ -257,11 +258,11 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
     if getattr(args, "batched", False) or batched_enabled():
         sys.stderr.write("fedsim: note: --batched / FEDSIM_BATCHED have no effect any more: "
                          "the replay is the default path\n")
-    if args.suite == "paper":  # the papers' own experiments (validation.paper)
+    if args.suite in ("paper", "literature"):  # paper experiments (validation.paper)
         for flag in ("theorem", "family"):
             if getattr(args, flag, None):
                 raise FedsimError(f"--{flag} applies to the theorem suites (quick, full, "
-                                  "smoke), not to --suite paper")
+                                  f"smoke), not to --suite {args.suite}")
         return _cmd_paper(args, out, pdf, security)
 
     kwargs: dict[str, Any] = dict(replicates=args.replicates, workers=args.workers,
@@ -300,9 +301,12 @@ def _validate(args: argparse.Namespace, out: Path) -> int:
 def _cmd_paper(args: argparse.Namespace, out: Path, pdf: Path, security: Any) -> int:
     """``--suite paper``: :func:`fedsim.validation.paper.run_paper_suite`; prints the verdicts."""
     from fedsim.validation.paper import run_paper_suite
+    from fedsim.validation.paper.literature import LITERATURE
 
+    only = list(LITERATURE) if args.suite == "literature" else None
     try:
         result = run_paper_suite(out=out, report=pdf, workers=args.workers, dask=args.dask,
+                                 only=only,
                                  progress=not args.no_progress, replicates=args.replicates,
                                  dask_security=security)
     except KeyboardInterrupt:

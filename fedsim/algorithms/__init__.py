@@ -10,6 +10,7 @@ code).  The engine and the config read only this registry.
 
 from fedsim.algorithms.area import AREA
 from fedsim.algorithms.asfedavg import ASFEDAVG
+from fedsim.algorithms.async_sgd import ASYNC_SGD
 from fedsim.algorithms.asypfl import ASYPFL
 from fedsim.algorithms.base import (
     Algorithm,
@@ -20,8 +21,10 @@ from fedsim.algorithms.base import (
     unregister_algorithm,
 )
 from fedsim.algorithms.fedasync import FEDASYNC
+from fedsim.algorithms.fedasync_xie import FEDASYNC_XIE
 from fedsim.algorithms.fedavg import FEDAVG
 from fedsim.algorithms.fedbuff import FEDBUFF
+from fedsim.algorithms.picky_sgd import PICKY_SGD
 
 __all__ = ["Algorithm", "Section", "register_algorithm", "unregister_algorithm", "get_algorithm",
            "algorithms"]
@@ -32,3 +35,6 @@ register_algorithm(AREA)
 register_algorithm(FEDAVG)
 register_algorithm(ASFEDAVG)
 register_algorithm(ASYPFL)
+register_algorithm(ASYNC_SGD)
+register_algorithm(PICKY_SGD)
+register_algorithm(FEDASYNC_XIE)

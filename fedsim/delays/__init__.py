@@ -33,6 +33,8 @@ from fedsim.delays.base import KINDS, Delay
 from fedsim.delays.empirical import Empirical
 from fedsim.delays.families import Constant, Exponential, LogNormal, Uniform
 from fedsim.delays.normal import Normal
+from fedsim.delays.pareto import Pareto
+from fedsim.delays.straggler import Straggler
 
 __all__ = [
     "Delay",
@@ -42,5 +44,7 @@ __all__ = [
     "Uniform",
     "Constant",
     "Empirical",
+    "Pareto",
+    "Straggler",
     "KINDS",
 ]

@@ -40,6 +40,7 @@ from fedsim.config import Scenario
 from fedsim.engine.area import run_area
 from fedsim.engine.asypfl import asypfl_tables
 from fedsim.engine.physical import AsyncRun
+from fedsim.engine.recorded import recorded_tables
 from fedsim.engine.replay.area import area_table_set
 from fedsim.engine.replay.driver import (
     Replayed,
@@ -56,6 +57,7 @@ from fedsim.engine.replay.upload_group import group_tables, group_writes
 from fedsim.engine.setup import check_problem, problem_for, trigger_count
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.engine.sync import sync_tables
+from fedsim.engine.uniform_assign import uniform_assign_tables
 from fedsim.engine.window import window_tables
 from fedsim.errors import require
 from fedsim.local import make_client_rule
@@ -105,6 +107,8 @@ TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
     "window": window_tables,
     "asypfl": asypfl_tables,
     "area": area_table_set,
+    "recorded": recorded_tables,
+    "uniform_assign": uniform_assign_tables,
 }
 
 

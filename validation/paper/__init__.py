@@ -41,6 +41,7 @@ from fedsim.validation.montecarlo_store import lock_run_dir
 from fedsim.validation.paper.area import bias_experiment, tables_experiment
 from fedsim.validation.paper.asypfl import fig2_experiment, fig3_experiment
 from fedsim.validation.paper.common import Experiment, replicate_index, task_id, tuned_families
+from fedsim.validation.paper.literature import LITERATURE
 from fedsim.validation.paper.perfedavg import table1_experiment
 from fedsim.validation.paper.persafl import fig2a_experiment, fig2b_experiment
 from fedsim.validation.paper.previous import beside_previous
@@ -81,10 +82,11 @@ EXPERIMENTS: dict[str, Callable[[bool], Experiment]] = {
 
 def build_experiments(only: list[str] | None = None, small: bool = False) -> list[Experiment]:
     """The experiments named in ``only`` (default: all), full or small."""
+    known = {**EXPERIMENTS, **LITERATURE}  # the literature suite's experiments by name too
     names = list(EXPERIMENTS) if not only else only
     for nm in names:
-        require(nm in EXPERIMENTS, "experiment", nm, f"must be one of {list(EXPERIMENTS)}")
-    exps = [EXPERIMENTS[nm](small) for nm in names]
+        require(nm in known, "experiment", nm, f"must be one of {list(known)}")
+    exps = [known[nm](small) for nm in names]
     return [replace(e, tune_replicates=1) for e in exps] if small else exps
 
 
