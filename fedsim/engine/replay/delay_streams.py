@@ -109,7 +109,13 @@ class DelayPlan:
             q = int(a.get("Q")) if dc.compute_per == "step" else 1
         self.q = q = int(q)
         self.B = B = max(4, ENGINE_BLOCK // q)
-        self.models = [[dc.for_client(i)[k] for k in DELAY_KINDS] for i in range(n)]
+        groups = dc.groups(n)
+        rows = [[m[k] for k in DELAY_KINDS] for m, _ in groups]
+        label = np.empty(n, dtype=np.intp)
+        for g, (_, cl) in enumerate(groups):
+            label[cl] = g
+        self.groups = [(row, cl) for row, (_, cl) in zip(rows, groups, strict=True)]
+        self.models = [rows[0]] * n if len(rows) == 1 else [rows[g] for g in label.tolist()]
         counts = (1, q, 1, 1)
         cols = ((0, 1), (1, 1 + q), (1 + q, 2 + q), (2 + q, 3 + q))
         self.rand: list[tuple[int, int, int, int, np.ndarray]] = []  # a, b, c, offset, scale
@@ -117,17 +123,34 @@ class DelayPlan:
         self.vector = True
         off = 0
         for k in range(4):
-            col = [self.models[i][k] for i in range(n)]
+            col = [row[k] for row in rows]
             a_, b_ = cols[k]
             if all(isinstance(m, Constant) for m in col):
-                self.const.append((a_, b_, np.array([float(m.value) for m in col])))
+                self.const.append((a_, b_, np.array([float(m.value) for m in col])[label]))
             elif all(isinstance(m, Exponential) for m in col):
                 self.rand.append((a_, b_, counts[k], off,
-                                  np.array([1.0 / m.rate for m in col])))
+                                  np.array([1.0 / m.rate for m in col])[label]))
                 off += B * counts[k]
             else:
                 self.vector = False
         self.per_block = off
+
+    def supports_event(self) -> bool:
+        """Whether every client's four delay models are ``Constant`` or ``Exponential``."""
+        return all(isinstance(m, (Constant, Exponential)) for row, _ in self.groups
+                   for m in row)
+
+    def params(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(const, value)`` ``(n, 4)``: whether client ``i``'s delay kind ``k``
+        (download, compute, upload, think) is a ``Constant``, and its value or else its
+        scale ``1 / rate``; one row per group of clients, laid out by group."""
+        const = np.empty((self.n, 4), dtype=bool)
+        value = np.empty((self.n, 4), dtype=np.float64)
+        for row, cl in self.groups:
+            const[cl] = [isinstance(m, Constant) for m in row]
+            value[cl] = [float(m.value) if isinstance(m, Constant) else 1.0 / m.rate
+                         for m in row]
+        return const, value
 
     def draw(self, gens: list, idx: np.ndarray, blocks: int,
              clients: np.ndarray | None = None) -> np.ndarray:

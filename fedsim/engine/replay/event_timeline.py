@@ -45,7 +45,6 @@ from __future__ import annotations
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.delays import Constant, Exponential
 from fedsim.engine.replay.delay_streams import DelayPlan
 from fedsim.engine.replay.streams import client_states, stream
 from fedsim.engine.replay.uploads import TimelineChunk
@@ -60,17 +59,14 @@ _STEPS, _EID, _DONE = 0, 1, 2
 
 def supports_plan(plan: DelayPlan) -> bool:
     """Whether every client's four delay models are ``Constant`` or ``Exponential``."""
-    return all(isinstance(m, (Constant, Exponential)) for row in plan.models for m in row)
+    return plan.supports_event()
 
 
 def delay_params(plan: DelayPlan) -> tuple[np.ndarray, np.ndarray]:
     """``(const, value)`` ``(n, 4)``: whether client ``i``'s delay kind ``k`` (download,
     compute, upload, think) is a ``Constant``, and its value or else its scale ``1 /
     rate`` (shared by all replicates of a scenario)."""
-    const = np.array([[isinstance(m, Constant) for m in row] for row in plan.models])
-    value = np.array([[float(m.value) if isinstance(m, Constant) else 1.0 / m.rate
-                       for m in row] for row in plan.models], dtype=np.float64)
-    return const, value
+    return plan.params()
 
 
 @jit(inline=True)
