@@ -11,6 +11,7 @@ import numpy as np
 
 from fedsim.config.schema import TRIGGERS, check_keys
 from fedsim.errors import check_integer, check_number, require
+from fedsim.rng.delays import DELAY_KINDS
 
 __all__ = ["ClientDelays", "DelaysConfig", "TriggerConfig", "HorizonConfig", "RecordConfig",
            "DELAY_KINDS"]
@@ -38,7 +39,6 @@ def _default_delay(kind: str):
     return Exponential(rate=1.0) if kind == "compute" else Constant(value=0.0)
 
 
-DELAY_KINDS = ("download", "compute", "upload", "think")
 
 
 @dataclass(frozen=True)

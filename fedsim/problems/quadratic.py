@@ -141,6 +141,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         a_sym, a_ev, a_vec = symmetric_psd_eigen_stack("A", am)
         s_sym, s_ev, s_vec = symmetric_psd_eigen_stack("noise_cov", sm)
         self._a = am.map(lambda _: a_vec)
+        self._a_sym = readonly(a_sym)
         self._s = sm.map(lambda _: s_sym)
         self._f = sm.map(lambda _: sqrt_factor_stack(s_sym, s_ev, s_vec))
         self._lazy: dict[str, np.ndarray] = {}
@@ -209,6 +210,11 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
     def noise_in_eigenbasis(self) -> np.ndarray:
         """``(n, d)``: ``diag(V_i^T C_i V_i)`` (read-only)."""
         return self._stack("noise_in_eigenbasis")
+
+    def hessians_distinct(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, index)``: the distinct ``A_i`` (``(k, d, d)``, symmetrised) and each
+        client's (``A_i = values[index[i]]``)."""
+        return self._a_sym, self._a.index
 
     def noise_distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """``(values, index)``: the distinct ``C_i`` (``(k, d, d)``) and each client's
@@ -316,6 +322,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         state = self.__dict__.copy()
         state["_metric_fns"] = {}
         state["_lazy"] = {}
+        state.pop("_views", None)
         return state
 
     # --- personalised objectives ([P] eq. (9)-(10)) -------------------------------------------

@@ -72,7 +72,9 @@ def quadratic_view(problem, batch: int) -> tuple:
         F = np.ascontiguousarray(L * (1.0 / math.sqrt(batch)))
     A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
     # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
-    At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
+    # (checked on the distinct A_i)
+    H = problem.hessians_distinct()[0] if hasattr(problem, "hessians_distinct") else A
+    At = A if np.array_equal(H, H.transpose(0, 2, 1)) else np.ascontiguousarray(
         A.transpose(0, 2, 1))
     return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
             np.zeros(d))
