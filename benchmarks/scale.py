@@ -18,7 +18,9 @@ total_s=... peak_mb=...
   alone on a problem built beforehand (``fedsim.engine.setup.problem_for``,
   ``fedsim.engine.dispatch.write_tables``, ``fedsim.engine.replay.driver.replay_table``);
   ``n/a`` where the tree has no such functions;
-* ``peak_mb`` -- the cell process's largest resident set (``ru_maxrss``).
+* ``peak_mb`` -- the cell process's largest resident set (``ru_maxrss``); the engine's
+  up-front memory check is lifted (``FEDSIM_MEMORY_BUDGET``, default here 64G) so that
+  the measured peak, not the estimate, decides.
 
 Only public API (``fedsim.config.Scenario``, ``fedsim.engine.run``) is needed, so the file
 runs unchanged against another checkout: ``--baseline-python /path/.venv/bin/python``
@@ -130,8 +132,11 @@ def spawn(python: str, cwd: str, n: int, steps: int, shared: bool, timeout: floa
     """Run :func:`cell` in a fresh ``python`` process in ``cwd``."""
     cmd = [python, str(Path(__file__).resolve()), "--child", str(n), str(steps),
            "1" if shared else "0"]
+    # the engine's up-front memory estimate is not what is measured here (peak_mb is)
+    env = {**os.environ, "FEDSIM_MEMORY_BUDGET": os.environ.get("FEDSIM_MEMORY_BUDGET", "64G")}
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
     if p.returncode != 0:
