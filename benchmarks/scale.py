@@ -9,15 +9,18 @@ memory) after a warm-up run at n = 10 (compiling excluded).  One line per cell::
     n=... case=shared setup_s=... timeline_steps_per_s=... replay_updates_per_s=... \
 total_s=... peak_mb=...
 
-* ``setup_s`` -- wall time of ``fedsim.engine.run`` of the scenario with a 1-step horizon:
-  every per-client piece (the problem, its decompositions, the delay models, the streams,
-  the initial states) and one step;
-* ``total_s`` -- wall time of ``fedsim.engine.run`` of the whole scenario;
+* ``total_s`` -- wall time of ``fedsim.engine.run`` of the whole scenario (first, so the
+  problem is built in it);
+* ``setup_s`` -- wall time of ``fedsim.engine.run`` of the scenario with a 1-step horizon
+  and another problem seed (built afresh): every per-client piece (the problem, its
+  decompositions, the delay models, the streams, the initial states) and one step;
 * ``timeline_steps_per_s`` / ``replay_updates_per_s`` -- server steps per second of writing
   the event table, and client updates (steps x Q) per second of replaying it, each timed
   alone on a problem built beforehand (``fedsim.engine.setup.problem_for``,
   ``fedsim.engine.dispatch.write_tables``, ``fedsim.engine.replay.driver.replay_table``);
   ``n/a`` where the tree has no such functions;
+* ``setup_cpu_s``, ``total_cpu_s`` -- the same as CPU seconds of the process (less
+  sensitive to other load on a shared machine);
 * ``peak_mb`` -- the cell process's largest resident set (``ru_maxrss``); the engine's
   up-front memory check is lifted (``FEDSIM_MEMORY_BUDGET``, default here 64G) so that
   the measured peak, not the estimate, decides.
@@ -86,15 +89,19 @@ def cell(n: int, steps: int, shared: bool) -> dict:
     from fedsim.engine import run
 
     run(Scenario.from_dict(scenario_dict(10, 100, shared)))  # compile, load caches
-    t = time.perf_counter()
-    run(Scenario.from_dict(scenario_dict(n, 1, shared)))
-    setup = time.perf_counter() - t
     sc = Scenario.from_dict(scenario_dict(n, steps, shared))
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     run(sc)
-    total = time.perf_counter() - t
-    out = {"setup_s": setup, "total_s": total,
-           "timeline_steps_per_s": None, "replay_updates_per_s": None}
+    total, total_cpu = time.perf_counter() - t, time.process_time() - c
+    # another problem seed: the engine caches problems per problem table
+    one = scenario_dict(n, 1, shared)
+    one["problem"]["seed"] = 1
+    t, c = time.perf_counter(), time.process_time()
+    run(Scenario.from_dict(one))
+    setup, setup_cpu = time.perf_counter() - t, time.process_time() - c
+    out = {"setup_s": setup, "total_s": total, "setup_cpu_s": setup_cpu,
+           "total_cpu_s": total_cpu, "timeline_steps_per_s": None,
+           "replay_updates_per_s": None}
     ph = _phases()
     if ph is not None:
         problem_for, write_tables, replay_table = ph
@@ -125,7 +132,8 @@ def line(n: int, case: str, tree: str, r: dict) -> str:
     return (f"n={n} case={case} tree={tree} setup_s={r['setup_s']:.3f} "
             f"timeline_steps_per_s={_fmt(r['timeline_steps_per_s'], '.0f')} "
             f"replay_updates_per_s={_fmt(r['replay_updates_per_s'], '.0f')} "
-            f"total_s={r['total_s']:.3f} peak_mb={r['peak_mb']:.0f}")
+            f"total_s={r['total_s']:.3f} peak_mb={r['peak_mb']:.0f} "
+            f"setup_cpu_s={r['setup_cpu_s']:.3f} total_cpu_s={r['total_cpu_s']:.3f}")
 
 
 def spawn(python: str, cwd: str, n: int, steps: int, shared: bool, timeout: float) -> dict:
