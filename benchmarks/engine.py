@@ -1,82 +1,37 @@
 """Engine speed: server updates per second for FedAsync, Option A, on quadratics.
 
 Grid ``n in {10, 100, 1000}``, ``d in {2, 10, 100}``, ``Q in {1, 10}`` (``--quick``: the
-``n=100, d=10`` rows).  Each cell times
+``n=100, d=10`` rows).  Each cell times today's path, event table then replay, on a
+physical FedAsync scenario (exponential download/compute/upload delays, isotropic gradient
+noise, ``grad_sq`` recorded at every step):
 
-* the **engine**: ``fedsim.engine.run`` on a physical FedAsync scenario (exponential
-  download/compute/upload delays, isotropic gradient noise, ``grad_sq`` recorded at every
-  step), and
-* the **floor**: a bare NumPy loop doing the same arithmetic per update with no events and
-  no trace -- the same ``SGDRule.round`` from the current model (Q local steps, noise
-  drawn per round; the engine also runs it on the live model at the read, without a
-  snapshot copy), ``Delta = w0 - wQ``, ``w -= beta Delta``, the divergence check and the
-  ``grad_sq`` metric -- with the uploader drawn uniformly at random.
+* ``setup`` -- the problem built (``fedsim.engine.problem_for``; the engine caches it per
+  problem table, so this is what a first run pays);
+* ``timeline`` -- the event table written (``fedsim.engine.dispatch.write_tables``);
+* ``replay`` -- the rules applied along it (``fedsim.engine.replay.driver.replay_table``);
 
-and prints one line per cell (format)::
+the three in sequence in one process, ``engine`` = their sum (what ``fedsim.engine.run``
+does, less its argument checks).  The **floor** is a bare compiled loop doing the same
+arithmetic per update with no table and no trace: the uploader drawn uniformly, Q local
+SGD steps from the current model (each ``d`` standard normals from the client's own
+``noise`` stream, drawn from its PCG64 state row as the replay draws them,
+:mod:`fedsim.rng.streams`; ``g = A_i (w - b_i) + s_i z``), ``w -= beta (w - w_Q)`` and the
+``grad_sq`` metric ``||Abar w - m||^2``.  One line per cell::
 
-    n=<n> d=<d> Q=<Q> updates_per_s=<engine updates/s> floor_ratio=<r> simpy_share=<s>
+    n=<n> d=<d> Q=<Q> updates_per_s=<u> floor_ratio=<r> setup_share=<a> \
+timeline_share=<b> replay_share=<c> replay_vs_floor=<v>
 
-``floor_ratio`` = engine time / floor time per update; ``simpy_share`` = ``1 - 1/ratio``,
-the fraction of the engine's time per update spent outside the update arithmetic (SimPy
-event handling plus trace bookkeeping).  Both are steady-state figures: the engine's
-per-run setup (clients, 2n seeded streams) is timed with a one-step run and subtracted,
-as the floor's setup is not timed.  ``--memory`` also reports the engine's state per
-client (tracemalloc, n=1000, d=10).
+``updates_per_s`` = steps / engine time; ``floor_ratio`` = engine time / floor time (both
+per update, both measured in this run); the three shares are each phase's fraction of the
+engine time (non-negative and summing to 1 by construction: the phases partition one
+run); ``replay_vs_floor`` = replay time / floor time, how far the replay alone is from the
+bare arithmetic.  Times are CPU seconds of this process (best of ``--repeat`` interleaved
+runs, each after a warm-up run: compiling excluded); simulation results never depend on
+them.  ``--memory`` also reports the bytes per client of the SimPy timeline writer's
+state (tracemalloc, n=1000, d=10), where this tree still has one.
 
-Recorded reference figures (2026-11-21 05:46-05:49 UTC, shared 2-core VM, load average
-~0.9-1.0 from other jobs, CPU time, ``--repeat 5``; run to run the ratios move by about
-+-0.05-0.1 on this machine).  "before" is commit d794cd8 (its engine and its floor),
-"after" this version (engine and floor share the faster kernel), run back to back with
-the same harness; ``floor_us`` = floor time per update::
-
-    cell              before: ups  ratio floor_us   after: ups  ratio floor_us
-    n=10 d=2 Q=1          69448  1.28    11.2      108770  1.40     6.6
-    n=10 d=2 Q=10         39509  1.13    22.4       54865  1.15    15.8
-    n=10 d=10 Q=1         67052  1.28    11.7      110810  1.38     6.5
-    n=10 d=10 Q=10        36923  1.13    24.0       49193  1.15    17.7
-    n=10 d=100 Q=1        49748  1.17    17.2       79021  1.23    10.3
-    n=10 d=100 Q=10       19552  1.11    46.1       23248  1.07    40.2
-    n=100 d=2 Q=1         68695  1.25    11.6      106458  1.45     6.5
-    n=100 d=2 Q=10        38715  1.15    22.5       53336  1.19    15.8
-    n=100 d=10 Q=1        65590  1.29    11.8      107811  1.36     6.8
-    n=100 d=10 Q=10       34413  1.18    24.6       48694  1.17    17.6
-    n=100 d=100 Q=1       45504  1.32    16.6       75975  1.29    10.2
-    n=100 d=100 Q=10      18705  1.09    49.0       22993  1.07    40.6
-    n=1000 d=2 Q=1        60638  1.41    11.7      100838  1.40     7.1
-    n=1000 d=2 Q=10       35479  1.23    22.9       51097  1.21    16.2
-    n=1000 d=10 Q=1       51162  1.57    12.4       97740  1.42     7.2
-    n=1000 d=10 Q=10      32206  1.21    25.7       46428  1.18    18.3
-    n=1000 d=100 Q=1      36973  1.57    17.2       68156  1.25    11.7
-    n=1000 d=100 Q=10     17961  1.13    49.3       22106  1.09    41.5
-    engine_bytes_per_client  5156 before, 2399 after (n=1000, d=10)
-
-At n=100, d=10 that is engine 15.2 -> 9.3 us per update at Q=1 (floor 11.8 -> 6.8 us) and
-29.1 -> 20.5 us at Q=10 (floor 24.6 -> 17.5 us): the floor got faster with the engine
-(``ndarray.dot`` instead of ``np.dot``, 0-d scalars, no broadcasting at Q=1, no snapshot
-copy), so the ratios moved less than the throughput, while the engine's own cost per
-update fell from ~3.4-4.5 us to ~2.5-3 us: SimPy's event loop and heap ~0.8-1 us, the
-delay block refill ~0.4 us (3 ``sample`` calls per 16 rounds), the step log and the
-client's bookkeeping ~1 us.  Against the issue's targets on this machine: Q=10
-engine/floor <= 1.15 is borderline (1.08-1.19 run to run at n=100, d=10; 1.17 above);
-Q=1 <= 1.3 is not met (1.33-1.45: ~2.5 us on a 6.8 us floor); >= 60,000 updates/s at
-Q=10 is not reachable honestly here -- the floor alone (10 local steps of two NumPy
-calls, ~0.8 us each, plus 100 normals, the update and the metric) is ~17-18 us, i.e.
-< 60,000/s before any event.  Per client (~2.4 KB): the two PCG64 bit generators with
-their locks (~800 B), the noise stream's ``Generator`` (~230 B), the delay block
-(~460 B), the client's event object (~280 B), the kernel's ``c_i`` (~180 B), the
-pending heap entry (~100 B), the pending update (80 B).
-
-Measured and not kept: noise drawn 8 rounds ahead per client (Q=1, d=10: 1.66 -> 1.38 us
-per round, for ~750 B more per client); a per-client tiled ``c_i`` to avoid the
-broadcast add at Q > 1 (~1.1 us per round, for ``Q d`` doubles per client); a callback
-specialised for request reads without think time (no measurable gain); one
-``np.concatenate`` per delay block (slower); preallocated NumPy trace columns
-(``col[k] = v`` ~107 ns against ``array.append`` ~48 ns); disabling the garbage collector
-during a run (no change); wrapping the noise bit generator per round (-230 B per client,
-+0.19 us per update).
-
-Times are the CPU time of this process on one core (best of ``--repeat`` interleaved
-runs); simulation results never depend on them.
+Figures recorded before this version (a NumPy floor against the SimPy-era engine) are in
+the git history of this file; they no longer describe the engine.
 """
 
 from __future__ import annotations
@@ -89,14 +44,17 @@ import tracemalloc
 import numpy as np
 
 from fedsim import config
-from fedsim.engine import initial_model, problem_for, run
-from fedsim.local.sgd import SGDRule
-from fedsim.trace import metric_functions
+from fedsim.engine import initial_model, problem_for
+from fedsim.engine.dispatch import write_tables
+from fedsim.engine.replay.driver import replay_table
+from fedsim.jit import jit
+from fedsim.rng.streams import client_states, stream
 
-TARGET_S = 0.6
 # CPU time of this process: on a shared machine it is far less noisy than wall-clock time
 # (time spent descheduled does not count).
 _clock = time.process_time
+#: a cell's engine run lasts about this many CPU seconds
+TARGET_S = 0.6
 
 
 def scenario(n: int, d: int, Q: int, steps: int) -> config.Scenario:
@@ -115,68 +73,93 @@ def scenario(n: int, d: int, Q: int, steps: int) -> config.Scenario:
     })
 
 
+@jit
+def _floor_loop(who, states, A, b, scale, eta, Q, beta, Abar, m, w, wl, g, out):
+    """The floor's updates (module docstring); ``out[t]`` the metric after update ``t``."""
+    d = w.shape[0]
+    for t in range(who.shape[0]):
+        i = who[t]
+        gen = stream(states, i)
+        for a in range(d):
+            wl[a] = w[a]
+        for _ in range(Q):
+            for a in range(d):
+                s = 0.0
+                for j in range(d):
+                    s += A[i, a, j] * (wl[j] - b[i, j])
+                g[a] = s + scale[i] * gen.standard_normal()
+            for a in range(d):
+                wl[a] -= eta * g[a]
+        for a in range(d):
+            w[a] -= beta * (w[a] - wl[a])
+        s2 = 0.0
+        for a in range(d):
+            s = -m[a]
+            for j in range(d):
+                s += Abar[a, j] * w[j]
+            s2 += s * s
+        out[t] = s2
+    return 0
+
+
 def floor(sc: config.Scenario) -> float:
-    """Seconds for the bare NumPy loop of ``sc.horizon.steps`` updates."""
+    """CPU seconds of the bare compiled loop of ``sc.horizon.steps`` updates."""
     p = problem_for(sc)
     a = sc.algorithm
-    rule = SGDRule(p, a.get("eta"), a.get("Q"), a.get("batch"))
-    n, d, T = p.n, p.dim, sc.horizon.steps
-    rngs = [np.random.default_rng(1000 + i) for i in range(n)]
-    who = np.random.default_rng(7).integers(0, n, size=T).tolist()
-    (_, grad_sq), = metric_functions(p, ["grad_sq"], None, None)
+    n, d, T = p.n, p.dim, int(sc.horizon.steps)
+    who = np.random.default_rng(7).integers(0, n, size=T)
+    states = client_states(sc.seed, [0], n, "noise")[0]
+    scale = np.sqrt(np.diagonal(np.asarray(p.C_stack), axis1=1, axis2=2)[:, 0]
+                    / int(a.get("batch")))
     w = initial_model(p)
-    out, delta = np.empty(d), np.empty(d)
-    vals = []
-    app = vals.append
-    beta = 1.0
-    rnd, subtract, multiply, wdot = rule.round, np.subtract, np.multiply, w.dot
+    args = (who, states, np.ascontiguousarray(p.A_stack), np.ascontiguousarray(p.b_stack),
+            scale, float(a.get("eta")), int(a.get("Q")), float(a.get("beta")),
+            np.ascontiguousarray(p.Abar), np.ascontiguousarray(p.m), w, np.empty(d),
+            np.empty(d), np.empty(T))
     t0 = _clock()
-    for i in who:
-        rnd(i, w, out, rngs[i])
-        subtract(w, out, delta)
-        if beta != 1.0:
-            multiply(delta, beta, delta)
-        subtract(w, delta, w)
-        if not wdot(w) <= 1e300:
-            break
-        app(grad_sq(w))
+    _floor_loop(*args)
     return _clock() - t0
 
 
-def engine(sc: config.Scenario) -> float:
-    """Seconds for ``fedsim.engine.run`` (problem already built and cached)."""
+def engine(sc: config.Scenario) -> tuple[float, float, float]:
+    """CPU seconds of ``(setup, timeline, replay)`` of one run of ``sc`` (module
+    docstring); the problem is built afresh (the engine's cache is bypassed)."""
+    from fedsim.config.problem import build_problem
+
     t0 = _clock()
-    tr = run(sc)
-    dt = _clock() - t0
+    problem = build_problem(sc.problem)
+    t1 = _clock()
+    written = write_tables(sc, problem, [0])
+    t2 = _clock()
+    tr, = replay_table(sc, written.tables, written.client_rule, written.server_rule,
+                       replicates=[0], problem=problem, extra_info=written.extra_info,
+                       keep_personal=written.keep_personal)
+    t3 = _clock()
     assert tr.steps_done == sc.horizon.steps and not tr.diverged
-    return dt
+    return t1 - t0, t2 - t1, t3 - t2
 
 
-def cell(n: int, d: int, Q: int, repeat: int) -> tuple[float, float, float]:
-    """``(updates_per_s, floor_ratio, simpy_share)`` of one cell.
-
-    Steady state: the engine's per-run setup (n client processes, 2n seeded streams) is
-    timed separately with a one-step run and subtracted, as the floor's setup is not timed.
-    """
+def cell(n: int, d: int, Q: int, repeat: int) -> dict[str, float]:
+    """The figures of one cell (module docstring)."""
     probe = scenario(n, d, Q, 2000)
     engine(probe)
     floor(probe)  # warm-up, as for the engine
-    per = engine(probe) / 2000
+    per = sum(engine(probe)) / 2000
     steps = int(min(max(TARGET_S / per, 5000, 20 * n), 400000))
     sc = scenario(n, d, Q, steps)
-    one = scenario(n, d, Q, 1)
-    es, fs, ss = [], [], []
+    runs, fs = [], []
     for _ in range(repeat):  # interleaved, so drifts in machine load hit both alike
-        ss.append(engine(one))
-        es.append(engine(sc))
+        runs.append(engine(sc))
         fs.append(floor(sc))
-    e, f = max(min(es) - min(ss), 1e-9), min(fs)
-    ratio = e / f
-    return steps / e, ratio, 1.0 - 1.0 / ratio
+    setup, tl, rp = min(runs, key=sum)
+    e, f = setup + tl + rp, min(fs)
+    return {"updates_per_s": steps / e, "floor_ratio": e / f, "setup_share": setup / e,
+            "timeline_share": tl / e, "replay_share": rp / e, "replay_vs_floor": rp / f}
 
 
 def memory_per_client(n: int = 1000, d: int = 10) -> float:
-    """Bytes of engine state per client (run setup: processes, streams, delay blocks)."""
+    """Bytes of the SimPy timeline writer's state per client (processes, streams, delay
+    blocks)."""
     from fedsim.engine.dispatch import make_async_run as _AsyncRun
     from fedsim.rng import Streams
 
@@ -202,9 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in ns:
         for d in ds:
             for Q in (1, 10):
-                ups, ratio, share = cell(n, d, Q, args.repeat)
-                print(f"n={n} d={d} Q={Q} updates_per_s={ups:.0f} floor_ratio={ratio:.2f} "
-                      f"simpy_share={share:.2f}", flush=True)
+                c = cell(n, d, Q, args.repeat)
+                print(f"n={n} d={d} Q={Q} updates_per_s={c['updates_per_s']:.0f} "
+                      + " ".join(f"{k}={v:.2f}" for k, v in c.items()
+                                 if k != "updates_per_s"), flush=True)
     if args.memory:
         print(f"engine_bytes_per_client={memory_per_client():.0f} (n=1000, d=10)")
     return 0

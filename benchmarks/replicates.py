@@ -35,7 +35,7 @@ wall time of building the same per-replicate noise streams and drawing the same 
 of normals (``steps Q d`` per replicate) with NumPy in the same processes, and
 ``vs_draws`` = the replay's time / that floor (issue 19); ``draws_compiled_s`` and
 ``vs_draws_compiled``: the same numbers drawn as the replay draws them (PCG64 state rows
-in compiled code, :mod:`fedsim.engine.replay.streams`; about 3.5x faster than NumPy's
+in compiled code, :mod:`fedsim.rng.streams`; about 3.5x faster than NumPy's
 ``standard_normal(out=)`` here).  Wall-clock times
 on a shared machine are noisy: compare ratios from one run.  Steps default to a realistic
 horizon (30,000; setup -- streams, timelines -- is spread over it); ``--quick``: 3,000
@@ -60,9 +60,9 @@ import numpy as np  # noqa: E402
 from fedsim.config import Scenario  # noqa: E402
 from fedsim.engine import run, run_batch, supports  # noqa: E402
 from fedsim.engine.replay import replay_fedasync  # noqa: E402
-from fedsim.engine.replay.seeding import client_bitgens  # noqa: E402
-from fedsim.engine.replay.streams import client_states, stream  # noqa: E402
 from fedsim.jit import jit  # noqa: E402
+from fedsim.rng.seeding import client_bitgens  # noqa: E402
+from fedsim.rng.streams import client_states, stream  # noqa: E402
 
 
 def scenario(n: int, d: int, Q: int, steps: int) -> Scenario:
@@ -124,7 +124,7 @@ def _normals_rows(states, per, buf):
 
 def _draws_compiled(args: tuple[Scenario, list[int], int, int]) -> tuple[float, int, float]:
     """The same numbers as :func:`_draws`, drawn as the replay draws them: from the streams'
-    PCG64 state rows in compiled code (:mod:`fedsim.engine.replay.streams`)."""
+    PCG64 state rows in compiled code (:mod:`fedsim.rng.streams`)."""
     sc, reps, n, d = args
     c0 = _cpu()
     per = int(sc.horizon.steps) * int(sc.algorithm.get("Q")) * d // n

@@ -6,7 +6,7 @@ streams the engine draws from, in the same order:
 
 * asynchronous runners (``fedasync_fast``, ``physical``): every client loops
   *download -> compute -> upload -> think* on its own ``delays`` stream
-  (:class:`fedsim.engine.delay_blocks.DelaySampler`, one ``next_round`` per round);
+  (:class:`fedsim.rng.delays.DelaySampler`, one ``next_round`` per round);
 * the synchronous runner (``sync``): each round the server draws its clients from its
   ``sampling`` stream (``choice(n, m, replace=False)``, sorted); each draws one round of
   delays; the next round starts when the slowest has uploaded ([P] Fig. 2(a)).

@@ -7,8 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from fedsim.config.schema import TRIGGERS, check_keys
 from fedsim.errors import check_integer, check_number, require
+from fedsim.rng.delays import DELAY_KINDS
 
 __all__ = ["ClientDelays", "DelaysConfig", "TriggerConfig", "HorizonConfig", "RecordConfig",
            "DELAY_KINDS"]
@@ -36,7 +39,6 @@ def _default_delay(kind: str):
     return Exponential(rate=1.0) if kind == "compute" else Constant(value=0.0)
 
 
-DELAY_KINDS = ("download", "compute", "upload", "think")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,44 @@ class DelaysConfig:
                 for k in DELAY_KINDS:
                     if getattr(ov, k) is not None:
                         out[k] = getattr(ov, k)
+        return out
+
+    def groups(self, n: int) -> list[tuple[dict[str, Any], np.ndarray]]:
+        """Clients ``0..n-1`` grouped by their four delay models: ``[(models, clients)]``
+        with ``models`` what :meth:`for_client` gives each of ``clients`` (an increasing
+        int64 array), groups in order of their first client.  O(n) array work plus one
+        :meth:`for_client` per overridden client (the rest share the defaults)."""
+        n = int(n)
+        touched = sorted({i for ov in self.override for i in ov.clients if 0 <= i < n})
+        keys: dict[tuple[int, ...], int] = {}
+        models: list[dict[str, Any]] = []
+        label = np.zeros(n, dtype=np.int64)
+        base = {k: getattr(self, k) for k in DELAY_KINDS}
+        keys[tuple(id(base[k]) for k in DELAY_KINDS)] = 0
+        models.append(base)
+        for i in touched:
+            m = self.for_client(i)
+            key = tuple(id(m[k]) for k in DELAY_KINDS)
+            g = keys.get(key)
+            if g is None:
+                g = keys[key] = len(models)
+                models.append(m)
+            label[i] = g
+        out = [(models[g], np.flatnonzero(label == g)) for g in range(len(models))]
+        out = [(m, c) for m, c in out if c.size]
+        out.sort(key=lambda mc: int(mc[1][0]))
+        return out
+
+    def by_client(self, n: int) -> list[dict[str, Any]]:
+        """``[for_client(i) for i in range(n)]``, clients of one group sharing one dict
+        (read it, do not change it)."""
+        gs = self.groups(n)
+        if len(gs) == 1:
+            return [gs[0][0]] * int(n)
+        out: list[dict[str, Any]] = [{}] * int(n)
+        for m, cl in gs:
+            for i in cl.tolist():
+                out[i] = m
         return out
 
     @classmethod

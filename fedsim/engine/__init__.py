@@ -12,7 +12,7 @@ One ``simpy.Environment`` per run (docs/INTERNALS.md section 3).  Modules, one i
 * :mod:`~fedsim.engine.reference`     -- the per-step oracle that computes as it simulates;
 * :mod:`~fedsim.engine.window`, :mod:`~fedsim.engine.sync`, :mod:`~fedsim.engine.area`,
   :mod:`~fedsim.engine.asypfl` -- the other execution models;
-* :mod:`~fedsim.engine.delay_blocks`, :mod:`~fedsim.engine.steplog`,
+* :mod:`~fedsim.rng.delays`, :mod:`~fedsim.engine.steplog`,
   :mod:`~fedsim.engine.staleness` -- delays, the server-step log, the staleness bound;
 * :mod:`~fedsim.engine.simpy_fast`    -- the only access to SimPy's private fields;
 * :mod:`~fedsim.engine.batch`         -- :func:`run_batch` and :func:`supports`: the batched

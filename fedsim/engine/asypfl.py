@@ -13,9 +13,9 @@ upload -> think*:
 * the round draws, from the client's ``delays`` stream and in this order, one download
   delay, ``E_k`` compute delays (one per local step: ``delays.compute_per`` must be
   ``"step"``), one upload delay and one think time (constant models draw nothing).  The
-  block layout of :class:`fedsim.engine.delay_blocks.DelaySampler` assumes a fixed number of
+  block layout of :class:`fedsim.rng.delays.DelaySampler` assumes a fixed number of
   compute draws per round, which ``E_k = pi_k E`` is not, hence
-  :class:`~fedsim.engine.delay_blocks.RoundDelays`;
+  :class:`~fedsim.rng.delays.RoundDelays`;
 * the upload arrives at ``((t_read + dl) + c_1 + ... + c_{E_k}) + ul`` (one SimPy event per
   round; nothing the client reads changes in between: its snapshot, its own personal model
   and its own ``noise`` stream);
@@ -62,12 +62,12 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.config.budget import memory_budget
-from fedsim.engine.delay_blocks import RoundDelays
 from fedsim.engine.replay.driver import TableSet, replay_table
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.errors import FedsimError, require
 from fedsim.rng import Streams
+from fedsim.rng.delays import RoundDelays
 from fedsim.trace import KINDS, Trace
 
 __all__ = ["run_asypfl", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",

@@ -9,7 +9,7 @@ the whole computation otherwise) and one for the upload, applies each local step
 step's simulated time, hands the upload to the server rule's ``apply`` (one server step
 per upload when the algorithm declares it, else through the buffer), and finally thinks.
 Delays come from the same
-:class:`~fedsim.engine.delay_blocks.DelaySampler`.  The metrics are recorded as it goes
+:class:`~fedsim.rng.delays.DelaySampler`.  The metrics are recorded as it goes
 (:class:`~fedsim.engine.steplog.StepLog`, the Recorder's functions), the run stops at a
 divergence.  It is many times slower and exists so that
 ``tests/engine/test_engine_reference.py`` can check that ``fedsim.engine.run``'s traces

@@ -20,12 +20,13 @@ import numpy as np
 import simpy
 
 from fedsim.config import Scenario, build_problem
-from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
 from fedsim.engine.steplog import StepLog, TableLog
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.rng import Streams
+from fedsim.rng.delays import DelaySampler
+from fedsim.rng.seeding import lean_bitgen
 from fedsim.trace import Recorder
 
 __all__ = ["RunSetup", "problem_for", "initial_model", "make_recorder", "metric_params",
@@ -148,7 +149,7 @@ class RunSetup:
 
     def make_samplers(self, *, lean: bool = False) -> list[DelaySampler]:
         """One :class:`DelaySampler` per client on its ``delays`` stream (``lean``: shared
-        specs and bare bit generators, :func:`~fedsim.engine.delay_blocks.lean_bitgen`)."""
+        specs and bare bit generators, :func:`~fedsim.rng.seeding.lean_bitgen`)."""
         sc, steps = self.scenario, self.compute_draws
         if lean:
             return DelaySampler.for_clients(

@@ -50,17 +50,13 @@ def physical_staleness_bound(delays_cfg: Any, n: int, steps: int, per_step: bool
     ``inf``.
     """
     q = steps if per_step else 1
-    cmin, win = [], []
-    for i in range(n):
-        c, w = cycle_support(delays_cfg.for_client(i), q, delays_cfg.read_at)
-        cmin.append(c)
-        win.append(w)
-    if any(c <= 0 for c in cmin) or any(not math.isfinite(w) for w in win):
+    cm, wi = np.empty(n), np.empty(n)
+    for models, clients in delays_cfg.groups(n):
+        cm[clients], wi[clients] = cycle_support(models, q, delays_cfg.read_at)
+    if bool(np.any(cm <= 0)) or not bool(np.all(np.isfinite(wi))):
         return math.inf
     if count is None:
         return math.inf
-    cm = np.asarray(cmin)
-    wi = np.asarray(win)
     # The simulated clock is a float64 running sum, so realised gaps can fall below the
     # support minimum by ~n_cycles * 1e-16 relative; the 1e-9 slack covers ~1e7 cycles of
     # one client within a single window (beyond that the bound may be short by one; the

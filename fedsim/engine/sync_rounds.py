@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.delay_blocks import DelaySampler
 from fedsim.engine.replay.table import busy_curve
 from fedsim.rng import Streams
+from fedsim.rng.delays import DelaySampler
 from fedsim.trace import KINDS
 
 __all__ = ["SyncPlan", "SyncLog", "sync_plan", "sync_columns", "rounds_timeline"]

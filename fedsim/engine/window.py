@@ -25,10 +25,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.delay_blocks import BLOCK
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.rng import Streams
+from fedsim.rng.delays import BLOCK
 from fedsim.trace import KINDS
 
 __all__ = ["window_table", "window_tables"]

@@ -17,7 +17,7 @@ The view (:class:`CompiledView`) holds
   interpreted ``sample_batch(i, batch, rng)`` draws them (so the numbers are bitwise the
   same).  ``gen`` is a NumPy ``Generator`` as numba types it, or any object numba types
   with the same methods -- the replay passes
-  :class:`fedsim.engine.replay.streams.Stream` (``fedsim.rng``'s PCG64 streams without
+  :class:`fedsim.rng.streams.Stream` (``fedsim.rng``'s PCG64 streams without
   Python objects), which offers ``standard_normal()``, ``random()``,
   ``standard_exponential()`` and ``integers(low, high)`` (scalars, bitwise NumPy's); a
   ``draw`` that needs another method must say so and the stream must grow it;

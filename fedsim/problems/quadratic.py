@@ -53,14 +53,16 @@ from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
 from fedsim.problems.quadratic_constants import constants_table, local_G, local_gamma_g2
 from fedsim.problems.quadratic_linalg import (
+    StackRows,
     all_equal,
-    matrix_list,
+    distinct_matrices,
+    materialize,
     max_quadratic_on_ball,
     mean_quadratic_value,
     psd_solve,
     readonly,
-    sqrt_factor,
-    symmetric_psd_eigen,
+    sqrt_factor_stack,
+    symmetric_psd_eigen_stack,
 )
 from fedsim.problems.quadratic_personalized import (
     MamlExact,
@@ -100,13 +102,11 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
                  c: Sequence[float] | np.ndarray | None = None, noise: str = "additive",
                  noise_cov: Any = None) -> None:
         require(noise in NOISE_KINDS, "noise", noise, f"must be one of {list(NOISE_KINDS)}")
-        mats = matrix_list("A", A)
-        n, d = len(mats), mats[0].shape[0]
-        for i, a in enumerate(mats):
-            require(a.shape == (d, d), f"A[{i}].shape", a.shape,
-                    f"must equal A[0].shape = ({d}, {d})")
+        am = distinct_matrices("A", A)
+        n, d = am.n, am.values.shape[1]
         try:
-            b_arr = np.array([np.asarray(v, dtype=np.float64) for v in b], dtype=np.float64)
+            b_arr = (np.array(b, dtype=np.float64) if isinstance(b, np.ndarray) else
+                     np.array([np.asarray(v, dtype=np.float64) for v in b], dtype=np.float64))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"b must be n = {n} vectors of length d = {d}, got "
                               f"{type(b).__name__} with inconsistent shapes") from exc
@@ -123,48 +123,36 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
             require(c_arr.shape == (n,), "c.shape", c_arr.shape, f"must be (n,) = ({n},)")
             check_finite("c", c_arr)
         if noise_cov is None:
-            s_mats = [np.zeros((d, d)) for _ in range(n)]
+            sm = distinct_matrices("noise_cov", np.zeros((d, d)), n=n)
         else:
             try:
                 nd = np.ndim(noise_cov)
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"noise_cov must be a d x d matrix or a list of {n}, got "
                                   f"{type(noise_cov).__name__}") from exc
-            s_mats = (matrix_list("noise_cov", [noise_cov]) * n if nd == 2
-                      else matrix_list("noise_cov", noise_cov))
-            require(len(s_mats) == n, "len(noise_cov)", len(s_mats),
+            sm = (distinct_matrices("noise_cov", noise_cov, n=n, dim=d) if nd == 2
+                  else distinct_matrices("noise_cov", noise_cov, dim=d))
+            require(sm.n == n, "len(noise_cov)", sm.n,
                     f"must equal the number of clients n = {n}")
-            for i, s in enumerate(s_mats):
-                require(s.shape == (d, d), f"noise_cov[{i}].shape", s.shape,
-                        f"must be (d, d) = ({d}, {d})")
 
         self.n, self.dim, self.noise = n, d, noise
-        a_stack, evals, evecs = np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d))
-        for i, a in enumerate(mats):
-            a_stack[i], evals[i], evecs[i] = symmetric_psd_eigen(f"A[{i}]", a)
-        s_stack, f_stack = np.empty((n, d, d)), np.empty((n, d, d))
-        for i, s in enumerate(s_mats):
-            s_stack[i], sev, svec = symmetric_psd_eigen(f"noise_cov[{i}]", s)
-            f_stack[i] = sqrt_factor(s_stack[i], sev, svec)
+        # one decomposition per distinct matrix (a shared Hessian: one), stacked; the
+        # per-client stacks are those values laid out client by client (the loop's bits)
+        a_sym, a_ev, a_vec = symmetric_psd_eigen_stack("A", am)
+        s_sym, s_ev, s_vec = symmetric_psd_eigen_stack("noise_cov", sm)
+        self._a = am.map(lambda _: a_vec)
+        self._a_sym = readonly(a_sym)
+        self._s = sm.map(lambda _: s_sym)
+        self._f = sm.map(lambda _: sqrt_factor_stack(s_sym, s_ev, s_vec))
+        self._lazy: dict[str, np.ndarray] = {}
+        a_stack = materialize(am.map(lambda _: a_sym))
         self.A_stack = readonly(a_stack)
         self.b_stack = readonly(b_arr.copy())
         self.c = readonly(c_arr.copy())
-        self.eigvals = readonly(evals)
-        self.eigvecs = readonly(evecs)
-        self.S_stack = readonly(s_stack)
-        self._noise_factor = readonly(f_stack)
-        self.A = [self.A_stack[i] for i in range(n)]
-        self.b = [self.b_stack[i] for i in range(n)]
-        self.noise_cov = [self.S_stack[i] for i in range(n)]
-        if noise == "additive":
-            c_stack = s_stack.copy()
-        else:
-            c_stack = a_stack @ s_stack @ a_stack
-            c_stack = 0.5 * (c_stack + np.swapaxes(c_stack, 1, 2))
-        self.C_stack = readonly(c_stack)
-        # diag(V_i^T C_i V_i): the noise in each client's eigenbasis (estimator MSE traces)
-        self.noise_in_eigenbasis = readonly(np.einsum("nji,njk,nki->ni", evecs, c_stack, evecs))
-        self.shared_hessian = all_equal(a_stack)
+        self.eigvals = readonly(materialize(am.map(lambda _: a_ev)))
+        self.A = StackRows(self.A_stack)
+        self.b = StackRows(self.b_stack)
+        self.shared_hessian = all_equal(a_sym)
 
         self.Abar = readonly(a_stack.mean(axis=0))
         self.m = readonly(np.einsum("nij,nj->i", a_stack, b_arr) / n)
@@ -175,6 +163,66 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
+
+    # --- per-client stacks, laid out on first use (n d^2 floats each) ----------------------
+    def _stack(self, name: str) -> np.ndarray:
+        out = self._lazy.get(name)
+        if out is None:
+            out = self._lazy[name] = readonly(self._build_stack(name))
+        return out
+
+    def _build_stack(self, name: str) -> np.ndarray:
+        if name == "eigvecs":
+            return materialize(self._a)
+        if name == "S_stack":
+            return materialize(self._s)
+        if name == "noise_factor":
+            return materialize(self._f)
+        if name == "C_stack":
+            if self.noise == "additive":
+                return self.S_stack
+            c_stack = self.A_stack @ self.S_stack @ self.A_stack
+            return 0.5 * (c_stack + np.swapaxes(c_stack, 1, 2))
+        # diag(V_i^T C_i V_i): the noise in each client's eigenbasis (estimator MSE traces)
+        return np.einsum("nji,njk,nki->ni", self.eigvecs, self.C_stack, self.eigvecs)
+
+    @property
+    def eigvecs(self) -> np.ndarray:
+        """``(n, d, d)`` eigenvectors of the ``A_i`` (columns; read-only)."""
+        return self._stack("eigvecs")
+
+    @property
+    def S_stack(self) -> np.ndarray:
+        """``(n, d, d)`` per-sample covariances ``S_i`` (read-only)."""
+        return self._stack("S_stack")
+
+    @property
+    def noise_cov(self) -> StackRows:
+        """The ``S_i`` as a sequence of ``d x d`` matrices."""
+        return StackRows(self.S_stack)
+
+    @property
+    def C_stack(self) -> np.ndarray:
+        """``(n, d, d)`` per-sample gradient-noise covariances ``C_i`` (read-only)."""
+        return self._stack("C_stack")
+
+    @property
+    def noise_in_eigenbasis(self) -> np.ndarray:
+        """``(n, d)``: ``diag(V_i^T C_i V_i)`` (read-only)."""
+        return self._stack("noise_in_eigenbasis")
+
+    def hessians_distinct(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, index)``: the distinct ``A_i`` (``(k, d, d)``, symmetrised) and each
+        client's (``A_i = values[index[i]]``)."""
+        return self._a_sym, self._a.index
+
+    def noise_distinct(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, index)``: the distinct ``C_i`` (``(k, d, d)``) and each client's
+        (``C_i = values[index[i]]``), without laying out the ``n`` stacks when the additive
+        noise is shared."""
+        if self.noise == "additive":
+            return self._s.values, self._s.index
+        return self.C_stack, np.arange(self.n, dtype=np.intp)
 
     # --- attributes of THEORY_SPEC 9.1 ------------------------------------------------------
     @property
@@ -208,7 +256,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
     def noise_factor(self) -> np.ndarray:
         """``(n, d, d)``: the factors ``L_i`` (``L_i L_i^T = S_i``; Cholesky when it exists)
         that :meth:`sample_batch` applies to its standard normals (read-only)."""
-        return self._noise_factor
+        return self._stack("noise_factor")
 
     def grad_noise_cov(self, i: int) -> np.ndarray:
         """Per-sample gradient-noise covariance C_i (S_i additive, A_i S_i A_i sampling)."""
@@ -273,6 +321,8 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         """Pickled without the per-thread compiled metric calls (rebuilt on use)."""
         state = self.__dict__.copy()
         state["_metric_fns"] = {}
+        state["_lazy"] = {}
+        state.pop("_views", None)
         return state
 
     # --- personalised objectives ([P] eq. (9)-(10)) -------------------------------------------

@@ -10,6 +10,7 @@ diagnostic").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,9 @@ import numpy as np
 from fedsim.errors import ConfigError, check_finite, check_number, require
 
 __all__ = ["matrix_list", "symmetric_psd_eigen", "readonly", "from_eigen", "psd_solve",
-           "sqrt_factor", "all_equal", "mean_quadratic_value", "max_quadratic_on_ball"]
+           "sqrt_factor", "all_equal", "mean_quadratic_value", "max_quadratic_on_ball",
+           "DistinctMatrices", "distinct_matrices", "symmetric_psd_eigen_stack",
+           "sqrt_factor_stack", "StackRows", "materialize"]
 
 SYMMETRY_TOL = 1e-12
 PSD_TOL = 1e-12
@@ -37,6 +40,182 @@ def matrix_list(field: str, x: Any) -> list[np.ndarray]:
                 "must be a square matrix shape (d, d)")
         check_finite(f"{field}[{i}]", a)
     return mats
+
+
+class StackRows(Sequence):
+    """The rows of a stack as a read-only sequence (``rows[i]`` is ``stack[i]``, a view;
+    ``np.asarray(rows)`` is the stack), without one array object per client."""
+
+    __slots__ = ("stack",)
+
+    def __init__(self, stack: np.ndarray) -> None:
+        self.stack = stack
+
+    def __len__(self) -> int:
+        return int(self.stack.shape[0])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.stack[j] for j in range(*i.indices(len(self)))]
+        return self.stack[i]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.stack if dtype is None else self.stack.astype(dtype, copy=False)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other if isinstance(other, list) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class DistinctMatrices:
+    """n client matrices as their ``k`` distinct values: ``values`` ``(k, d, d)`` (in order
+    of first appearance), ``index`` ``(n,)`` (client ``i`` holds ``values[index[i]]``) and
+    ``first`` ``(k,)`` (the first client holding each)."""
+
+    __slots__ = ("values", "index", "first")
+
+    def __init__(self, values: np.ndarray, index: np.ndarray, first: np.ndarray) -> None:
+        self.values, self.index, self.first = values, index, first
+
+    @property
+    def n(self) -> int:
+        """The number of clients."""
+        return int(self.index.shape[0])
+
+    def expand(self, values: np.ndarray) -> np.ndarray:
+        """Per-distinct ``values`` ``(k, ...)`` as the per-client stack ``(n, ...)``: a
+        read-only broadcast view when all clients share one value, else a new array."""
+        k = values.shape[0]
+        if k == 1:
+            return np.broadcast_to(values[0], (self.n, *values.shape[1:]))
+        if k == self.n:
+            return values
+        return values[self.index]
+
+    def map(self, fn: Any) -> DistinctMatrices:
+        """The same grouping with ``values`` replaced by ``fn(values)``."""
+        return DistinctMatrices(fn(self.values), self.index, self.first)
+
+
+def materialize(dm: DistinctMatrices) -> np.ndarray:
+    """The per-client stack ``(n, ...)`` of ``dm``'s values as a new C-contiguous array
+    (row ``i`` a copy of ``values[index[i]]``: the bits a client-by-client loop writes)."""
+    v = dm.values
+    if v.shape[0] == dm.n:
+        return np.ascontiguousarray(v)
+    if v.shape[0] == 1:
+        out = np.empty((dm.n, *v.shape[1:]), dtype=v.dtype)
+        out[...] = v[0]
+        return out
+    return v[dm.index]
+
+
+def distinct_matrices(field: str, x: Any, n: int | None = None,
+                      dim: int | None = None) -> DistinctMatrices:
+    """``x`` (a sequence of square matrices or an ``(n, d, d)`` array; with ``n``, one
+    matrix that all ``n`` clients share) as :class:`DistinctMatrices`, with the checks and
+    messages of :func:`matrix_list` plus the shape check (``dim``: every matrix must be
+    ``(dim, dim)``; else as the first); the first offending client is named.
+
+    Clients holding the same object, or bitwise-equal matrices when all are equal, share
+    one value; each distinct matrix is converted and checked once (O(n) identity tests for
+    the rest), so a shared Hessian costs one decomposition however many clients hold it.
+    """
+    if n is not None:
+        items: list[Any] = [x]
+        index = np.zeros(int(n), dtype=np.intp)
+        first = np.zeros(1, dtype=np.intp)
+    elif isinstance(x, np.ndarray) and x.ndim == 3 and x.dtype != object:
+        items = list(np.asarray(x, dtype=np.float64))
+        index = np.arange(len(items), dtype=np.intp)
+        first = index.copy()
+    else:
+        try:
+            raw = list(x)
+        except TypeError as exc:
+            raise ConfigError(f"{field} must be a list of numeric square matrices, got "
+                              f"{type(x).__name__}") from exc
+        slot: dict[int, int] = {}
+        index = np.empty(len(raw), dtype=np.intp)
+        keep: list[int] = []
+        for i, a in enumerate(raw):
+            j = slot.get(id(a))
+            if j is None:
+                j = slot[id(a)] = len(keep)
+                keep.append(i)
+            index[i] = j
+        first = np.asarray(keep, dtype=np.intp)
+        items = [raw[i] for i in keep]
+    try:
+        mats = [np.asarray(a, dtype=np.float64) for a in items]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{field} must be a list of numeric square matrices, got "
+                          f"{type(x).__name__}") from exc
+    require(len(mats) >= 1, field, x, "must hold at least one matrix")
+    d = int(dim) if dim is not None else (mats[0].shape[0] if mats[0].ndim == 2 else -1)
+    for j, a in enumerate(mats):
+        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape != (d, d):
+            i = int(first[j])
+            require(a.ndim == 2 and a.shape[0] == a.shape[1], f"{field}[{i}].shape",
+                    a.shape, "must be a square matrix shape (d, d)")
+            check_finite(f"{field}[{i}]", a)
+            if dim is None:
+                require(False, f"{field}[{i}].shape", a.shape,
+                        f"must equal {field}[0].shape = ({d}, {d})")
+            require(False, f"{field}[{i}].shape", a.shape, f"must be (d, d) = ({d}, {d})")
+    stack = np.array(mats) if len(mats) > 1 else mats[0][None]
+    finite = np.isfinite(stack).reshape(stack.shape[0], -1).all(axis=1)
+    if not finite.all():
+        j = int(np.flatnonzero(~finite)[0])
+        check_finite(f"{field}[{int(first[j])}]", mats[j])
+    return _collapse(DistinctMatrices(stack, index, first))
+
+
+def _collapse(dm: DistinctMatrices) -> DistinctMatrices:
+    """One value when every distinct matrix equals the first bit for bit."""
+    v = dm.values
+    if v.shape[0] > 1 and bool(np.all(v == v[0])) and not np.any(np.signbit(v) != np.signbit(v[0])):
+        return DistinctMatrices(v[:1], np.zeros(dm.n, dtype=np.intp), dm.first[:1])
+    return dm
+
+
+def symmetric_psd_eigen_stack(field: str, dm: DistinctMatrices
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`symmetric_psd_eigen` of every distinct matrix of ``dm`` at once (one stacked
+    ``eigh``: NumPy runs the same LAPACK routine per matrix, so the numbers are those of
+    the per-matrix call bit for bit); the error names the first offending client
+    (``field[i]``).  Returns the per-distinct ``(a_sym, eigenvalues, eigenvectors)``."""
+    a = dm.values
+    k, d = a.shape[0], a.shape[1]
+    if d == 0:
+        out = [symmetric_psd_eigen(f"{field}[{int(dm.first[j])}]", a[j]) for j in range(k)]
+        return (np.array([o[0] for o in out]).reshape(k, 0, 0), np.empty((k, 0)),
+                np.empty((k, 0, 0)))
+    at = np.swapaxes(a, 1, 2)
+    amax = np.max(np.abs(a), axis=(1, 2))
+    asym = np.max(np.abs(a - at), axis=(1, 2))
+    bad_sym = asym > SYMMETRY_TOL * amax
+    s = 0.5 * (a + at)
+    ev, vec = np.linalg.eigh(s)
+    scale = np.max(np.abs(ev), axis=1)
+    bad_psd = ev[:, 0] < -PSD_TOL * scale
+    bad = np.flatnonzero(bad_sym | bad_psd)
+    if bad.size:
+        j = int(bad[0])
+        symmetric_psd_eigen(f"{field}[{int(dm.first[j])}]", a[j])  # raises its message
+    ev = np.where(np.abs(ev) <= d * np.finfo(np.float64).eps * scale[:, None], 0.0, ev)
+    return s, np.maximum(ev, 0.0), vec
+
+
+def sqrt_factor_stack(s: np.ndarray, ev: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """:func:`sqrt_factor` of every matrix of the stack ``s`` (one stacked Cholesky when all
+    factor; the per-matrix rule otherwise), bit for bit the per-matrix results."""
+    try:
+        return np.linalg.cholesky(s)
+    except np.linalg.LinAlgError:
+        return np.array([sqrt_factor(s[j], ev[j], vec[j]) for j in range(s.shape[0])]
+                        ).reshape(s.shape)
 
 
 def symmetric_psd_eigen(field: str, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,6 +275,8 @@ def sqrt_factor(s: np.ndarray, ev: np.ndarray, vec: np.ndarray) -> np.ndarray:
 
 
 def all_equal(stack: np.ndarray) -> bool:
+    if stack.ndim and stack.strides[0] == 0:  # a broadcast view: one value for all
+        return True
     return bool(np.all(stack == stack[0]))
 
 

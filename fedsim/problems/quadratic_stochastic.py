@@ -33,8 +33,13 @@ class QuadraticStochasticOracles:
 
     def compiled_view(self, batch: int) -> CompiledView:
         """The compiled oracles for batches of ``batch`` samples
-        (:func:`fedsim.problems.quadratic_view.quadratic_compiled_view`)."""
-        return quadratic_compiled_view(self, batch)
+        (:func:`fedsim.problems.quadratic_view.quadratic_compiled_view`), built once per
+        batch size (its arrays are ``n d^2`` floats; the problem is immutable)."""
+        views = self.__dict__.setdefault("_views", {})
+        view = views.get(int(batch))
+        if view is None:
+            view = views[int(batch)] = quadratic_compiled_view(self, batch)
+        return view
 
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> np.ndarray:
         """A batch of ``size`` samples as one d-vector (draws exactly d standard normals).

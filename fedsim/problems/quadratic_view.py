@@ -49,7 +49,8 @@ def quadratic_view(problem, batch: int) -> tuple:
     (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous; ``zero`` the zero
     vector)."""
     n, d = problem.n, problem.dim
-    C = np.asarray(problem.C_stack)
+    # the distinct C_i and each client's: the checks read each value once
+    C, index = problem.noise_distinct()
     diag = np.einsum("nii->ni", C)
     off = C - np.einsum("ni,ij->nij", diag, np.eye(d))
     iso = bool(np.all(off == 0.0)) and bool(np.all(diag == diag[:, :1]))
@@ -60,7 +61,7 @@ def quadratic_view(problem, batch: int) -> tuple:
         mode = 0
     elif iso and problem.noise == "additive":
         mode = 1
-        scale[:] = [math.sqrt(float(diag[i, 0]) / batch) for i in range(n)]
+        scale[:] = np.sqrt(diag[:, 0] / batch)[index]
     else:
         # the factor sample_batch applies to the same normals: e = L_i z / sqrt(m)
         # (additive), e = -A_i L_i z / sqrt(m) (sampling: A_i (w - xibar_D))
@@ -71,7 +72,9 @@ def quadratic_view(problem, batch: int) -> tuple:
         F = np.ascontiguousarray(L * (1.0 / math.sqrt(batch)))
     A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
     # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
-    At = A if np.array_equal(A, A.transpose(0, 2, 1)) else np.ascontiguousarray(
+    # (checked on the distinct A_i)
+    H = problem.hessians_distinct()[0] if hasattr(problem, "hessians_distinct") else A
+    At = A if np.array_equal(H, H.transpose(0, 2, 1)) else np.ascontiguousarray(
         A.transpose(0, 2, 1))
     return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
             np.zeros(d))

@@ -138,10 +138,11 @@ def test_busy_fraction_with_think_time():
 
 
 def test_lean_streams_are_fedsim_rng_streams():
-    """delay_blocks.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
+    """fedsim.rng.seeding.lean_bitgen gives the very bits of fedsim.rng's client streams, and a
     DelaySampler wrapping a bare bit generator draws what one wrapping the Generator does."""
-    from fedsim.engine.delay_blocks import DelaySampler, lean_bitgen
     from fedsim.rng import Streams, stream
+    from fedsim.rng.delays import DelaySampler
+    from fedsim.rng.seeding import lean_bitgen
 
     cases = [(0, 0, 0, "noise"), (1, 3, 7, "delays"), (12345, 2, 999, "noise")]
     for seed, rep, i, purpose in cases:

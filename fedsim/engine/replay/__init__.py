@@ -8,10 +8,6 @@
   client's renewal stream and a merge (no SimPy), in chunks, for any delay model; both
   bitwise the SimPy writer's; :mod:`fedsim.engine.replay.uploads` groups it into server
   steps;
-* :mod:`fedsim.engine.replay.streams` -- ``fedsim.rng``'s PCG64 streams as state rows, drawn
-  from compiled code (NumPy's numbers and states, bit for bit);
-* :mod:`fedsim.engine.replay.seeding` -- many ``fedsim.rng`` client streams at once (the
-  ``SeedSequence`` hash vectorised; the same bits at ~1/10 of the cost);
 * :mod:`fedsim.engine.replay.kernel` -- ``table_kernel``: the one compiled loop applying a
   client rule and a server rule (their uniform forms, :mod:`fedsim.local.forms`) along an
   event table, with the ring of server states, divergence freezing and snapshots;

@@ -2,7 +2,7 @@
 
 Per replicate, client i's event times are the running sums ``t = t + c`` of the first
 compute draw of each of its rounds, drawn from ``Streams(seed, r).client(i, "delays")`` in
-the engine's blocks (:mod:`fedsim.engine.replay.delay_streams`); the timer's are the
+the engine's blocks (:mod:`fedsim.rng.delays`); the timer's are the
 running sums of ``Streams(seed, r).server("timer")``'s ``exponential(1/rate)`` draws (the
 model's Poisson aggregation timer).  :func:`merge_events` (compiled) merges them by time
 into the table of the first K events: time, kind (``K_CLIENT``/``K_SERVER``), client (-1
@@ -15,11 +15,11 @@ run by ``fedsim.engine.run`` instead, so every table used is the engine's bit fo
 
 The draws.  The iterate model's delays are exponential compute cycles and zero
 communication (a ``vector`` :class:`DelayPlan`), so the streams run compiled from their
-state rows (:mod:`fedsim.engine.replay.streams`: NumPy's ``PCG64`` and
+state rows (:mod:`fedsim.rng.streams`: NumPy's ``PCG64`` and
 ``standard_exponential`` bit for bit; a block draws ``plan.per_block`` numbers and round
 ``j``'s compute delay is entry ``off + j q`` times ``1/rate``, as ``DelayPlan.draw``).
 ``compiled=False`` (and any plan that is not ``vector``) draws through NumPy generators and
-:class:`~fedsim.engine.replay.delay_streams.ClientDelayStream` instead: the reference the
+:class:`~fedsim.rng.delays.ClientDelayStream` instead: the reference the
 tests compare with.  Either way the merge asks for more blocks until every source has an
 event after the (K+1)-th (:func:`fill_row`, one source: compiled, all replicates in one
 call, or interpreted).
@@ -39,13 +39,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.delay_streams import ClientDelayStream, DelayPlan
 from fedsim.engine.replay.group import TableGroup
-from fedsim.engine.replay.seeding import client_bitgens
-from fedsim.engine.replay.streams import client_states, server_states, stream
 from fedsim.engine.replay.table import EventTable
 from fedsim.jit import jit
 from fedsim.rng import Streams
+from fedsim.rng.delays import ClientDelayStream, DelayPlan
+from fedsim.rng.seeding import client_bitgens
+from fedsim.rng.streams import client_states, server_states, stream
 from fedsim.trace import KINDS
 
 __all__ = ["AreaTables", "area_tables", "event_tables", "merged_group", "metric_steps",

@@ -5,8 +5,8 @@ replicate ``r`` (each on its own, so that nothing depends on the others, their n
 the order they come in):
 
 1. the ``noise`` streams ``fedsim.rng.Streams(seed, r).client(i, "noise")`` -- as PCG64
-   state rows (:func:`fedsim.engine.replay.streams.client_states`, keys of
-   :func:`fedsim.engine.replay.seeding.stream_keys`) for the compiled loop, as NumPy
+   state rows (:func:`fedsim.rng.streams.client_states`, keys of
+   :func:`fedsim.rng.seeding.stream_keys`) for the compiled loop, as NumPy
    ``Generator``\\ s for the interpreted one;
 2. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` over the whole table
    (compiled when both rule forms are; else the same source interpreted, with the
@@ -35,14 +35,14 @@ from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.replay.group import Replayed, TableGroup, group_slices, replay_group
 from fedsim.engine.replay.metrics import MetricPlan
-from fedsim.engine.replay.seeding import client_bitgens
-from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import initial_model, inner_counters, metric_params, problem_for
 from fedsim.errors import require
 from fedsim.local import make_client_rule
 from fedsim.local.forms import ClientForm, ServerForm, round_form
 from fedsim.problems.compiled import compiled_view
+from fedsim.rng.seeding import client_bitgens
+from fedsim.rng.streams import client_states
 from fedsim.trace import PERSONAL as PERSONAL_METRICS
 from fedsim.trace import Trace
 

@@ -1,7 +1,7 @@
 """The FedAsync timeline by a compiled copy of the SimPy engine's event loop (no SimPy).
 
 For a scenario whose delay models are all ``Constant`` or ``Exponential``
-(:attr:`DelayPlan.vector <fedsim.engine.replay.delay_streams.DelayPlan>`), this module
+(:attr:`DelayPlan.vector <fedsim.rng.delays.DelayPlan>`), this module
 runs the physical model's event loop -- the clients as callbacks on one heap, the order of
 the SimPy writer :class:`fedsim.engine.physical.AsyncRun` -- in compiled code, and emits the same
 :class:`~fedsim.engine.replay.uploads.TimelineChunk` rows as
@@ -17,7 +17,7 @@ the client's next one, with the next ``eid``: the processing order, ties include
 engine's.  The roots are pushed by ``begin`` at ``t0 = 0`` in client order.
 
 *Delays.*  Client ``i`` draws from ``fedsim.rng.Streams(seed, r).client(i, "delays")``
-(a PCG64 state row, :mod:`fedsim.engine.replay.streams`) in blocks of ``B = max(4, 16 //
+(a PCG64 state row, :mod:`fedsim.rng.streams`) in blocks of ``B = max(4, 16 //
 q)`` rounds: download ``B``, compute ``B q``, upload ``B``, think ``B`` numbers, in this
 order, ``scale * standard_exponential()`` each (NumPy's ``exponential(scale, size)``,
 ``scale = 1 / rate``) or nothing for a ``Constant``; the layout of
@@ -45,11 +45,10 @@ from __future__ import annotations
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.delays import Constant, Exponential
-from fedsim.engine.replay.delay_streams import DelayPlan
-from fedsim.engine.replay.streams import client_states, stream
 from fedsim.engine.replay.uploads import TimelineChunk
 from fedsim.jit import jit
+from fedsim.rng.delays import DelayPlan
+from fedsim.rng.streams import client_states, stream
 
 __all__ = ["EventTimeline", "supports_plan", "delay_params", "start_loop", "advance_loop"]
 
@@ -60,17 +59,14 @@ _STEPS, _EID, _DONE = 0, 1, 2
 
 def supports_plan(plan: DelayPlan) -> bool:
     """Whether every client's four delay models are ``Constant`` or ``Exponential``."""
-    return all(isinstance(m, (Constant, Exponential)) for row in plan.models for m in row)
+    return plan.supports_event()
 
 
 def delay_params(plan: DelayPlan) -> tuple[np.ndarray, np.ndarray]:
     """``(const, value)`` ``(n, 4)``: whether client ``i``'s delay kind ``k`` (download,
     compute, upload, think) is a ``Constant``, and its value or else its scale ``1 /
     rate`` (shared by all replicates of a scenario)."""
-    const = np.array([[isinstance(m, Constant) for m in row] for row in plan.models])
-    value = np.array([[float(m.value) if isinstance(m, Constant) else 1.0 / m.rate
-                       for m in row] for row in plan.models], dtype=np.float64)
-    return const, value
+    return plan.params()
 
 
 @jit(inline=True)

@@ -15,7 +15,7 @@ their number, on ``group`` nor on ``chunk``), a group of replicates at a time:
    from :class:`fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge);
 2. the randomness of every round comes from the replicate's own streams
    (``fedsim.rng.Streams(seed, r).client(i, "noise")``, as PCG64 state rows built in bulk
-   by :mod:`fedsim.engine.replay.streams`, same bits): the problem's compiled ``draw``
+   by :mod:`fedsim.rng.streams`, same bits): the problem's compiled ``draw``
    (:mod:`fedsim.problems.compiled`) takes a step's numbers, Q steps a round, inside the
    loop at the round's upload; a client's rounds are sequential, so it consumes its
    stream round after round as the engine does (which draws a round at its read);
@@ -49,8 +49,6 @@ from fedsim.engine.replay.driver import metric_plan, noise_streams
 from fedsim.engine.replay.event_timeline import EventTimeline, delay_params, supports_plan
 from fedsim.engine.replay.fedasync_result import BatchResult, batch_result
 from fedsim.engine.replay.group import GROUP_STEPS, TableGroup, group_slices, replay_group
-from fedsim.engine.replay.seeding import client_bitgens
-from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.replay.timeline import DelayPlan, FedAsyncTimeline
 from fedsim.engine.replay.upload_group import group_writes, upload_group
@@ -62,6 +60,8 @@ from fedsim.local import make_client_rule
 from fedsim.local.registry import get_client_rule
 from fedsim.local.sgd import sgd_round
 from fedsim.problems.compiled import compiled_view
+from fedsim.rng.seeding import client_bitgens
+from fedsim.rng.streams import client_states
 
 __all__ = ["BatchResult", "replay_fedasync", "supports", "fedasync_tables", "upload_tables"]
 

@@ -158,9 +158,9 @@ def _templates(cf: ClientForm, sf: ServerForm, n: int, w0s: Sequence[np.ndarray]
             hist0[k][:] = w
         else:
             sf.init_state(hist0[k], w)
-        if cf.init_state is not None:
-            for i in range(n):
-                cf.init_state(cst0[k, i], w)
+        if cf.init_state is not None:  # a function of w0 alone: once, for all n clients
+            cf.init_state(cst0[k, 0], w)
+            cst0[k, 1:] = cst0[k, 0]
     return init, hist0, cst0
 
 

@@ -7,7 +7,7 @@ for each of its contributions ``p = ptr[t-1] .. ptr[t] - 1`` (arrival order):
 
 1. ``draw_round(vdata, i, gen, nsteps, Z)``: the randomness of the round of client
    ``i = c_client[p]`` (``nsteps = c_steps[p]`` local steps), from its own ``noise`` stream
-   ``gen`` (row ``i`` of ``states``, :mod:`fedsim.engine.replay.streams`).  A client's
+   ``gen`` (row ``i`` of ``states``, :mod:`fedsim.rng.streams`).  A client's
    rounds are sequential and consumed in arrival order, so drawing a round when the step
    consuming it is replayed consumes each stream round after round as the engine does
    (which draws at the read); rounds never consumed are never drawn;
@@ -63,16 +63,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from fedsim.engine.replay.streams import stream
 from fedsim.jit import cache_closure, jit
 from fedsim.local.forms import tag_closure
+from fedsim.rng.streams import stream
 
 __all__ = ["table_kernel", "python_kernel", "python_stream", "loop_kernel", "no_metrics"]
 
 
 def python_stream(states: Any, i: int) -> Any:
     """The interpreted loop's stream of client ``i``: ``states`` is a list of NumPy
-    ``Generator``s (the compiled loop's :func:`~fedsim.engine.replay.streams.stream`)."""
+    ``Generator``s (the compiled loop's :func:`~fedsim.rng.streams.stream`)."""
     return states[i]
 
 

@@ -10,7 +10,7 @@ the read time of every uploaded round, and the think-time busy-fraction events.
 Contract with the engine (``fedsim.engine.run``, FedAsync physical, docs/INTERNALS.md 3)
 ----------------------------------------------------------------------------------------
 *Streams.*  Each client's delays are drawn in the engine's blocks by
-:mod:`fedsim.engine.replay.delay_streams` (its docstring states the block order).
+:mod:`fedsim.rng.delays` (its docstring states the block order).
 
 *Times.*  A round that begins at ``t`` uploads at ``((t + dl) + c_1 + ... + c_q) + ul`` (the
 additions in this order), the download ends (``read_at = "arrival"``: the read) at
@@ -48,10 +48,11 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant
-from fedsim.engine.replay.delay_streams import ENGINE_BLOCK, ClientDelayStream, DelayPlan
-from fedsim.engine.replay.seeding import client_bitgens
 from fedsim.engine.replay.uploads import TimelineChunk
 from fedsim.errors import check_sim_time
+from fedsim.rng.delays import BLOCK as ENGINE_BLOCK
+from fedsim.rng.delays import ClientDelayStream, DelayPlan
+from fedsim.rng.seeding import client_bitgens
 
 __all__ = ["ClientDelayStream", "DelayPlan", "FedAsyncTimeline", "ENGINE_BLOCK",
            "timeline_arrays"]

@@ -36,7 +36,6 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.delays import Constant
 from fedsim.engine.replay.buffers import check_buffers
-from fedsim.engine.replay.delay_streams import DelayPlan
 from fedsim.engine.replay.event_timeline import (
     advance_loop,
     delay_params,
@@ -44,10 +43,11 @@ from fedsim.engine.replay.event_timeline import (
     supports_plan,
 )
 from fedsim.engine.replay.group import GROUP_STEPS, TableGroup
-from fedsim.engine.replay.streams import client_states
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.replay.uploads import TimelineChunk, uploads_table
 from fedsim.jit import jit
+from fedsim.rng.delays import DelayPlan
+from fedsim.rng.streams import client_states
 from fedsim.trace import KINDS
 
 __all__ = ["UploadGroup", "upload_group", "group_tables", "group_writes", "write_uploads",

@@ -256,8 +256,8 @@ def test_replicate_groups_do_not_change_a_trace(monkeypatch) -> None:
 
 
 def test_server_streams_equal_fedsim_rng() -> None:
-    from fedsim.engine.replay.seeding import server_bitgens
     from fedsim.rng import Streams
+    from fedsim.rng.seeding import server_bitgens
 
     for r, bg in zip([0, 5, 123], server_bitgens(42, [0, 5, 123], "timer"), strict=True):
         x = np.random.Generator(bg).standard_normal(8)

@@ -9,9 +9,9 @@ import pytest
 from test_replay_timeline import CASES, scenario
 
 from fedsim.engine import run
-from fedsim.engine.replay.delay_streams import DelayPlan
 from fedsim.engine.replay.event_timeline import EventTimeline, supports_plan
 from fedsim.engine.replay.timeline import FedAsyncTimeline
+from fedsim.rng.delays import DelayPlan
 
 FIELDS = ("time", "client", "omega", "t_read", "round", "b_time", "b_delta", "b_gate",
           "b_before")

@@ -16,7 +16,7 @@ from fedsim.local.forms import view_draw_round
 from fedsim.local.sgd import sgd_update_for
 from fedsim.problems import QuadraticProblem
 from fedsim.servers.fedasync import fedasync_step
-from fedsim.engine.replay.streams import client_states
+from fedsim.rng.streams import client_states
 p = QuadraticProblem([np.eye(2)] * 3, np.zeros((3, 2)), noise_cov=np.eye(2) * 0.01)
 cv = p.compiled_view(1)
 k = table_kernel(view_draw_round(cv.draw), sgd_update_for(cv.grad), fedasync_step)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words
 from fedsim.rng import SERVER, Streams
+from fedsim.rng.seeding import client_bitgens, pcg64_seed_words
 
 
 @pytest.mark.parametrize("seed", [0, 1, 5, 2**32 + 9, 2**40 + 3, 2**130 + 7])

@@ -1,4 +1,4 @@
-"""Compiled PCG64 stream rows (fedsim.engine.replay.streams): bitwise NumPy's numbers and
+"""Compiled PCG64 stream rows (fedsim.rng.streams): bitwise NumPy's numbers and
 states, for every method a problem's compiled ``draw`` may call."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedsim.engine.replay.seeding import client_bitgens, pcg64_seed_words, stream_keys
-from fedsim.engine.replay.streams import (
+from fedsim.jit import jit
+from fedsim.rng import Streams
+from fedsim.rng.seeding import client_bitgens, pcg64_seed_words, stream_keys
+from fedsim.rng.streams import (
     client_states,
     numpy_state,
     seed_states,
     server_states,
     stream,
 )
-from fedsim.jit import jit
-from fedsim.rng import Streams
 
 
 @jit(cache=False)

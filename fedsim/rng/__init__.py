@@ -1,4 +1,12 @@
-"""Seeds: one root seed becomes named, independent child streams.
+"""Random streams, their one home: one root seed becomes named, independent child streams.
+
+This package derives every stream and draws every client's delays:
+
+* here -- the derivation below (:class:`Streams`, :func:`stream`);
+* :mod:`fedsim.rng.seeding` -- the same derivation for many ``(replicate, owner)`` pairs at
+  once (the ``SeedSequence`` hash vectorised) and lean bit generators;
+* :mod:`fedsim.rng.streams` -- the streams as PCG64 state rows drawn from compiled code;
+* :mod:`fedsim.rng.delays` -- every client's delay draws, in the engine's block order.
 
 Derivation (reproducible from ``(seed, replicate)`` alone)::
 

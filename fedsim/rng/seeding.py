@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from fedsim.rng import PURPOSES, SERVER
+from fedsim.rng import PURPOSES, SERVER, Streams, replicate_seedseq
 
-__all__ = ["pcg64_seed_words", "stream_keys", "client_bitgens", "server_bitgens"]
+__all__ = ["pcg64_seed_words", "stream_keys", "client_bitgens", "server_bitgens", "lean_bitgen"]
 
 _M32 = 0xFFFFFFFF
 INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
@@ -146,3 +146,30 @@ def server_bitgens(seed: int, replicates: Sequence[int], purpose: str) -> list[n
     """``[PCG64 of fedsim.rng.Streams(seed, r).server(purpose)] for r``."""
     words = pcg64_seed_words(seed, stream_keys(replicates, [SERVER], purpose))
     return [np.random.PCG64(_Words(words[k])) for k in range(words.shape[0])]
+
+
+class _OneShotSeed(ISeedSequence):
+    """Hands a ``SeedSequence``'s state to a new bit generator once, then forgets it (the
+    bit generator keeps its seed sequence alive otherwise: ~300 bytes per stream)."""
+
+    __slots__ = ("_ss",)
+
+    def __init__(self, ss: np.random.SeedSequence) -> None:
+        self._ss = ss
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        ss, self._ss = self._ss, None
+        if ss is None:
+            raise RuntimeError("a lean stream's seed sequence has already been used")
+        return ss.generate_state(n_words, dtype)
+
+
+def lean_bitgen(streams: Streams, i: int, purpose: str) -> np.random.PCG64:
+    """Client ``i``'s ``purpose`` stream as a bare ``PCG64``: the very bits of
+    ``streams.client(i, purpose).bit_generator`` (``fedsim.rng``'s derivation,
+    ``SeedSequence(seed, spawn_key=(replicate, i, PURPOSES[purpose]))``), without keeping
+    the seed sequence or a ``Generator`` wrapper alive (tested against ``fedsim.rng``)."""
+    rs = replicate_seedseq(streams.seed, streams.replicate)
+    ss = np.random.SeedSequence(rs.entropy, spawn_key=(*rs.spawn_key, int(i),
+                                                       PURPOSES[purpose]))
+    return np.random.PCG64(_OneShotSeed(ss))

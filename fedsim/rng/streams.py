@@ -8,7 +8,7 @@ draws it from ``fedsim.rng.Streams(seed, r).client(i, purpose)`` but without one
 low 64 bits), its increment (high, low), NumPy's ``has_uint32`` flag and buffered
 ``uinteger`` (``numpy/random/src/pcg64/pcg64.h``: ``pcg_setseq_128_xsl_rr_64``, the
 multiplier ``PCG_DEFAULT_MULTIPLIER_128``).  :func:`seed_states` turns the seed words of
-:func:`fedsim.engine.replay.seeding.pcg64_seed_words` (``SeedSequence.generate_state(4,
+:func:`fedsim.rng.seeding.pcg64_seed_words` (``SeedSequence.generate_state(4,
 uint64)``) into rows exactly as ``PCG64.__init__`` does (``pcg64_set_seed``: ``inc =
 2 initseq + 1``, step, add the seed, step).  ``numpy_state(row)`` gives the row as
 ``PCG64.state`` (tests compare them).
@@ -57,9 +57,9 @@ from numba.np.random.distributions import (
 from numba.np.random.generator_core import next_double, next_uint32, next_uint64
 from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bounded_lemire_uint32
 
-from fedsim.engine.replay.seeding import pcg64_seed_words, stream_keys
 from fedsim.jit import jit
 from fedsim.rng import SERVER
+from fedsim.rng.seeding import pcg64_seed_words, stream_keys
 
 __all__ = ["Stream", "stream", "seed_states", "client_states", "server_states", "numpy_state",
            "WIDTH"]
@@ -373,7 +373,7 @@ def client_states(seed: int, replicates: Sequence[int], clients: int,
                   purpose: str) -> np.ndarray:
     """``(R, clients, WIDTH)``: row ``[k, i]`` is ``fedsim.rng.Streams(seed,
     replicates[k]).client(i, purpose)``'s PCG64 (see
-    :func:`fedsim.engine.replay.seeding.client_bitgens`, the same streams as objects)."""
+    :func:`fedsim.rng.seeding.client_bitgens`, the same streams as objects)."""
     R, n = len(replicates), int(clients)
     keys = stream_keys(replicates, range(n), purpose)
     return seed_states(pcg64_seed_words(seed, keys)).reshape(R, n, WIDTH)
