@@ -226,7 +226,8 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group ``pgid`` is still alive."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -258,9 +259,9 @@ def run_case(case: Case, python: str = sys.executable,
             return False, f"hang: still running after {time_limit:.0f} s"
         secs = time.monotonic() - t0
         deadline = time.monotonic() + 5
-        while _group_alive(p.pid) and time.monotonic() < deadline:
+        while group_alive(p.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _group_alive(p.pid):
+        if group_alive(p.pid):
             os.killpg(p.pid, signal.SIGKILL)
             return False, "a process of the run outlived it by 5 s"
         lines = err.strip().splitlines()

@@ -39,6 +39,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cli_corpus import group_alive, make_device
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 EXAMPLES = ROOT / "examples"
@@ -216,8 +218,6 @@ def _setup(case: Hostile, d: Path, python: str) -> list[Path]:
             (d / name).parent.mkdir(parents=True, exist_ok=True)
             (d / name).write_text(text or "x")
         elif kind == "device":
-            from cli_corpus import make_device
-
             make_device(d / arg)
         elif kind == "scenario":
             shutil.copy(EX, d / arg)
@@ -345,16 +345,6 @@ def _folder() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def skip_reason(case: Hostile) -> str | None:
     """Why ``case`` cannot run here (None: it can)."""
     if case.root and os.geteuid() != 0:
@@ -407,9 +397,9 @@ def run_hostile(case: Hostile, python: str = sys.executable,
                     out_target.close()  # type: ignore[union-attr]
             secs = time.monotonic() - t0
             deadline = time.monotonic() + 5
-            while _group_alive(p.pid) and time.monotonic() < deadline:
+            while group_alive(p.pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            if _group_alive(p.pid):
+            if group_alive(p.pid):
                 os.killpg(p.pid, signal.SIGKILL)
                 return False, "a process of the case outlived it by 5 s"
             err = err or ""
