@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["kind_key", "tiny_scenario", "warm_up", "warm_kind", "WARM_STEPS"]
+__all__ = ["kind_key", "tiny_scenario", "warm_up", "warm_kind", "warm_kinds", "WARM_STEPS"]
 
 #: server steps of a warm-up instance: enough to run every event kind of a timeline
 WARM_STEPS = 8
@@ -123,6 +123,24 @@ def warm_kind(scenario: dict) -> dict[str, Any]:
             "compiled": cc.compiled, "compile_cpu": cc.cpu}
 
 
+def _kernel_key(scenario: dict) -> str:
+    """What most decides a kind's replay kernel (its rules, problem view and metrics):
+    the problem's kind, the algorithm and its client rule, the recorded metrics.  The
+    warm-up runs kinds of one key in one process, one after the other, so the second
+    loads what the first compiled instead of two processes compiling it at once."""
+    prob = scenario.get("problem") or {}
+    alg = scenario.get("algorithm") or {}
+    rec = scenario.get("record") or {}
+    get = (lambda d, k: d.get(k) if isinstance(d, dict) else None)
+    return json.dumps([get(prob, "kind"), get(alg, "name"), get(alg, "client_rule"),
+                       get(rec, "metrics")], sort_keys=True, default=str)
+
+
+def warm_kinds(scenarios: list[dict]) -> list[dict[str, Any]]:
+    """:func:`warm_kind` of each scenario, in order, in this process."""
+    return [warm_kind(sc) for sc in scenarios]
+
+
 def _processes(workers: int | None, kinds: int) -> int:
     """The warm-up's processes: the run's worker count (``None``: every core), at most one
     per kind; 1 (``workers == 1``, an in-process run) compiles in this process."""
@@ -141,7 +159,8 @@ def warm_up(payloads: Iterable[dict], *, progress: bool = True,
     disk cache), ``compile_cpu`` their CPU seconds summed over the processes.
 
     ``workers`` (the run's worker count; ``None``: every core): with more than one, the
-    kinds are compiled in that many processes at once (at most one per kind and core;
+    kinds are compiled in that many processes at once (at most one per kind and core,
+    the kinds likely to share a kernel in one process;
     :func:`fedsim.validation.montecarlo_backends.new_pool`), each writing what it compiles
     to the disk cache the run's workers then load; with one, in this process.
 
@@ -188,23 +207,28 @@ def warm_up(payloads: Iterable[dict], *, progress: bool = True,
 
 
 def _warm_in_pool(scenarios: list[dict], procs: int, bar: Any) -> list[dict[str, Any]]:
-    """:func:`warm_kind` of each scenario in a pool of ``procs`` processes; a kind whose
-    process fails counts as not warmed up."""
+    """:func:`warm_kind` of each scenario in a pool of ``procs`` processes, the kinds of
+    one kernel key (:func:`_kernel_key`) in one process; a kind whose process fails counts
+    as not warmed up."""
     import concurrent.futures as cf
 
     from fedsim.validation.montecarlo_backends import new_pool
 
+    buckets: dict[str, list[dict]] = {}
+    for sc in scenarios:
+        buckets.setdefault(_kernel_key(sc), []).append(sc)
     out: list[dict[str, Any]] = []
     pool = new_pool(procs)
     try:
-        futures = [pool.submit(warm_kind, sc) for sc in scenarios]
+        futures = {pool.submit(warm_kinds, b): len(b) for b in buckets.values()}
         for fut in cf.as_completed(futures):
             try:
-                out.append(fut.result())
+                out.extend(fut.result())
             except Exception:  # noqa: BLE001 -- a broken worker: the tasks compile it
-                out.append({"ok": False, "kernels": [], "compiled": 0, "compile_cpu": 0.0})
+                out.extend({"ok": False, "kernels": [], "compiled": 0, "compile_cpu": 0.0}
+                           for _ in range(futures[fut]))
             if bar is not None:
-                bar.update(1)
+                bar.update(futures[fut])
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return out
