@@ -1,12 +1,16 @@
-"""Compile a run's kernels once, in the parent, before the workers start (issue 19 item 6).
+"""Compile a run's kernels once, before the workers start (issue 19 item 6, issue 29 item 4).
 
 The compiled replay (``fedsim.jit``, numba) is cached on disk.  A cold cache costs every
 worker process the same compile: two pool workers that both meet a new scenario kind both
-compile it.  :func:`warm_up` runs, in the calling process, one replicate of a *tiny
-instance* of each scenario kind among the pending tasks (:func:`tiny_scenario`: the same
-scenario with a horizon of :data:`WARM_STEPS` server steps), so every kernel the run needs
-is compiled (or loaded) once and written to the disk cache; the pool or Dask workers of
-the same machine then load it.  Its result is thrown away: records never depend on it.
+compile it.  :func:`warm_up` runs one replicate of a *tiny instance* of each scenario kind
+among the pending tasks (:func:`tiny_scenario`: the same scenario with a horizon of
+:data:`WARM_STEPS` server steps), so every kernel the run needs is compiled (or loaded)
+once and written to the disk cache; the pool or Dask workers of the same machine then load
+it.  The kinds are spread over as many processes as the run has local workers (compiling
+is single-threaded: on 2 cores, two kinds compile at once), kinds likely to share a kernel
+in one process; an in-process run (``workers=1``) compiles in the calling process.  Its
+result is thrown away: records never depend on it.  Its last line says how many distinct
+replay kernels the kinds need and how many functions it compiled, with their CPU seconds.
 
 What counts as one kind (:func:`kind_key`): the scenario's structure and every value that is
 not a number (algorithm and problem names, execution model, client rule, metrics, ...);
