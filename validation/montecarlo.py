@@ -66,6 +66,7 @@ this module holds the runner, :func:`run_tasks`, and re-exports their public nam
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -166,7 +167,10 @@ def _warm_up(todo: list[tuple[Task, str]], progress: bool, workers: int | None) 
         except Exception:  # noqa: BLE001 -- the tasks record the import error themselves
             continue
         if callable(warm):
-            warm(payloads, progress=progress, workers=workers)
+            params = inspect.signature(warm).parameters
+            takes = "workers" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+            # a warm-up written before it took ``workers`` is called as it was
+            warm(payloads, progress=progress, **({"workers": workers} if takes else {}))
 
 
 def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None = None,
