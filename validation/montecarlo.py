@@ -66,6 +66,7 @@ this module holds the runner, :func:`run_tasks`, and re-exports their public nam
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -151,11 +152,12 @@ def _make_bar(total: int, initial: int, desc: str, enabled: bool) -> Any:
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _warm_up(todo: list[tuple[Task, str]], progress: bool) -> None:
-    """Compile, in this process, what the pending tasks will need, before any worker starts:
-    each task function with a ``warmup`` attribute (``fn.warmup(payloads, progress=...)``,
-    e.g. :func:`fedsim.validation.warmup.warm_up`) is called once with its pending payloads,
-    so the workers load the kernels from the disk cache instead of each compiling them."""
+def _warm_up(todo: list[tuple[Task, str]], progress: bool, workers: int | None) -> None:
+    """Compile what the pending tasks will need, before any worker starts: each task
+    function with a ``warmup`` attribute (``fn.warmup(payloads, progress=..., workers=...)``,
+    e.g. :func:`fedsim.validation.warmup.warm_up`; ``workers`` the run's local worker count,
+    ``None`` for all cores) is called once with its pending payloads, so the workers load
+    the kernels from the disk cache instead of each compiling them."""
     by_fn: dict[str, list[dict]] = {}
     for t, _ in todo:
         by_fn.setdefault(t.fn, []).append(t.payload)
@@ -165,7 +167,10 @@ def _warm_up(todo: list[tuple[Task, str]], progress: bool) -> None:
         except Exception:  # noqa: BLE001 -- the tasks record the import error themselves
             continue
         if callable(warm):
-            warm(payloads, progress=progress)
+            params = inspect.signature(warm).parameters
+            takes = "workers" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+            # a warm-up written before it took ``workers`` is called as it was
+            warm(payloads, progress=progress, **({"workers": workers} if takes else {}))
 
 
 def run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: int | None = None,
@@ -248,7 +253,7 @@ def _run_tasks(tasks: Iterable[Task], run_dir: str | os.PathLike, *, workers: in
         on_audit(audit)
 
     t0 = time.perf_counter()
-    _warm_up(todo, progress)
+    _warm_up(todo, progress, workers if dask is None else None)
     seconds["warmup"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     bar = _make_bar(len(tasks), len(tasks) - len(todo), desc, progress and len(tasks) > 0)

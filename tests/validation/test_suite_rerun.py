@@ -70,8 +70,23 @@ def test_warm_up_runs_one_instance_per_kind_and_survives_a_bad_one(capsys):
     res = warm_up([{"scenario": good}, {"scenario": other}, {"scenario": bad}, {}],
                   progress=True)
     assert res["kinds"] == 2 and res["failed"] == 1
-    assert "could not be warmed up" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "could not be warmed up" in err
+    # the one good kind needs one replay kernel (FedAsync's rules on the quadratic view);
+    # the line says how many, whether the cache held it or not
+    assert res["kernels"] == 1 and "need 1 replay kernel(s)" in err
     assert run_replicate.warmup is warm_up
+
+
+def test_warm_up_in_process_counts_the_same_kernels():
+    """``workers=1`` (an in-process run) compiles in this process: the same kinds and
+    kernels as the pool, and what it compiles is counted."""
+    good = {"name": "w", "seed": 3, "horizon": {"steps": 50},
+            "problem": {"kind": "quadratic", "n": 3, "dim": 2, "L": 1.0, "mu": 0.5},
+            "algorithm": {"name": "fedasync", "Q": 1, "eta": 0.1}}
+    res = warm_up([{"scenario": good}], progress=False, workers=1)
+    assert res["processes"] == 1 and res["kinds"] == 1 and res["kernels"] == 1
+    assert res["failed"] == 0 and res["compiled"] >= 0 and res["compile_cpu"] >= 0.0
 
 
 def test_engine_values_in_blocks_equal_one_replicate_at_a_time(monkeypatch):

@@ -159,7 +159,8 @@ def run_arms(payloads: list[dict]) -> list[dict[str, Any]]:
     return out
 
 
-def warm_arms(payloads: list[dict], *, progress: bool = True) -> dict[str, Any]:
+def warm_arms(payloads: list[dict], *, progress: bool = True,
+              workers: int | None = None) -> dict[str, Any]:
     """:func:`fedsim.validation.warmup.warm_up` on the scenarios the payloads really run
     (their ``record.metrics`` cut to the series metrics, which decide what is compiled)."""
     def scenario(p: dict) -> Any:
@@ -168,7 +169,7 @@ def warm_arms(payloads: list[dict], *, progress: bool = True) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 -- a bad payload: its task records the error
             return p
 
-    return warm_up([scenario(p) for p in payloads], progress=progress)
+    return warm_up([scenario(p) for p in payloads], progress=progress, workers=workers)
 
 
 def run_arm(payload: dict) -> dict[str, Any]:

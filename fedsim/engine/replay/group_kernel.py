@@ -38,7 +38,10 @@ from fedsim.engine.replay.kernel import loop_kernel, no_metrics
 from fedsim.jit import cache_closure, jit
 from fedsim.local.forms import tag_closure
 
-__all__ = ["group_kernel"]
+__all__ = ["group_kernel", "built_kernels"]
+
+#: the names of the outer loops this process built (:func:`built_kernels`)
+_BUILT: list[str] = []
 
 
 def _group_src(loop, metrics):
@@ -137,4 +140,14 @@ def group_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None,
     if not compiled:
         return _group_src(loop, m.py_func)
     src = tag_closure(_group_src(loop, m), draw_round, update, apply, m)
-    return cache_closure(jit(nrt=False)(src))
+    kern = cache_closure(jit(nrt=False)(src))
+    _BUILT.append(kern.py_func.__qualname__)
+    return kern
+
+
+def built_kernels() -> list[str]:
+    """The names (tagged with what they bind) of the compiled outer loops this process has
+    built, one per combination of rules and metrics: the distinct replay kernels it
+    needed, compiled or loaded from the disk cache (:mod:`fedsim.validation.warmup`
+    counts them)."""
+    return list(_BUILT)
