@@ -177,14 +177,15 @@ def cell(n: int, d: int, Q: int, repeat: int) -> tuple[float, float, float]:
 
 def memory_per_client(n: int = 1000, d: int = 10) -> float:
     """Bytes of engine state per client (run setup: processes, streams, delay blocks)."""
-    from fedsim.engine.dispatch import make_async_run as _AsyncRun
+    from fedsim.algorithms import get_algorithm
+    from fedsim.engine.models.physical.simpy_writer import AsyncRun
     from fedsim.rng import Streams
 
     sc = scenario(n, d, 10, 10)
     p = problem_for(sc)
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    r = _AsyncRun(sc, p, Streams(1, 0), False)
+    r = AsyncRun(sc, p, Streams(1, 0), False, get_algorithm(sc.algorithm.name))
     r.start()  # every client has read the model, computed its round and holds a delay block
     r.env.run(until=r.env.peek() + 1e-12)
     used = tracemalloc.get_traced_memory()[0] - base
