@@ -116,11 +116,13 @@ def write_tables(scenario: Scenario, problem: Any, replicates: Sequence[int], *,
                     keep_personal=first.keep_personal, groups=groups or None)
 
 
-def check_memory(scenario: Scenario) -> float:
-    """The scenario's memory estimate with its execution model's own part
-    (``ExecutionModel.memory``) against the budget: a ConfigError over it
-    (:func:`fedsim.config.budget.check_budget`)."""
-    return check_budget(scenario, model_memory=model_of(scenario).memory)
+def check_memory(scenario: Scenario) -> float | None:
+    """For a model that declares its own memory part (``ExecutionModel.memory``), the
+    scenario's estimate with that part against the budget: a ConfigError over it
+    (:func:`fedsim.config.budget.check_budget`; the rest of the estimate was checked when
+    the scenario was built).  ``None``: the model declares none."""
+    memory = model_of(scenario).memory
+    return None if memory is None else check_budget(scenario, model_memory=memory)
 
 
 def check_replay(scenario: Scenario, problem: Any) -> None:

@@ -81,11 +81,13 @@ def toy():
         unregister_model("round_robin")
 
 
-def _scenario(steps: int) -> Scenario:
+def _scenario(steps: int, dim: int = 1) -> Scenario:
+    """Two clients; ``dim = 1`` for the hand case (its problem is given), ``dim = 2`` for a
+    problem the config builds."""
     return Scenario.from_dict({
         "name": "toy-model", "seed": 5,
-        "problem": {"kind": "quadratic", "n": 2, "dim": 1, "mu": 1.0, "L": 2.0,
-                    "noise_sd": 0.0, "seed": 0},
+        "problem": {"kind": "quadratic", "n": 2, "dim": dim, "mu": 1.0, "L": 2.0,
+                    "noise_sd": 0.0 if dim == 1 else 0.1, "seed": 0},
         "algorithm": {"name": "rr_fedasync", "Q": 2, "eta": 0.5, "beta": 0.5},
         "delays": {"compute": {"kind": "constant", "value": 1.0}},
         "horizon": {"steps": steps}, "record": {"metrics": ["f_gap"], "every": 1}})
@@ -103,6 +105,7 @@ def test_a_toy_model_is_its_home_plus_one_line(toy) -> None:
     assert hand.client.tolist() == [-1, 0, 1, 0, 1, 0, 1]
     assert hand.time.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     # both doors serve it, the same bits
+    sc = _scenario(20, dim=2)
     tr = run(sc, 3)
     traces = run_batch(sc, [0, 3])
     assert traces[1].equals(tr)
@@ -112,9 +115,9 @@ def test_a_toy_model_is_its_home_plus_one_line(toy) -> None:
 
 
 def test_the_budget_reads_the_toy_models_estimate(toy) -> None:
-    sc = _scenario(6)
+    sc = _scenario(6, dim=2)
     parts = estimate_bytes(sc, model_of(sc).memory)
-    assert parts["round_robin"] == 8.0 * 1.0 and "window" not in parts
+    assert parts["round_robin"] == 8.0 * 2.0 and "window" not in parts
     assert check_memory(sc) == sum(parts.values())
     set_memory_budget(int(sum(parts.values())) - 1)
     try:
