@@ -130,10 +130,9 @@ def _records(scenario: Scenario, problem: Any, reps: list[int], group: int | Non
                              keep_personal=w.keep_personal,
                              keep_state=w.extra_info is not None)
         end = getattr(w.tables, "end", None)
-        for k, (rp, info) in enumerate(got):
+        for k, rp in enumerate(got):
             if w.extra_info is not None:
-                info.update(w.extra_info(k, rp))
-            rp.info = info
+                rp.info.update(w.extra_info(k, rp))
             if rp.diverged_step is not None:
                 s_t, c_u = w.tables[k].truncated(rp.diverged_step)[:2]
             elif end is not None:

@@ -45,6 +45,14 @@ def _as_set(written: Any) -> TableSet:
     return written if isinstance(written, TableSet) else TableSet(tables=list(written))
 
 
+def _steps(w: TableSet) -> int:
+    """The server steps of ``w``'s tables (a table its ``groups`` cover is not read)."""
+    groups = w.groups or []
+    covered = {int(k) for _, idx in groups for k in idx}
+    return (sum(g.steps for g, _ in groups)
+            + sum(w.tables[k].steps_done for k in range(len(w.tables)) if k not in covered))
+
+
 def _shift(groups: Any, k: int) -> list | None:
     return None if groups is None else [(g, [int(j) + k for j in idx]) for g, idx in groups]
 
@@ -97,8 +105,7 @@ def write_tables(scenario: Scenario, problem: Any, replicates: Sequence[int], *,
     for k in range(0, len(reps), size):
         w = _as_set(write(scenario, problem, reps[k:k + size]))
         pieces.append((k, w))
-        bar.update(sum(g.steps for g, _ in w.groups) if w.groups is not None
-                   else sum(t.steps_done for t in w.tables))
+        bar.update(_steps(w))
     bar.close()
     first = pieces[0][1]
     if len(pieces) == 1:

@@ -25,7 +25,7 @@ class BatchResult:
     ``grid_steps`` are the recorded steps ``0, every, ...`` up to the largest step any
     replicate reached; ``grid[name]`` is ``(R, len(grid_steps))`` (NaN past a replicate's
     end, and at a diverged step); ``runs[k]`` the replicate's full records (its ``info``
-    the Trace's).
+    the rules' counters and the model's extras).
     """
 
     replicates: list[int]

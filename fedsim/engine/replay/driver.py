@@ -151,10 +151,10 @@ def replay_records(scenario: Scenario, tables: Sequence[EventTable], client_rule
                    w0: np.ndarray | None = None,
                    groups: Sequence[tuple[TableGroup, Sequence[int]]] | None = None,
                    keep_personal: bool = False, keep_state: bool = False,
-                   progress: bool = False) -> list[tuple[Replayed, dict[str, Any]]]:
+                   progress: bool = False) -> list[Replayed]:
     """Per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``), the rules
-    replayed along it: its :class:`Replayed` and the ``info`` of its Trace (the table's
-    ``info``, then the rule counters).
+    replayed along it: its :class:`Replayed` (``info``: the rule counters).  A table that
+    ``groups`` covers is never read, so a writer's tables may be built only when asked for.
 
     ``client_rule``/``server_rule``: rule objects (or their
     :class:`~fedsim.local.forms.ClientForm` / ``ServerForm``); default the scenario's
@@ -167,9 +167,8 @@ def replay_records(scenario: Scenario, tables: Sequence[EventTable], client_rule
     ``keep_personal``/``keep_state``: :func:`~fedsim.engine.replay.group.replay_group`'s.
     A personal metric or ``keep_personal`` with a rule that keeps no personal models is a
     ConfigError (:func:`check_personal`), raised before any replay.  ``progress``: one tqdm
-    bar on
-    stderr over the tables' steps (:func:`progress_bar`, updated between chunks of the
-    loop)."""
+    bar on stderr over the tables' steps (:func:`progress_bar`, updated between chunks of
+    the loop)."""
     reps = [int(r) for r in replicates]
     require(len(reps) == len(tables), "replicates", len(reps),
             f"must name one replicate per table ({len(tables)})")
@@ -195,7 +194,7 @@ def replay_records(scenario: Scenario, tables: Sequence[EventTable], client_rule
     bar = progress_bar(total, "replay") if progress else None
     budget = None if bar is None else max(1, -(-total // PROGRESS_CHUNKS))
     problem_w0 = initial_model(problem, scenario) if w0 is None else None
-    out: list[tuple[Replayed, dict[str, Any]] | None] = [None] * len(tables)
+    out: list[Replayed | None] = [None] * len(tables)
     base = 0
     for grp, idx in groups:
         idx = [int(k) for k in idx]
@@ -213,10 +212,9 @@ def replay_records(scenario: Scenario, tables: Sequence[EventTable], client_rule
                            keep_state=keep_state, budget=budget, progress=tick)
         base += grp.steps
         for k, rp in zip(idx, res, strict=True):
-            info = {**tables[k].info, **rp.info}  # the timeline's facts, then the counters
             if fallback:
-                info.update(inner_counters(rule))
-            out[k] = (rp, info)
+                rp.info.update(inner_counters(rule))
+            out[k] = rp
     if bar is not None:
         bar.close()
     return out  # type: ignore[return-value]
@@ -236,10 +234,11 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
                          problem=problem, w0=w0, groups=groups, keep_personal=keep_personal,
                          keep_state=extra_info is not None, progress=progress)
     out = []
-    for k, (rp, info) in enumerate(got):
+    for k, rp in enumerate(got):
+        table = tables[k]
+        info = {**table.info, **rp.info}  # the timeline's facts, then the rules' counters
         if extra_info:
             info.update(extra_info(k, rp))
-        out.append(tables[k].trace(metric_steps=rp.metric_steps, metrics=rp.metrics,
-                                   final_w=rp.final_w, diverged_step=rp.diverged_step,
-                                   info=info))
+        out.append(table.trace(metric_steps=rp.metric_steps, metrics=rp.metrics,
+                               final_w=rp.final_w, diverged_step=rp.diverged_step, info=info))
     return out

@@ -133,9 +133,9 @@ def test_one_diverging_replicate_leaves_the_others_bitwise_unchanged() -> None:
     w0 = np.zeros((6, 4))
     w0[2] = np.nan
     got = replay_records(sc, w.tables, replicates=reps, problem=p, w0=w0, groups=w.groups)
-    assert [rp.diverged_step for rp, _ in got] == [None, None, 1, None, None, None]
+    assert [rp.diverged_step for rp in got] == [None, None, 1, None, None, None]
     for k in (0, 1, 3, 4, 5):
-        rp = got[k][0]
+        rp = got[k]
         assert np.array_equal(rp.final_w, ref.final_w[k])
         for m in ref.metric_names:
             assert np.array_equal(rp.metrics[m], ref.runs[k].metrics[m]), m
