@@ -158,16 +158,16 @@ def cell(n: int, d: int, Q: int, repeat: int) -> dict[str, float]:
 
 
 def memory_per_client(n: int = 1000, d: int = 10) -> float:
-    """Bytes of the SimPy timeline writer's state per client (processes, streams, delay
-    blocks)."""
-    from fedsim.engine.dispatch import make_async_run as _AsyncRun
+    """Bytes of engine state per client (run setup: processes, streams, delay blocks)."""
+    from fedsim.algorithms import get_algorithm
+    from fedsim.engine.models.physical.simpy_writer import AsyncRun
     from fedsim.rng import Streams
 
     sc = scenario(n, d, 10, 10)
     p = problem_for(sc)
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    r = _AsyncRun(sc, p, Streams(1, 0), False)
+    r = AsyncRun(sc, p, Streams(1, 0), False, get_algorithm(sc.algorithm.name))
     r.start()  # every client has read the model, computed its round and holds a delay block
     r.env.run(until=r.env.peek() + 1e-12)
     used = tracemalloc.get_traced_memory()[0] - base

@@ -1,13 +1,13 @@
 """Replicates in lockstep: aggregate server updates/s of the batched replay (issue 10).
 
 Quadratic cells (n=100, d=10, Q in {1, 10}, R in {1, 64, 256, 1024}): it times
-``fedsim.engine.replay.replay_fedasync`` on R replicates of ``--steps`` server steps each (the
+``fedsim.engine.run_batch(..., output="records")`` on R replicates of ``--steps`` server steps (the
 batch split across ``--procs`` worker processes, contiguous halves of the replicate
 list; a replicate's numbers do not depend on the split) and, in the same run, today's
 per-replicate ``fedsim.engine.run`` on ``--engine-reps`` replicates of the same scenario.
 Other models (logistic d=64 batch 8; the AREA iterate model on [A] Theorem 7's quadratic
 instance and on the [A] Theorem 8 norm family at n=30, their tables written by
-:func:`fedsim.engine.replay.area.area_table_set` and replayed by the one kernel, a group of
+:func:`fedsim.engine.models.area.area_table_set` and replayed by the one kernel, a group of
 replicates per compiled call): the public entry ``fedsim.engine.run_batch`` in the same
 processes, after one call in the parent (compile time excluded, as for the quadratic
 cells); where it has no replay it loops ``run`` (``path=loop``), so its ratio measures only
@@ -59,7 +59,6 @@ import numpy as np  # noqa: E402
 
 from fedsim.config import Scenario  # noqa: E402
 from fedsim.engine import run, run_batch, supports  # noqa: E402
-from fedsim.engine.replay import replay_fedasync  # noqa: E402
 from fedsim.jit import jit  # noqa: E402
 from fedsim.rng.seeding import client_bitgens  # noqa: E402
 from fedsim.rng.streams import client_states, stream  # noqa: E402
@@ -90,7 +89,7 @@ def _work(args: tuple[Scenario, list[int], bool]) -> tuple[float, int, float]:
     sc, reps, direct = args
     c0 = _cpu()
     if direct:
-        w = float(np.sum(replay_fedasync(sc, reps).final_w))
+        w = float(np.sum(run_batch(sc, reps, output="records").final_w))
     else:
         w = float(sum(np.sum(t.final_w) for t in run_batch(sc, reps)))
     return w, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, _cpu() - c0
@@ -147,7 +146,7 @@ def floor(sc: Scenario, R: int, procs: int, n: int, d: int, fn=_draws) -> float:
 
 def batched(sc: Scenario, R: int, procs: int, direct: bool = True) -> tuple[float, float, float]:
     """(wall seconds, peak MB, CPU seconds of the workers) for R replicates in ``procs``
-    processes (``direct``: ``replay_fedasync``; else ``run_batch``)."""
+    processes (``direct``: ``run_batch``'s records; else its traces)."""
     reps = list(range(R))
     t0 = time.perf_counter()
     if procs <= 1 or R < 2:

@@ -3,8 +3,8 @@
 The point: ``theorem8-norm`` at n=30, M=10, K=122, centre spread 0.5 (search's default
 interval width: ``replicates = 4000``, ``fedsim.validation.search``), measured by the
 family's ``mc`` (``fedsim.validation.families.norm_mc``: the replay's records of
-``fedsim.engine.replay.area.area_records``).  The first call (compilation or cache load)
-is timed apart; then ``--reps`` calls with seeds 1, 2, ... print their wall and CPU
+``fedsim.engine.run_batch(..., output="records")``).  The first call (compilation or cache
+load) is timed apart; then ``--reps`` calls with seeds 1, 2, ... print their wall and CPU
 seconds, and the smallest wall time is the figure (issue 19's target: at most 0.5 s after
 compile on a quiet core).  Each run prints the load average first::
 

@@ -4,7 +4,7 @@ The timeline of a run depends on delays, seeds and triggers only, never on the m
 (docs/INTERNALS.md: the schedule/replay split), so it is rebuilt here from the same
 streams the engine draws from, in the same order:
 
-* asynchronous runners (``fedasync_fast``, ``physical``): every client loops
+* the asynchronous physical model (``physical``): every client loops
   *download -> compute -> upload -> think* on its own ``delays`` stream
   (:class:`fedsim.rng.delays.DelaySampler`, one ``next_round`` per round);
 * the synchronous runner (``sync``): each round the server draws its clients from its
@@ -61,16 +61,17 @@ def client_timeline(scenario: Any, replicate: int = 0, t_end: float | None = Non
                     ) -> list[Interval]:
     """The per-client phases of ``(scenario, replicate)`` up to ``t_end`` (default: the
     scenario's simulated-time horizon; required when that is infinite)."""
-    from fedsim.engine import problem_for, runner_for
+    from fedsim.algorithms import get_algorithm
+    from fedsim.engine import problem_for
     from fedsim.engine.setup import RunSetup
     from fedsim.rng import Streams
 
     t_end = scenario.horizon.time if t_end is None else float(t_end)
     if not math.isfinite(t_end):
         raise ConfigError("a timeline needs a finite t_end (or horizon.time)")
-    _, spec = runner_for(scenario)
+    spec = get_algorithm(scenario.algorithm.name)
     key = spec.runners[scenario.algorithm.model]
-    if key not in ("fedasync_fast", "physical", "sync"):
+    if key not in ("physical", "sync"):
         raise ConfigError(f"no timeline for the {key!r} execution model (only asynchronous "
                           "physical and synchronous runs)")
     streams = Streams(scenario.seed, replicate)
@@ -219,7 +220,7 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
 
 
 def _is_sync(scenario: Any) -> bool:
-    from fedsim.engine import runner_for
+    from fedsim.algorithms import get_algorithm
 
-    _, spec = runner_for(scenario)
+    spec = get_algorithm(scenario.algorithm.name)
     return spec.runners[scenario.algorithm.model] == "sync"

@@ -7,8 +7,8 @@ Section: ``beta`` (>= 0, default 1), ``tau_C`` (the concurrency of Definition 1,
 >= 1; with every client always busy it is the number of clients ``n``), ``step_rule``
 (``koloskova``, ``koloskova_drop``, ``mishchenko``), ``schedule`` (the staleness file of
 model ``recorded``).  Execution models: ``physical``; ``recorded`` (a per-step staleness
-file replayed, :mod:`fedsim.engine.recorded`); ``uniform_assign`` (Koloskova's Algorithm 2
-with concurrency ``tau_C``, :mod:`fedsim.engine.uniform_assign`).  The trigger is
+file replayed, :mod:`fedsim.engine.models.recorded`); ``uniform_assign`` (Koloskova's Algorithm 2
+with concurrency ``tau_C``, :mod:`fedsim.engine.models.uniform_assign`).  The trigger is
 ``every_upload``.
 """
 
@@ -52,7 +52,7 @@ def one_sgd_step(scenario: Any, name: str) -> None:
 
 ASYNC_SGD = Algorithm(
     name="async_sgd", client_rules=("sgd",),
-    runners={"physical": "fedasync_fast", "recorded": "recorded",
+    runners={"physical": "physical", "recorded": "recorded",
              "uniform_assign": "uniform_assign"},
     server=lambda cfg, problem: DelayAdaptiveRule(beta=float(cfg.get("beta")),
                                                   tau_c=int(cfg.get("tau_C")),

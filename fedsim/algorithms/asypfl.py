@@ -17,7 +17,7 @@ __all__ = ["ASYPFL"]
 
 
 def _check(scenario: Any) -> None:
-    """AsyPFL (fedsim.engine.asypfl): one upload per server step (eq. (4)); one compute
+    """AsyPFL (fedsim.engine.models.asypfl): one upload per server step (eq. (4)); one compute
     delay per local step (DeltaT^g); pi_k = DeltaT^c/(DeltaT^g p^k pi_min) finite."""
     dl = scenario.delays
     checks.every_upload(scenario, "must be 'every_upload' for asypfl (each upload is one "

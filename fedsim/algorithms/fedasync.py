@@ -44,6 +44,6 @@ def _check(scenario: Any) -> None:
 
 FEDASYNC = Algorithm(
     name="fedasync", client_rules=PERSONAL_RULES,
-    runners={"physical": "fedasync_fast", "window": "window", "expcycle": "fedasync_fast"},
+    runners={"physical": "physical", "window": "window", "expcycle": "physical"},
     server=lambda cfg, problem: FedAsyncRule(problem.dim, float(cfg.get("beta"))),
     section=FedAsyncSection, check=_check, step_per_upload=True, doc=__doc__)

@@ -39,7 +39,7 @@ class XieSection(Section):
 
 
 FEDASYNC_XIE = Algorithm(
-    name="fedasync_xie", client_rules=("sgd",), runners={"physical": "fedasync_fast"},
+    name="fedasync_xie", client_rules=("sgd",), runners={"physical": "physical"},
     server=lambda cfg, problem: XieMixRule(alpha=float(cfg.get("alpha")),
                                            staleness=str(cfg.get("staleness")),
                                            a=float(cfg.get("a")), b=float(cfg.get("b"))),

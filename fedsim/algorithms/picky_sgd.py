@@ -33,7 +33,7 @@ class PickySection(Section):
 
 
 PICKY_SGD = Algorithm(
-    name="picky_sgd", client_rules=("sgd",), runners={"physical": "fedasync_fast"},
+    name="picky_sgd", client_rules=("sgd",), runners={"physical": "physical"},
     server=lambda cfg, problem: PickyRule(beta=float(cfg.get("beta")),
                                           threshold=float(cfg.get("threshold"))),
     section=PickySection, check=lambda s: one_sgd_step(s, "picky_sgd"),

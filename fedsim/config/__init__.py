@@ -40,7 +40,7 @@ inconsistent choices raise :class:`~fedsim.errors.ConfigError` naming the dotted
     # area: M, alpha = {kind="constant", value=0.1} | {kind="c_over_k_plus_d", c=, d=}
     #       | {kind="theorem7"}  (the [A] Thm 7 schedule from the problem's L, mu and p_min)
     # window: tau, delay_pmf = [pi_0, ..., pi_tau]  (default: point mass at tau)
-    # asypfl (Algorithm 1 of Ma et al. 2022; fedsim.engine.asypfl): E (local epochs, default
+    # asypfl (Algorithm 1 of Ma et al. 2022; fedsim.engine.models.asypfl): E (local epochs, default
     #        1; E_k = pi_k E), eta (local step, 0.01), delta (personal step, 0.01), gamma
     #        (decay, 0), lam (elastic weight, required, >= 0), batch; needs trigger
     #        every_upload, delays.compute_per = "step", a compute delay that is not

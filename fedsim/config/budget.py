@@ -8,9 +8,9 @@
   working copy), norm ``n d``, digits the bundled 1797 x 64 set per client;
 * the client rule's round buffer ``Q d`` and the server and client models ``3 n d``;
 * the trace: 6 numbers per recorded step (``horizon.steps``);
-* the window model (``model = "window"``): the ring of the last ``tau + 1`` server models
-  (``(tau + 1) d``) and the delay distribution on ``{0..tau}`` (array and default list,
-  ``3 (tau + 1)``).
+* what the scenario's execution model declares it adds (``model_memory``: its home's
+  ``ExecutionModel.memory``, e.g. the window model's ring of the last ``tau + 1`` server
+  models), which the engine's doors pass (the config does not import the engine).
 
 :func:`check_budget` refuses a scenario over the budget with a ConfigError that names the
 estimate.  The budget is 4 GiB unless the environment variable ``FEDSIM_MEMORY_BUDGET``
@@ -21,14 +21,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fedsim.errors import ConfigError, require
 
 __all__ = ["estimate_bytes", "check_budget", "parse_size", "memory_budget",
-           "set_memory_budget", "DEFAULT_BUDGET", "MAX_SIZE", "machine_memory"]
+           "set_memory_budget", "DEFAULT_BUDGET", "MAX_SIZE", "machine_memory", "MemoryFn"]
 
 DEFAULT_BUDGET = 4 * 2**30
+#: an execution model's estimate: ``(scenario, d) -> {part: bytes}``
+MemoryFn = Callable[[Any, float], Mapping[str, float]]
 _SUFFIX = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _override: int | None = None
 #: the largest size a size option accepts (an exabyte: far above any machine's memory)
@@ -78,8 +81,10 @@ def _num(x: Any, default: float) -> float:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else default
 
 
-def estimate_bytes(scenario: Any) -> dict[str, float]:
-    """Bytes per part (``problem``, ``rule``, ``models``, ``trace``) of one run."""
+def estimate_bytes(scenario: Any, model_memory: MemoryFn | None = None) -> dict[str, float]:
+    """Bytes per part (``problem``, ``rule``, ``models``, ``trace``) of one run, plus the
+    parts ``model_memory(scenario, d)`` names (the execution model's own estimate,
+    ``fedsim.engine.models.ExecutionModel.memory``, which the engine passes)."""
     pc = scenario.problem
     p = pc.params
     n = float(pc.n)
@@ -102,9 +107,8 @@ def estimate_bytes(scenario: Any) -> dict[str, float]:
     trace = 6.0 * (float(steps) if steps is not None else 0.0)
     out = {"problem": 8.0 * prob, "rule": 8.0 * steps_q * d, "models": 8.0 * 3.0 * n * d,
            "trace": 8.0 * trace}
-    if getattr(a, "model", None) == "window":
-        tau = _num(getattr(a, "tau", None), 0.0)
-        out["window"] = 8.0 * (tau + 1.0) * (d + 3.0)
+    if model_memory is not None:
+        out.update({k: float(v) for k, v in model_memory(scenario, d).items()})
     return out
 
 
@@ -115,10 +119,12 @@ def _fmt(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def check_budget(scenario: Any, budget: int | None = None) -> float:
-    """Total estimate in bytes; ConfigError naming the largest part when over ``budget``."""
+def check_budget(scenario: Any, budget: int | None = None, *,
+                 model_memory: MemoryFn | None = None) -> float:
+    """Total estimate in bytes (:func:`estimate_bytes`); ConfigError naming the largest part
+    when over ``budget``."""
     budget = memory_budget() if budget is None else budget
-    parts = estimate_bytes(scenario)
+    parts = estimate_bytes(scenario, model_memory)
     total = sum(parts.values())
     if total > budget:
         big = max(parts, key=parts.get)

@@ -1,47 +1,25 @@
-"""``run(scenario, replicate=0, progress=False) -> Trace``: dispatch from a table.
+"""``run(scenario, replicate=0, progress=False) -> Trace``: the model's table, then the replay.
 
-An asynchronous physical run is a table then a replay: its runner writes the replicate's
-:class:`~fedsim.engine.replay.table.EventTable` (:data:`TABLE_WRITERS`) and
-:func:`fedsim.engine.replay.driver.replay_table` applies the client and server rules along
-it, as :func:`fedsim.engine.run_batch` does for many replicates.
-
-The algorithm registry (:mod:`fedsim.algorithms`) says which engine runner executes each
-of an algorithm's execution models (``Algorithm.runners``: execution model -> runner
-key); :data:`RUNNERS` maps a runner key to the function that simulates it.  The engine
-never looks at an algorithm's name.  Runner keys:
-
-* ``"fedasync_fast"`` -- one upload = one server step: the compiled event loop (many
-  replicates a call, :func:`fedsim.engine.replay.upload_group.group_tables`, with a step
-  horizon) or the vectorised merge writes the table
-  (:func:`fedsim.engine.replay.fedasync.fedasync_tables`);
-* ``"physical"`` -- buffered asynchronous clients, SimPy writes the table
-  (:class:`fedsim.engine.physical.AsyncRun`);
-* ``"window"`` -- THEORY_SPEC 10.2(a) (:mod:`fedsim.engine.window`);
-* ``"sync"`` -- synchronous rounds (:mod:`fedsim.engine.sync`);
-* ``"area"`` -- AREA's algorithm and iterate model: ``run`` has SimPy write the table
-  (:func:`fedsim.engine.area.run_area`), ``run_batch`` the table writer
-  :func:`fedsim.engine.replay.area.area_table_set` (the iterate model's compiled merge);
-* ``"asypfl"`` -- AsyPFL's adaptive local epochs, SimPy writes the table and the replay's
-  extras (:func:`fedsim.engine.asypfl.asypfl_tables`).
-
-Every runner has the signature ``runner(scenario, problem, streams, progress, spec)``.
+Every execution model is a table then a replay: the scenario's model
+(:func:`fedsim.engine.models.model_of`: the algorithm's ``runners`` entry, then the model
+registry) writes the replicate's :class:`~fedsim.engine.replay.table.EventTable` with the
+writer its own rule chooses, and :func:`fedsim.engine.replay.driver.replay_table` applies
+the client and server rules along it -- exactly what :func:`fedsim.engine.run_batch` does
+for many replicates, so a trace is the same whichever door computes it.  The engine never
+looks at an algorithm's or a model's name.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.area import run_area
-from fedsim.engine.asypfl import asypfl_tables
-from fedsim.engine.physical import AsyncRun
-from fedsim.engine.recorded import recorded_tables
-from fedsim.engine.replay.area import area_table_set
+from fedsim.config.budget import check_budget
+from fedsim.engine.models import model_of
 from fedsim.engine.replay.driver import (
     Replayed,
     TableSet,
@@ -51,167 +29,135 @@ from fedsim.engine.replay.driver import (
     progress_bar,
     replay_table,
 )
-from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
-from fedsim.engine.replay.table import EventTable
-from fedsim.engine.replay.upload_group import group_tables, group_writes
-from fedsim.engine.setup import check_problem, problem_for, trigger_count
-from fedsim.engine.staleness import physical_staleness_bound
-from fedsim.engine.sync import sync_tables
-from fedsim.engine.uniform_assign import uniform_assign_tables
-from fedsim.engine.window import window_tables
+from fedsim.engine.setup import check_problem, problem_for
 from fedsim.errors import require
 from fedsim.local import make_client_rule
-from fedsim.rng import Streams
 from fedsim.trace import Trace
 
-__all__ = ["run", "RUNNERS", "TABLE_WRITERS", "table_writer", "replay_tables", "runner_for",
-           "make_async_run", "write_tables", "TIMELINE_PIECES"]
-
-
-def _physical_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
-    """A count trigger: the upload timeline compiled or vectorised, grouped into steps
-    (no contention: the clients' cycles do not depend on the server); a timer trigger:
-    SimPy (:class:`~fedsim.engine.physical.AsyncRun`)."""
-    spec = get_algorithm(scenario.algorithm.name)
-    K = trigger_count(scenario)
-    if K is not None:
-        return upload_tables(scenario, list(replicates), n=problem.n,
-                             Q=int(make_client_rule(scenario.algorithm, problem).Q), K=int(K),
-                             per_upload=bool(spec.step_per_upload))
-    return [AsyncRun(scenario, problem, Streams(scenario.seed, r), False, spec).table()
-            for r in replicates]
-
-
-def _fedasync_tables(scenario: Scenario, problem, replicates: Sequence[int]
-                     ) -> list[EventTable]:
-    """FedAsync's tables: many replicates' in one compiled call when the group writer
-    serves (:mod:`fedsim.engine.replay.upload_group`: a step horizon, Constant/Exponential
-    delays; the same tables), else per replicate."""
-    Q = int(scenario.algorithm.get("Q"))
-    if group_writes(scenario):
-        dc = scenario.delays
-        bound = physical_staleness_bound(dc, problem.n, Q, dc.compute_per == "step", 1)
-        return group_tables(scenario, list(replicates), n=problem.n, Q=Q,
-                            staleness_bound=bound)
-    return fedasync_tables(scenario, list(replicates), n=problem.n, Q=Q)
-
-
-#: runner key -> ``writer(scenario, problem, replicates) -> [EventTable per replicate]``
-#: (or a :class:`~fedsim.engine.replay.driver.TableSet`: the tables with the rules, the
-#: ``extra_info`` and ``keep_personal`` their replay takes): the execution models whose
-#: runner writes a table; ``run`` and ``run_batch`` replay it
-TABLE_WRITERS: dict[str, Callable[..., list[EventTable]]] = {
-    "fedasync_fast": _fedasync_tables,
-    "physical": _physical_tables,
-    "sync": sync_tables,
-    "window": window_tables,
-    "asypfl": asypfl_tables,
-    "area": area_table_set,
-    "recorded": recorded_tables,
-    "uniform_assign": uniform_assign_tables,
-}
-
-
-def table_writer(scenario: Scenario) -> Callable[..., list[EventTable]] | None:
-    """The table writer of ``scenario``'s execution model (registry, then
-    :data:`TABLE_WRITERS`), or ``None`` when its runner computes as it simulates."""
-    key = get_algorithm(scenario.algorithm.name).runners[scenario.algorithm.model]
-    return TABLE_WRITERS.get(key)
-
+__all__ = ["run", "write_tables", "replay_tables", "check_replay", "check_memory",
+           "TIMELINE_PIECES"]
 
 #: with a progress bar, the tables are written in about this many pieces of replicates
 TIMELINE_PIECES = 20
 
 
-def write_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
+def _as_set(written: Any) -> TableSet:
+    return written if isinstance(written, TableSet) else TableSet(tables=list(written))
+
+
+def _steps(w: TableSet) -> int:
+    """The server steps of ``w``'s tables (a table its ``groups`` cover is not read)."""
+    groups = w.groups or []
+    covered = {int(k) for _, idx in groups for k in idx}
+    return (sum(g.steps for g, _ in groups)
+            + sum(w.tables[k].steps_done for k in range(len(w.tables)) if k not in covered))
+
+
+def _shift(groups: Any, k: int) -> list | None:
+    return None if groups is None else [(g, [int(j) + k for j in idx]) for g, idx in groups]
+
+
+class _Joined(Sequence):
+    """The tables of consecutive pieces, each piece's table built when asked for."""
+
+    def __init__(self, pieces: list[tuple[int, TableSet]]) -> None:
+        self.starts = [k for k, _ in pieces]
+        self.sets = [w for _, w in pieces]
+        self.size = pieces[-1][0] + len(pieces[-1][1].tables)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _where(self, j: int) -> tuple[TableSet, int]:
+        p = bisect.bisect_right(self.starts, j) - 1
+        return self.sets[p], j - self.starts[p]
+
+    def __getitem__(self, j):  # type: ignore[override]
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(len(self)))]
+        w, i = self._where(int(j))
+        return w.tables[i]
+
+    def end(self, j: int) -> tuple[float, np.ndarray]:
+        w, i = self._where(int(j))
+        end = getattr(w.tables, "end", None)
+        if end is not None:
+            return end(i)
+        t = w.tables[i]
+        return t.sim_time, t.client_updates
+
+
+def write_tables(scenario: Scenario, problem: Any, replicates: Sequence[int], *,
                  progress: bool = False) -> TableSet:
-    """The scenario's tables of ``replicates`` (its table writer) as a
+    """The scenario's tables of ``replicates`` (its model's writer) as a
     :class:`~fedsim.engine.replay.driver.TableSet`.  ``progress``: a bar on stderr
     (``timeline``, unit ``step``) over the steps written, the replicates written in about
     :data:`TIMELINE_PIECES` pieces (each replicate's table is its own, so the pieces do
     not change one); a piece's ``extra_info`` keeps its own table indices."""
-    writer = table_writer(scenario)
+    write = model_of(scenario).write
     reps = list(replicates)
     if not progress:
-        written = writer(scenario, problem, reps)
-        return written if isinstance(written, TableSet) else TableSet(tables=written)
+        return _as_set(write(scenario, problem, reps))
     steps = scenario.horizon.steps
     bar = progress_bar(int(steps) * len(reps) if steps is not None else None, "timeline")
     size = max(1, -(-len(reps) // TIMELINE_PIECES))
     pieces = []
     for k in range(0, len(reps), size):
-        w = writer(scenario, problem, reps[k:k + size])
-        w = w if isinstance(w, TableSet) else TableSet(tables=w)
+        w = _as_set(write(scenario, problem, reps[k:k + size]))
         pieces.append((k, w))
-        bar.update(sum(t.steps_done for t in w.tables))
+        bar.update(_steps(w))
     bar.close()
     first = pieces[0][1]
     if len(pieces) == 1:
         return first
-    starts = [k for k, _ in pieces]
+    joined = _Joined(pieces)
 
     def extra(j: int, res: Replayed) -> dict[str, Any]:
-        p = bisect.bisect_right(starts, j) - 1
-        return pieces[p][1].extra_info(j - starts[p], res)
+        w, i = joined._where(j)
+        return w.extra_info(i, res)
 
-    return TableSet(tables=[t for _, w in pieces for t in w.tables],
-                    client_rule=first.client_rule, server_rule=first.server_rule,
+    groups = [g for k, w in pieces for g in (_shift(w.groups, k) or [])]
+    return TableSet(tables=joined, client_rule=first.client_rule,
+                    server_rule=first.server_rule,
                     extra_info=extra if first.extra_info is not None else None,
-                    keep_personal=first.keep_personal)
+                    keep_personal=first.keep_personal, groups=groups or None)
 
 
-def replay_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
-                  progress: bool = False) -> list[Trace]:
-    """Table then replay for ``replicates`` (the scenario's model must write a table); a
-    personal metric the client rule cannot feed is a ConfigError before the tables are
-    written (:func:`~fedsim.engine.replay.driver.check_personal`).  ``progress``: a bar
-    on stderr over the steps written (:func:`write_tables`), then one over the replay's
-    steps."""
+def check_memory(scenario: Scenario) -> float | None:
+    """For a model that declares its own memory part (``ExecutionModel.memory``), the
+    scenario's estimate with that part against the budget: a ConfigError over it
+    (:func:`fedsim.config.budget.check_budget`; the rest of the estimate was checked when
+    the scenario was built).  ``None``: the model declares none."""
+    memory = model_of(scenario).memory
+    return None if memory is None else check_budget(scenario, model_memory=memory)
+
+
+def check_replay(scenario: Scenario, problem: Any) -> None:
+    """A personal metric the client rule cannot feed is a ConfigError before any table is
+    written (:func:`~fedsim.engine.replay.driver.check_personal`)."""
     check_personal(metric_plan(scenario, problem),
                    client_form(make_client_rule(scenario.algorithm, problem)))
+
+
+def replay_tables(scenario: Scenario, problem: Any, replicates: Sequence[int], *,
+                  progress: bool = False) -> list[Trace]:
+    """Table then replay for ``replicates`` on ``problem`` (:func:`check_replay` first).
+    ``progress``: a bar on stderr over the steps written (:func:`write_tables`), then one
+    over the replay's steps."""
+    check_replay(scenario, problem)
     written = write_tables(scenario, problem, replicates, progress=progress)
     return replay_table(scenario, written.tables, written.client_rule, written.server_rule,
-                        replicates=replicates, problem=problem,
+                        replicates=replicates, problem=problem, groups=written.groups,
                         extra_info=written.extra_info, keep_personal=written.keep_personal,
                         progress=progress)
-
-
-def _replayed(scenario, problem, streams, progress, spec) -> Trace:
-    return replay_tables(scenario, problem, [streams.replicate], progress=progress)[0]
-
-
-#: runner key -> ``runner(scenario, problem, streams, progress, spec) -> Trace``
-#: (AREA's: SimPy writes the table, the reference the merged timeline is tested against)
-RUNNERS: dict[str, Callable[..., Trace]] = {
-    **{key: _replayed for key in TABLE_WRITERS},
-    "area": run_area,
-}
-
-
-def make_async_run(scenario: Scenario, problem, streams: Streams,
-                   progress: bool = False) -> AsyncRun:
-    """The asynchronous physical timeline writer of ``scenario``, not yet started
-    (``.run()``: table then replay): for tests and ``benchmarks/engine.py --memory``."""
-    spec = get_algorithm(scenario.algorithm.name)
-    return AsyncRun(scenario, problem, streams, progress, spec)
-
-
-def runner_for(scenario: Scenario) -> tuple[Callable[..., Trace], Any]:
-    """``(runner, algorithm spec)`` of ``scenario`` (registry, then :data:`RUNNERS`)."""
-    spec = get_algorithm(scenario.algorithm.name)
-    key = spec.runners[scenario.algorithm.model]
-    require(key in RUNNERS, "algorithm.model", scenario.algorithm.model,
-            f"needs engine runner {key!r}, which is not one of {sorted(RUNNERS)}")
-    return RUNNERS[key], spec
 
 
 def run(scenario: Scenario, replicate: int = 0, *, progress: bool = False) -> Trace:
     """Simulate ``scenario`` once with the streams of ``(scenario.seed, replicate)``."""
     require(isinstance(scenario, Scenario), "scenario", type(scenario).__name__,
             "must be a fedsim.config.Scenario")
-    streams = Streams(scenario.seed, replicate)
+    check_memory(scenario)
     problem = problem_for(scenario)
     check_problem(scenario, problem)
-    runner, spec = runner_for(scenario)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        return runner(scenario, problem, streams, progress, spec)
+        return replay_tables(scenario, problem, [int(replicate)], progress=progress)[0]

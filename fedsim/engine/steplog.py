@@ -6,7 +6,7 @@ uploads and the busy events to ``array.array`` columns and builds the
 :class:`~fedsim.engine.replay.table.EventTable`; it holds no model and no metric.
 
 :class:`StepLog` is the log of an engine that computes as it simulates (the reference
-oracle, :mod:`fedsim.engine.reference`): the same step columns, and it also checks
+oracle, :mod:`fedsim.engine.models.physical.reference`): the same step columns, and it also checks
 divergence (``||w|| > 1e150`` or non-finite), records metrics every ``record.every``
 steps and drives the progress bar.
 """

@@ -19,7 +19,7 @@ state[0]`` and memories ``y = state[1]``; the M local steps are
 :func:`fedsim.local.sgd.sgd_round` (``client_round``) with the ``grad`` of the problem's
 compiled view (:func:`fedsim.local.sgd.rule_view`, the view the SGD rule runs; the round's
 randomness drawn in one call, :func:`fedsim.local.sgd.round_block`).  The SimPy engine
-(:mod:`fedsim.engine.area`, through :meth:`AreaClients.update`: :func:`area_update_for`,
+(:mod:`fedsim.engine.models.area`, through :meth:`AreaClients.update`: :func:`area_update_for`,
 the event with the round and the oracle bound and inlined) and the replay
 (:mod:`fedsim.engine.replay.kernel`) call the same function.  A problem without a compiled
 view runs it interpreted (``area_update.py_func``) with the SGD rule's own round

@@ -24,7 +24,8 @@ g)`` and the exact oracle ``theta(vdata, i, w, z, pd, g, th)``:
   (:class:`~fedsim.local.moreau_inner.BatchSteps`: ``Z[q]`` draws step ``q``'s batch once;
   :func:`interpreted_update`).
 
-:meth:`MoreauRule.round`/``step`` (the SimPy engines, ``fedsim.engine.reference``) and
+:meth:`MoreauRule.round`/``step`` (the per-step oracle, ``fedsim.engine.models.physical.reference``)
+and
 :meth:`MoreauRule.replay_form` (the table replay, :mod:`fedsim.engine.replay.kernel`) call
 these same functions.
 
@@ -41,7 +42,7 @@ FedBuff/AS-FedAvg buffer), or a round in flight, is not counted: it enters no it
 through the bias and variance of the updates that form those iterates (Lemma 6, eqs.
 (26)-(27), ``||grad h_tilde|| <= nu`` for each of them) -- which is what the suites'
 "inner accuracy" check (``inner_failures == 0``) settles.  ``client_updates`` counts every
-upload, consumed or not.  (The per-step oracle :mod:`fedsim.engine.reference` also
+upload, consumed or not.  (The per-step oracle :mod:`fedsim.engine.models.physical.reference` also
 solves for rounds it never finishes; only its iterates are compared.)
 """
 

@@ -25,14 +25,11 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine.area import run_area
-from fedsim.engine.dispatch import make_async_run as _AsyncRun
 from fedsim.engine.dispatch import replay_tables
-from fedsim.engine.sync import run_sync
 from fedsim.local.maml import MAMLRule
 from fedsim.local.moreau import MoreauRule
 from fedsim.problems.quadratic import QuadraticProblem
-from fedsim.rng import Streams
+from tests.engine.paths import model_path, simpy_path
 
 A = (1.0, 2.0)
 B = (1.0, -1.0)
@@ -156,7 +153,7 @@ def test_option_c_inner_cap_is_inner_max_iter_steps():
 # Servers on the physical engine: FedAsync, FedBuff, AS-FedAvg, synchronous FedAvg
 # --------------------------------------------------------------------------------------
 def run_async(sc: Scenario):
-    return _AsyncRun(sc, two_clients(), Streams(sc.seed, 0), False).run()
+    return simpy_path(sc, two_clients())
 
 
 def test_fedasync_two_clients_by_hand():
@@ -197,8 +194,8 @@ def test_asfedavg_two_clients_by_hand():
 
 
 def test_sync_fedavg_is_the_average_of_the_participants_models():
-    tr = run_sync(scenario({"name": "fedavg", "Q": 2, "eta": 0.25, "participation": 1.0}, 3),
-                  two_clients(), Streams(3, 0), False)
+    tr = model_path(scenario({"name": "fedavg", "Q": 2, "eta": 0.25, "participation": 1.0},
+                             3), two_clients())
     w = 0.0
     for _ in range(3):
         w = 0.5 * (local(0, w, 0.25, 2) + local(1, w, 0.25, 2))
@@ -216,7 +213,7 @@ def test_sync_fedavg_samples_clients_uniformly():
         "algorithm": {"name": "fedavg", "Q": 1, "eta": 0.1, "participation": 0.5},
         "delays": {"compute": const(1.0)}, "horizon": {"steps": 3000},
         "record": {"metrics": ["f_gap"], "every": 1000}})
-    tr = run_sync(sc, prob, Streams(11, 0), False)
+    tr = model_path(sc, prob)
     assert tr.client_updates.sum() == 6000
     assert np.all(np.abs(tr.client_updates - 1500) < 5 * math.sqrt(750))
 
@@ -234,7 +231,7 @@ def test_area_algorithm_two_clients_by_hand():
     sc = scenario({"name": "area", "model": "algorithm", "M": 1,
                    "alpha": {"kind": "c_over_k_plus_d", "c": 1.0, "d": 1.0}}, 6,
                   trigger={"kind": "every_k", "count": 2})
-    tr = run_area(sc, two_clients(), Streams(3, 0), False, check_invariant=True)
+    tr = model_path(sc, two_clients(), diagnostics=True)
     assert tr.final_w[0] == pytest.approx(-1.0 / 12.0, abs=1e-15)
     assert tr.kind.tolist() == ["init", "client", "client", "server", "client", "client",
                                 "server"]
@@ -268,7 +265,7 @@ def test_area_iterate_model_replays_eqs_5_to_7():
                                         "compute": {"kind": "exponential", "rate": 2.0}}]},
                   trigger={"kind": "poisson", "rate": 1.5})
     prob = two_clients()
-    tr = run_area(sc, prob, Streams(3, 0), False)
+    tr = model_path(sc, prob)
     xs = replay_iterate_model(tr.kind[1:].tolist(), tr.client[1:].tolist(), alpha, 2)
     assert set(tr.kind[1:]) == {"client", "server"}
     assert tr.final_w[0] == pytest.approx(xs[-1], abs=1e-14)
@@ -323,7 +320,7 @@ def test_area_ergodic_includes_repeated_server_values():
                    "alpha": {"kind": "c_over_k_plus_d", "c": 1.0, "d": 1.0}}, 6,
                   metrics=("f_gap", "ergodic_f_gap"), trigger={"kind": "every_k", "count": 2})
     prob = two_clients()
-    tr = run_area(sc, prob, Streams(3, 0), False)
+    tr = model_path(sc, prob)
     xs = [0.0, 0.0, 0.0, -0.5, -0.5, -0.5, -1.0 / 12.0]
     erg = [math.nan] + [prob.f_gap(np.array([np.mean(xs[:k])])) for k in range(1, 7)]
     np.testing.assert_allclose(tr.metrics["ergodic_f_gap"], erg, atol=1e-15)

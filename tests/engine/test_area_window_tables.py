@@ -20,9 +20,10 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import run, run_batch
-from fedsim.engine.area import area_invariant, area_table
+from fedsim.engine.models.area.schedule import area_invariant
+from fedsim.engine.models.area.simpy_writer import area_table
+from fedsim.engine.models.window import window_table
 from fedsim.engine.setup import problem_for
-from fedsim.engine.window import window_table
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
@@ -186,7 +187,7 @@ def test_interpreted_rules_replay_as_the_compiled_ones(model, monkeypatch) -> No
     sc = _sc(QUAD, alg, delays=EXP, trigger=trig, steps=120, every=9)
     compiled = run(sc, 2)
     monkeypatch.setattr(sgd_mod, "_COMPILED", False)
-    from fedsim.engine.area import area_client_rule
+    from fedsim.engine.models.area.schedule import area_client_rule
 
     assert not area_client_rule(sc, problem_for(sc)).replay_form().compiled
     out = run(sc, 2)

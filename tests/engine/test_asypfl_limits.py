@@ -13,7 +13,7 @@ import pytest
 from fedsim import config
 from fedsim.config.budget import set_memory_budget
 from fedsim.engine import run
-from fedsim.engine.asypfl import round_step_bytes
+from fedsim.engine.models.asypfl import round_step_bytes
 from fedsim.errors import FedsimError
 from fedsim.servers.asypfl import MAX_LOCAL_STEPS, AsyPFLServer, staleness_indicator
 

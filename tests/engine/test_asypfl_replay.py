@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedsim.engine.asypfl import asypfl_table
+from fedsim.engine.models.asypfl import asypfl_table
 from fedsim.engine.setup import initial_model, problem_for
 from fedsim.local.asypfl import AsyPFLRule, asypfl_update
 from fedsim.problems.compiled import compiled_view

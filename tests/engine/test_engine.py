@@ -172,21 +172,23 @@ def test_engine_state_per_client_is_small():
     push it past 3.5 KB."""
     import tracemalloc
 
+    from fedsim.algorithms import get_algorithm
     from fedsim.engine import problem_for
-    from fedsim.engine.dispatch import make_async_run as _AsyncRun
+    from fedsim.engine.models.physical.simpy_writer import AsyncRun
     from fedsim.rng import Streams
 
     n = 400
     sc = scen(problem={"n": n, "dim": 10}, algorithm={"Q": 10, "eta": 0.001},
               horizon={"steps": 10})
     p = problem_for(sc)
-    warm = _AsyncRun(sc, p, Streams(1, 1), False)  # the first compile's imports are not state
+    spec = get_algorithm(sc.algorithm.name)
+    warm = AsyncRun(sc, p, Streams(1, 1), False, spec)  # the first compile's imports are not state
     warm.start()
     warm.env.run(until=warm.env.peek() + 1e-12)
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        r = _AsyncRun(sc, p, Streams(1, 0), False)
+        r = AsyncRun(sc, p, Streams(1, 0), False, spec)
         r.start()
         r.env.run(until=r.env.peek() + 1e-12)
         per_client = (tracemalloc.get_traced_memory()[0] - base) / n

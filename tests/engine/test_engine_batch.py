@@ -129,7 +129,7 @@ def test_buffered_physical_examples_are_replayed_bitwise(name: str, monkeypatch)
 
 def test_the_area_iterate_model_example_is_replayed_bitwise(monkeypatch) -> None:
     """AREA's iterate model on a quadratic (Theorem 7's schedule, noisy oracle) runs on the
-    replay (``fedsim.engine.replay.area``), bit for bit the engine's traces."""
+    replay (``fedsim.engine.models.area``), bit for bit the engine's traces."""
     import fedsim.engine.batch as batch_module
 
     sc = load(EXAMPLES / "area_iterate_model.toml")

@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from fedsim.config import Scenario
-from fedsim.engine import problem_for, run
-from fedsim.engine.area import event_probabilities, run_area
-from fedsim.rng import Streams
+from fedsim.engine import problem_for, run, run_batch
+from fedsim.engine.models.area.schedule import event_probabilities
 
 QP = {"kind": "quadratic", "n": 4, "dim": 3, "mu": 0.3, "L": 1.0, "heterogeneity": 1.0,
       "noise_sd": 0.1, "seed": 0}
@@ -59,7 +58,7 @@ def test_area_invariant_after_every_event(model, trigger):
     sc = S({"name": "area", "model": model, "M": 2,
             "alpha": {"kind": "c_over_k_plus_d", "c": 3.0, "d": 10.0}},
            trigger=trigger, problem={"shared_hessian": False, "heterogeneity": 3.0})
-    tr = run_area(sc, problem_for(sc), Streams(sc.seed, 0), False, check_invariant=True)
+    tr, = run_batch(sc, [0], diagnostics=True)
     assert tr.steps_done == 300 and not tr.diverged
     assert tr.info["invariant_max"] <= 1e-12
     assert set(tr.kind[1:]) == {"client", "server"}

@@ -6,7 +6,7 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import run
-from fedsim.engine.reference import run_reference
+from fedsim.engine.models.physical.reference import run_reference
 
 BASE = {
     "name": "ref", "seed": 5,

@@ -27,12 +27,10 @@ import pytest
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.dispatch import make_async_run
-from fedsim.engine.physical import AsyncRun
-from fedsim.engine.reference import ReferenceRun
-from fedsim.engine.sync import run_sync
+from fedsim.engine.models.physical.reference import ReferenceRun
 from fedsim.problems.quadratic import QuadraticProblem
 from fedsim.rng import Streams
+from tests.engine.paths import model_path, simpy_path
 
 A = (Fr(1), Fr(2))
 B = (Fr(1), Fr(-1))
@@ -96,7 +94,9 @@ def test_sync_moreau_rounds_by_hand(mix):
     delays = {"download": const(0.0), "compute": const(1.0), "upload": const(0.0)}
     round1 = {1.0: -13 / 225, 0.5: -13 / 450}[mix]        # the literals above
     for rounds in (1, 2, 3):
-        tr = run_sync(scenario(alg, rounds, delays), two_clients(), Streams(5, 0), False)
+        sc = scenario(alg, rounds, delays)
+        assert sc.seed == 5
+        tr = model_path(sc, two_clients())
         assert tr.steps_done == rounds
         want = round1 if rounds == 1 else float(pfedme_hand(rounds, Fr(mix)))
         assert tr.final_w[0] == pytest.approx(want, abs=1e-15), rounds
@@ -126,7 +126,12 @@ def fedasync_hand(beta: Fr, eta: Fr, Q: int) -> list[Fr]:
     return w
 
 
-@pytest.mark.parametrize("engine", [make_async_run, AsyncRun, ReferenceRun])
+def _reference(sc, problem):
+    return ReferenceRun(sc, problem, Streams(sc.seed, 0), False,
+                        get_algorithm(sc.algorithm.name)).run()
+
+
+@pytest.mark.parametrize("engine", [model_path, simpy_path, _reference])
 def test_fedasync_beta_half_iterates_by_hand(engine):
     """beta = 1/2, eta = 1/2, Q = 2.  Step 1: c0 from 0: 0 -> 1/2 -> 3/4, w1 = 0 + (3/4)/2
     = 3/8.  Step 2: c1 from w0 = 0: 0 -> -1 -> -1, w2 = 3/8 + (-1)/2 = -1/8 (no staleness
@@ -134,12 +139,9 @@ def test_fedasync_beta_half_iterates_by_hand(engine):
     hand = fedasync_hand(Fr(1, 2), Fr(1, 2), 2)
     assert hand[1:3] == [Fr(3, 8), Fr(-1, 8)]
     alg = {"name": "fedasync", "Q": 2, "eta": 0.5, "beta": 0.5}
-    spec = get_algorithm("fedasync")
     for steps in range(1, len(FEDASYNC_ORDER) + 1):
         sc = scenario(alg, steps, ASYNC_DELAYS)
-        args = (sc, two_clients(), Streams(sc.seed, 0), False)
-        run = engine(*args) if engine is make_async_run else engine(*args, spec)
-        tr = run.run()
+        tr = engine(sc, two_clients())
         assert tr.final_w[0] == pytest.approx(float(hand[steps]), abs=1e-15), steps
     assert tr.client.tolist() == [-1] + [i for i, _ in FEDASYNC_ORDER]
     assert tr.staleness_steps.tolist() == [0] + [t - r for t, (_, r) in
@@ -196,7 +198,7 @@ def test_hand_tables_are_consistent():
     assert [k - r for k, r in enumerate(REQUEST["read"])] == [0, 1, 1, 0, 2, 1, 1, 1]
 
 
-@pytest.mark.parametrize("engine", [make_async_run, AsyncRun, ReferenceRun])
+@pytest.mark.parametrize("engine", [model_path, simpy_path, _reference])
 @pytest.mark.parametrize("read_at, tab", [("arrival", ARRIVAL), ("request", REQUEST)])
 def test_read_at_with_think_times_by_hand(engine, read_at, tab):
     beta, eta = Fr(1, 2), Fr(1, 4)
@@ -205,9 +207,7 @@ def test_read_at_with_think_times_by_hand(engine, read_at, tab):
         w.append(w[-1] - beta * (w[r] - grad_step(i, w[r], eta, 1)))
     delays = {**THINK_DELAYS, "read_at": read_at}
     sc = scenario({"name": "fedasync", "Q": 1, "eta": 0.25, "beta": 0.5}, 8, delays)
-    args = (sc, two_clients(), Streams(sc.seed, 0), False)
-    run = engine(*args) if engine is make_async_run else engine(*args, get_algorithm("fedasync"))
-    tr = run.run()
+    tr = engine(sc, two_clients())
     assert tr.client.tolist() == [-1] + tab["uploader"]
     assert tr.time.tolist() == [0.0] + UPLOAD_T
     assert tr.staleness_steps.tolist() == [0] + [k - r for k, r in enumerate(tab["read"])]

@@ -10,8 +10,8 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import run
-from fedsim.engine.recorded import read_schedule, recorded_table, schedule_clients
-from fedsim.engine.uniform_assign import uniform_assign_table
+from fedsim.engine.models.recorded import read_schedule, recorded_table, schedule_clients
+from fedsim.engine.models.uniform_assign import uniform_assign_table
 from fedsim.errors import ConfigError
 from fedsim.rng import Streams
 

@@ -29,7 +29,7 @@ from fedsim.theory.oracle import (
 
 from fedsim.config import Scenario
 from fedsim.engine import initial_model, problem_for, run
-from fedsim.engine.area import event_probabilities
+from fedsim.engine.models.area.schedule import event_probabilities
 
 ZMAX = 4.5
 

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine import run, run_batch
-from fedsim.engine.dispatch import make_async_run
-from fedsim.engine.replay.fedasync import fedasync_tables, upload_tables
+from fedsim.engine.models.physical.simpy_writer import AsyncRun
+from fedsim.engine.models.physical.upload_tables import fedasync_tables, upload_tables
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import problem_for
 from fedsim.errors import FedsimError
@@ -105,7 +106,7 @@ def test_simpy_writer_table_is_the_compiled_fedasync_timeline(delays):
     sc = Scenario.from_dict(d)
     p = problem_for(sc)
     for r in (0, 5):
-        a = make_async_run(sc, p, Streams(sc.seed, r)).table()
+        a = AsyncRun(sc, p, Streams(sc.seed, r), False, get_algorithm(sc.algorithm.name)).table()
         b = fedasync_tables(sc, [r], n=p.n, Q=2)[0]
         for f in ("time", "kind", "client", "staleness_steps", "staleness_time",
                   "buffer_fill", "ptr", "c_client", "c_read", "c_steps", "c_stale",
@@ -136,7 +137,7 @@ def test_simpy_writer_table_is_the_grouped_upload_timeline(name, K, delays):
     sc = Scenario.from_dict(d)
     p = problem_for(sc)
     for r in (0, 2):
-        a = make_async_run(sc, p, Streams(sc.seed, r)).table()
+        a = AsyncRun(sc, p, Streams(sc.seed, r), False, get_algorithm(sc.algorithm.name)).table()
         b = upload_tables(sc, [r], n=p.n, Q=2, K=K, per_upload=False)[0]
         for f in ("time", "kind", "client", "staleness_steps", "staleness_time",
                   "buffer_fill", "ptr", "c_client", "c_read", "c_steps", "c_stale",
@@ -181,7 +182,7 @@ def test_interpreted_rules_replay_as_the_reference(name, monkeypatch):
     functions interpreted (``sgd_round.py_func`` with the interpreted oracle, NumPy
     streams): equal to the per-step reference engine bit for bit, diverging run included."""
     import fedsim.local.sgd as sgd
-    from fedsim.engine.reference import run_reference
+    from fedsim.engine.models.physical.reference import run_reference
 
     monkeypatch.setattr(sgd, "_COMPILED", False)
     sc = scenario(name)

@@ -56,8 +56,7 @@ def test_rules_without_personal_rows_refuse_personal_metrics_before_any_work(
     def no_table(*a, **k):
         raise AssertionError("the table was written before the check")
 
-    for key in list(dispatch.TABLE_WRITERS):
-        monkeypatch.setitem(dispatch.TABLE_WRITERS, key, no_table)
+    monkeypatch.setattr(dispatch, "write_tables", no_table)
     with pytest.raises(ConfigError, match=f"record.metrics.*{metric}|{metric}.*personal"):
         run(_scenario(alg, ["f_gap", metric]), 0)
 
@@ -65,7 +64,7 @@ def test_rules_without_personal_rows_refuse_personal_metrics_before_any_work(
 def test_replay_table_refuses_keep_personal_without_a_personal_row():
     sc = _scenario("fedavg", ["f_gap"])
     p = dispatch.problem_for(sc)
-    tb = dispatch.table_writer(sc)(sc, p, [0])
+    tb = list(dispatch.write_tables(sc, p, [0]).tables)
     with pytest.raises(ConfigError, match="keep_personal"):
         driver.replay_table(sc, tb, replicates=[0], problem=p, keep_personal=True)
 
@@ -102,7 +101,7 @@ def test_chunked_replay_one_is_bitwise_the_whole_loop():
     whole loop's numbers; the callback sees increasing step counts ending at the total."""
     sc = _scenario("fedbuff", ["f_gap"], steps=90)
     p = dispatch.problem_for(sc)
-    tb, = dispatch.table_writer(sc)(sc, p, [2])
+    tb, = dispatch.write_tables(sc, p, [2]).tables
     cf = driver.client_form(make_client_rule(sc.algorithm, p))
     sf = get_algorithm(sc.algorithm.name).server(sc.algorithm, p).replay_form()
     plan = driver.metric_plan(sc, p)
@@ -135,7 +134,7 @@ def test_cli_progress_bar_on_stderr_by_default_only(tmp_path, flag):
 
 
 def test_asypfl_run_batch_replays_every_replicate_in_one_call(monkeypatch):
-    """AsyPFL is a TABLE_WRITERS entry: run_batch writes all its tables and makes one
+    """AsyPFL is a registered execution model: run_batch writes all its tables and makes one
     replay_table call for them; each Trace equals run's, extras included."""
     from fedsim.engine import batch
     from fedsim.engine.replay import driver as drv

@@ -1,9 +1,10 @@
 """Synchronous rounds as an event table (REPLAY_SPEC sections 1 and 4): the table SimPy
-writes (:func:`fedsim.engine.sync.sync_timeline`) has the step columns of the Traces the
-engine of main computed in SimPy (``data/sync_reference.npz``, ``sync_cases.py``) bit for
-bit, for every case (quadratic and softmax digits; SGD, MAML/FO/HF, Moreau; participation
-< 1, server_mix != 1; a time horizon inside a round; a diverging run, whose table runs on
-to the horizon and agrees with the engine's up to the divergence)."""
+writes (:func:`fedsim.engine.models.sync.simpy_writer.sync_timeline`) has the step columns
+of the Traces the engine of main computed in SimPy (``data/sync_reference.npz``,
+``sync_cases.py``) bit for bit, for every case (quadratic and softmax digits; SGD,
+MAML/FO/HF, Moreau; participation < 1, server_mix != 1; a time horizon inside a round; a
+diverging run, whose table runs on to the horizon and agrees with the engine's up to the
+divergence)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from sync_cases import CASES, INTERPRETED, REFERENCE, load_reference, scenario
 
 import fedsim.local.sgd as sgd_mod
 from fedsim.engine import run, run_batch
+from fedsim.engine.models.sync import sync_table
+from fedsim.engine.models.sync.simpy_writer import sync_timeline
 from fedsim.engine.replay.driver import replay_table
-from fedsim.engine.sync import sync_table, sync_timeline
 from fedsim.rng import Streams
 
 _REF = load_reference()
@@ -192,7 +194,7 @@ def test_rounds_timeline_equals_simpy(n, part, Q, per_step, kinds, horizon, seed
     time horizons, including ones that fall exactly on arrivals (Constant delays on the
     grid of 0.5)."""
     from fedsim.config import Scenario
-    from fedsim.engine.sync_rounds import rounds_timeline
+    from fedsim.engine.models.sync.rounds import rounds_timeline
 
     hz = {"steps": {"steps": 9}, "time_on_grid": {"time": 3.0, "steps": 50},
           "time": {"time": 2.7, "steps": 50}}[horizon]

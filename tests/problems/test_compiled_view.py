@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from fedsim.config import Scenario
-from fedsim.engine.replay import supports
 from fedsim.problems import QuadraticProblem
 from fedsim.problems.compiled import CompiledView, compiled_view, has_compiled_view
 
@@ -66,6 +65,17 @@ def _scenario(problem: dict, metrics=("grad_sq",)) -> Scenario:
                       "beta": 1.0},
         "delays": {"compute": {"kind": "exponential", "rate": 1.0}},
         "horizon": {"steps": 10}, "record": {"every": 1, "metrics": list(metrics)}})
+
+
+def supports(sc: Scenario) -> bool:
+    """Whether the replay evaluates every recorded metric of ``sc`` in compiled code."""
+    from fedsim.engine import problem_for
+    from fedsim.engine.setup import metric_params
+    from fedsim.problems.compiled import compiled_view
+
+    cv = compiled_view(problem_for(sc), 1)
+    alpha, lam = metric_params(sc)
+    return cv is not None and cv.has_metrics(sc.record.metrics, maml_alpha=alpha, me_lam=lam)
 
 
 def test_supports_reads_the_compiled_view_and_its_metrics():

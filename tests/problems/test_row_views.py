@@ -30,7 +30,7 @@ from scipy.special import expit, softmax
 import fedsim.local.sgd as sgd_mod
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run
-from fedsim.engine.reference import run_reference
+from fedsim.engine.models.physical.reference import run_reference
 from fedsim.local.maml import MAMLRule
 from fedsim.local.sgd import SGDRule
 from fedsim.problems.compiled import compiled_view

@@ -13,7 +13,8 @@ from fedsim.algorithms import (
     unregister_algorithm,
 )
 from fedsim.config import Scenario
-from fedsim.engine import RUNNERS, run, runner_for
+from fedsim.engine import run
+from fedsim.engine.models import get_model, model_of, models
 from fedsim.errors import ConfigError
 from fedsim.servers import FedAsyncRule, FedBuffServer, Upload, fedasync_apply
 from fedsim.trace import KINDS
@@ -28,20 +29,18 @@ def _scenario(name: str, **alg) -> Scenario:
     })
 
 
-def test_every_builtin_algorithm_is_registered_with_known_runners():
+def test_every_builtin_algorithm_is_registered_with_known_models():
     assert algorithms()[:6] == ("fedasync", "fedbuff", "area", "fedavg", "asfedavg", "asypfl")
     for name in algorithms():
         for key in get_algorithm(name).runners.values():
-            assert key in RUNNERS
+            assert key in models()
 
 
-def test_dispatch_table_picks_runner_by_execution_model():
-    runner, spec = runner_for(_scenario("fedasync"))
-    assert runner is RUNNERS["fedasync_fast"] and spec.name == "fedasync"
-    runner, _ = runner_for(_scenario("fedasync", model="window", tau=2))
-    assert runner is RUNNERS["window"]
-    runner, _ = runner_for(_scenario("fedavg"))
-    assert runner is RUNNERS["sync"]
+def test_the_registry_picks_the_model_by_execution_mode():
+    assert model_of(_scenario("fedasync")) is get_model("physical")
+    assert model_of(_scenario("fedasync", model="window", tau=2)) is get_model("window")
+    assert model_of(_scenario("fedavg")) is get_model("sync")
+    assert model_of(_scenario("fedbuff")) is get_model("physical")
 
 
 def test_unknown_algorithm_is_a_config_error():

@@ -68,11 +68,11 @@ def scenario(steps: int, alg: dict | None = None, delays: dict | None = None, **
 
 def run(sc: Scenario, problem=None, replicate: int = 0):
     from fedsim.engine import problem_for
-    from fedsim.engine.asypfl import run_asypfl
+    from fedsim.engine.dispatch import replay_tables
 
     p = problem if problem is not None else problem_for(sc)
     with np.errstate(all="ignore"):
-        return run_asypfl(sc, p, Streams(sc.seed, replicate), False)
+        return replay_tables(sc, p, [replicate])[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -494,7 +494,7 @@ def test_time_horizon_stops_the_run():
 EXAMPLE = Path(__file__).parents[2] / "examples" / "asypfl_logistic.toml"
 
 
-def test_engine_run_dispatches_to_run_asypfl():
+def test_engine_run_is_the_asypfl_table_replayed():
     from fedsim import config
     from fedsim.engine import run as engine_run
 

@@ -5,7 +5,7 @@ Model: THEORY_SPEC 2.2 ([A] eqs (5)-(7)): i.i.d. events over {1..n, s} with prob
 jump chain has exactly these i.i.d. indices, [A] Example 3); ``xbar_{s,K}`` is the mean of
 ``x_{s,0..K-1}`` ([A] Theorem 8's ergodic average).  The instance's engine scenario (the
 iterate model, ``record.metrics = ["ergodic_f_gap"]``, ``every = K``) is run for
-``replicates`` replicates by :func:`fedsim.engine.replay.area.area_records` (the compiled
+``replicates`` replicates by ``fedsim.engine.run_batch(..., output="records")`` (the compiled
 replay ``fedsim.engine.run_batch`` runs: one home for AREA's rules, the M subgradient
 steps of ``G^M`` run explicitly; its records are the Traces' metrics bit for bit, without
 building R Traces), replicate ``r`` on ``Streams(seed', r)`` with ``seed'`` derived from
@@ -23,7 +23,7 @@ import numpy as np
 from fedsim.validation.families.mc import derived_seed
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.area import area_records
+from fedsim.engine import run_batch
 from fedsim.errors import check_integer
 
 __all__ = ["norm_ergodic_mc"]
@@ -41,7 +41,7 @@ def norm_ergodic_mc(scenario: dict[str, Any], replicates: int,
     S = Scenario.from_dict(sc)
     K = int(S.horizon.steps)
     v = np.empty(R)
-    for k, rp in enumerate(area_records(S, range(R))):
+    for k, rp in enumerate(run_batch(S, range(R), output="records").runs):
         last = rp.metric_steps.size - 1
         v[k] = (float(rp.metrics[_METRIC][last])
                 if rp.diverged_step is None and rp.metric_steps[last] == K else np.inf)

@@ -4,7 +4,7 @@ A replay allocates per group (:func:`fedsim.engine.replay.group.replay_group`) t
 server states, the clients' states, the round buffers (one round's randomness ``(smax,
 k)``, the step's reads and messages ``(kmax, d)``), the snapshots at the recorded steps
 (with the personal models ``(records, n, d)`` when kept) and the metric buffers; a table
-writer (:mod:`fedsim.engine.replay.upload_group`) its group's columns.  Their sizes follow
+writer (:mod:`fedsim.engine.models.physical.group_writer`) its group's columns.  Their sizes follow
 from the tables (the longest round, the most contributions of a step, the records) and can
 be far above what the machine holds (a round of ``2e8`` local steps, a million records of
 ``n d`` personal models).  :func:`check_buffers` adds them up and raises a

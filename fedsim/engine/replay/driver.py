@@ -46,8 +46,9 @@ from fedsim.rng.streams import client_states
 from fedsim.trace import PERSONAL as PERSONAL_METRICS
 from fedsim.trace import Trace
 
-__all__ = ["replay_table", "replay_one", "Replayed", "metric_plan", "noise_streams",
-           "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS", "TableSet"]
+__all__ = ["replay_table", "replay_records", "replay_one", "Replayed", "metric_plan",
+           "noise_streams", "client_form", "check_personal", "progress_bar", "PROGRESS_CHUNKS",
+           "TableSet"]
 
 #: with a progress callback, :func:`replay_one` runs the loop in about this many chunks of
 #: steps and reports between them (never from inside the compiled loop)
@@ -56,18 +57,22 @@ PROGRESS_CHUNKS = 100
 
 @dataclass(frozen=True)
 class TableSet:
-    """What a table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS`) may return in
-    place of a plain list of tables, for a model whose Traces need more than the tables:
-    ``tables`` (one per replicate), ``client_rule``/``server_rule`` (default the
-    scenario's), ``extra_info(k, replayed)`` and ``keep_personal`` as
-    :func:`replay_table` takes them (``k`` the table's index, e.g. AsyPFL's per-round
-    times of replicate ``k``)."""
+    """What an execution model's writer (:class:`fedsim.engine.models.ExecutionModel`
+    ``write``) may return in place of a plain list of tables: ``tables`` (one per
+    replicate), ``client_rule``/``server_rule`` (default the scenario's),
+    ``extra_info(k, replayed)``, ``keep_personal`` and ``groups`` as :func:`replay_table`
+    takes them (``k`` the table's index, e.g. AsyPFL's per-round times of replicate
+    ``k``)."""
 
     tables: Sequence[EventTable]
     client_rule: Any = None
     server_rule: Any = None
     extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None
     keep_personal: bool = False
+    #: the tables already laid end to end, ``(TableGroup, table indices)`` (a writer that
+    #: writes many replicates' columns at once); ``tables`` may then build a replicate's
+    #: table only when it is asked for (a Trace, a truncation)
+    groups: Sequence[tuple[TableGroup, Sequence[int]]] | None = None
 
 
 def metric_plan(scenario: Scenario, problem: Any) -> MetricPlan:
@@ -141,26 +146,29 @@ def replay_one(table: EventTable, cf: ClientForm, sf: ServerForm, plan: MetricPl
                         progress=progress)[0]
 
 
-def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
-                 server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
-                 w0: np.ndarray | None = None,
-                 extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None,
-                 keep_personal: bool = False, progress: bool = False) -> list[Trace]:
-    """One Trace per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``):
-    the client and server rules replayed along it.
+def replay_records(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
+                   server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
+                   w0: np.ndarray | None = None,
+                   groups: Sequence[tuple[TableGroup, Sequence[int]]] | None = None,
+                   keep_personal: bool = False, keep_state: bool = False,
+                   progress: bool = False) -> list[Replayed]:
+    """Per table (``tables[k]`` is replicate ``replicates[k]`` of ``scenario``), the rules
+    replayed along it: its :class:`Replayed` (``info``: the rule counters).  A table that
+    ``groups`` covers is never read, so a writer's tables may be built only when asked for.
 
     ``client_rule``/``server_rule``: rule objects (or their
     :class:`~fedsim.local.forms.ClientForm` / ``ServerForm``); default the scenario's
     (:func:`fedsim.local.make_client_rule`, the algorithm's ``server``).  A client rule with
     no compiled form runs its own ``round`` (:func:`client_form`), a fresh rule object per
-    replicate so that its counters (``Trace.info``) are the replicate's.  ``w0`` (R, d):
-    initial models row by row (default the scenario's ``w^0``).  A Trace's ``info`` is the
-    table's ``info``, the rule counters and ``extra_info(k, replayed)`` (facts an execution
-    model derives from the replayed states, e.g. AsyPFL's final ``beta_k``);
-    ``keep_personal``: :func:`replay_one`'s; a personal metric or ``keep_personal`` with a
-    rule that keeps no personal models is a ConfigError (:func:`check_personal`), raised
-    before any replay.  ``progress``: one tqdm bar on stderr over the tables' steps
-    (:func:`progress_bar`, updated between chunks of the loop)."""
+    replicate so that its counters are the replicate's.  ``w0`` (R, d): initial models row
+    by row (default the scenario's ``w^0``).  ``groups``: tables already laid end to end
+    by their writer, ``(TableGroup, table indices)``, each table at most once (the others
+    are grouped by :func:`~fedsim.engine.replay.group.group_slices`);
+    ``keep_personal``/``keep_state``: :func:`~fedsim.engine.replay.group.replay_group`'s.
+    A personal metric or ``keep_personal`` with a rule that keeps no personal models is a
+    ConfigError (:func:`check_personal`), raised before any replay.  ``progress``: one tqdm
+    bar on stderr over the tables' steps (:func:`progress_bar`, updated between chunks of
+    the loop)."""
     reps = [int(r) for r in replicates]
     require(len(reps) == len(tables), "replicates", len(reps),
             f"must name one replicate per table ({len(tables)})")
@@ -174,37 +182,63 @@ def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: 
     plan = metric_plan(scenario, problem)
     check_personal(plan, cf, keep_personal)
     streams = noise_streams(scenario.seed, reps, problem.n, cf.compiled)
-    total = sum(t.steps_done for t in tables)
+    if fallback:
+        groups = [(None, [k]) for k in range(len(tables))]
+    else:
+        groups = list(groups or [])
+        covered = {int(k) for _, idx in groups for k in idx}
+        rest = [k for k in range(len(tables)) if k not in covered]
+        groups += [(None, rest[sl]) for sl in group_slices([tables[k] for k in rest])]
+    total = sum(g.steps if g is not None else sum(tables[k].steps_done for k in idx)
+                for g, idx in groups)
     bar = progress_bar(total, "replay") if progress else None
     budget = None if bar is None else max(1, -(-total // PROGRESS_CHUNKS))
-    keep_state = extra_info is not None
     problem_w0 = initial_model(problem, scenario) if w0 is None else None
-    out = []
+    out: list[Replayed | None] = [None] * len(tables)
     base = 0
-    groups = ([slice(k, k + 1) for k in range(len(tables))] if fallback
-              else group_slices(tables))
-    for sl in groups:
-        if fallback and client_rule is None and sl.start > 0:
+    for grp, idx in groups:
+        idx = [int(k) for k in idx]
+        if fallback and client_rule is None and idx[0] > 0:
             rule = make_client_rule(a, problem)
             cf = client_form(rule)
-        k0 = sl.start
-        tabs = tables[sl]
-        w0s = ([problem_w0] * len(tabs) if w0 is None
-               else [np.array(w0[k], np.float64) for k in range(sl.start, sl.stop)])
+        if grp is None:
+            grp = TableGroup([tables[k] for k in idx])
+        w0s = ([problem_w0] * len(idx) if w0 is None
+               else [np.array(w0[k], np.float64) for k in idx])
         tick = None if bar is None else (lambda t, b=base: bar.update(b + t - bar.n))
-        res = replay_group(TableGroup(tabs), cf, sf, plan, streams[sl], w0s,
-                           keep_personal=keep_personal, keep_state=keep_state, budget=budget,
-                           progress=tick)
-        base += sum(t.steps_done for t in tabs)
-        for q, (table, rp) in enumerate(zip(tabs, res, strict=True)):
-            info = {**table.info, **rp.info}  # the timeline's facts, then the rules' counters
+        st = (streams[np.asarray(idx, dtype=np.int64)] if isinstance(streams, np.ndarray)
+              else [streams[k] for k in idx])
+        res = replay_group(grp, cf, sf, plan, st, w0s, keep_personal=keep_personal,
+                           keep_state=keep_state, budget=budget, progress=tick)
+        base += grp.steps
+        for k, rp in zip(idx, res, strict=True):
             if fallback:
-                info.update(inner_counters(rule))
-            if extra_info:
-                info.update(extra_info(k0 + q, rp))
-            out.append(table.trace(metric_steps=rp.metric_steps, metrics=rp.metrics,
-                                   final_w=rp.final_w, diverged_step=rp.diverged_step,
-                                   info=info))
+                rp.info.update(inner_counters(rule))
+            out[k] = rp
     if bar is not None:
         bar.close()
+    return out  # type: ignore[return-value]
+
+
+def replay_table(scenario: Scenario, tables: Sequence[EventTable], client_rule: Any = None,
+                 server_rule: Any = None, *, replicates: Sequence[int], problem: Any = None,
+                 w0: np.ndarray | None = None,
+                 groups: Sequence[tuple[TableGroup, Sequence[int]]] | None = None,
+                 extra_info: Callable[[int, Replayed], dict[str, Any]] | None = None,
+                 keep_personal: bool = False, progress: bool = False) -> list[Trace]:
+    """One Trace per table: :func:`replay_records` (its arguments), then the table's
+    :meth:`~fedsim.engine.replay.table.EventTable.trace`, truncated at a divergence, with
+    ``info`` the records' and ``extra_info(k, replayed)`` (facts an execution model derives
+    from the replayed states, e.g. AsyPFL's final ``beta_k``)."""
+    got = replay_records(scenario, tables, client_rule, server_rule, replicates=replicates,
+                         problem=problem, w0=w0, groups=groups, keep_personal=keep_personal,
+                         keep_state=extra_info is not None, progress=progress)
+    out = []
+    for k, rp in enumerate(got):
+        table = tables[k]
+        info = {**table.info, **rp.info}  # the timeline's facts, then the rules' counters
+        if extra_info:
+            info.update(extra_info(k, rp))
+        out.append(table.trace(metric_steps=rp.metric_steps, metrics=rp.metrics,
+                               final_w=rp.final_w, diverged_step=rp.diverged_step, info=info))
     return out

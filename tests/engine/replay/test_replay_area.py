@@ -1,5 +1,5 @@
 """AREA's runs replayed by ``run_batch`` along the tables of
-:func:`fedsim.engine.replay.area.area_table_set` (the iterate model's compiled merge, norm
+:func:`fedsim.engine.models.area.area_table_set` (the iterate model's compiled merge, norm
 family and Theorem 7 quadratics; other AREA runs SimPy's tables): per replicate the
 engine's trace, bit for bit.
 
@@ -15,10 +15,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine import run, run_batch, supports
-from fedsim.engine.replay.area import merged_timeline
-from fedsim.engine.replay.area_timeline import area_tables
+from fedsim.engine import problem_for, run, run_batch, supports
+from fedsim.engine.models.area import merged_timeline
+from fedsim.engine.models.area.merge import area_tables
+from fedsim.engine.models.area.schedule import area_client_rule
+from fedsim.engine.models.area.simpy_writer import area_table
+from fedsim.engine.replay.driver import replay_table
+from fedsim.rng import Streams
 
 TIMELINE = ("time", "kind_code", "client", "staleness_steps", "staleness_time",
             "buffer_fill", "metric_steps", "client_updates", "concurrency_time",
@@ -45,8 +50,22 @@ def norm_scenario(n: int = 6, dim: int = 1, K: int = 150, M: int = 3, every: int
         "record": {"every": every, "metrics": list(metrics)}})
 
 
+def simpy_reference(sc: Scenario, r: int):
+    """Replicate ``r`` through SimPy's table (the reference writer), replayed."""
+    p = problem_for(sc)
+    a = sc.algorithm
+    tr = replay_table(sc, [area_table(sc, p, Streams(sc.seed, r))],
+                      area_client_rule(sc, p).replay_form(),
+                      get_algorithm(a.name).server(a, p).replay_form(), replicates=[r],
+                      problem=p)[0]
+    tr.info["k"] = tr.steps_done
+    return tr
+
+
 def assert_engine(sc: Scenario, b, r: int) -> None:
-    a = run(sc, r)
+    """``b`` is SimPy's table replayed, bit for bit, and ``run``'s trace."""
+    assert run(sc, r).equals(b)
+    a = simpy_reference(sc, r)
     for c in TIMELINE:
         assert np.array_equal(getattr(a, c), getattr(b, c)), c
     assert (a.diverged, a.diverged_step, a.steps_done, a.sim_time, a.info) == (
@@ -124,7 +143,7 @@ def test_one_diverged_row_leaves_the_others_bitwise() -> None:
 def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
     """Ties have probability 0 under the model's exponential clocks; a replicate whose
     timeline has one takes SimPy's table (forced here), the others the merged one."""
-    import fedsim.engine.replay.area as ra
+    import fedsim.engine.models.area as ra
 
     sc = norm_scenario(K=60)
     real, simpy_table = ra.area_tables, ra.area_table
@@ -147,7 +166,7 @@ def test_tied_event_times_defer_to_the_engine(monkeypatch) -> None:
 def test_the_merge_by_hand() -> None:
     """Two clients and a timer merged by hand: order, staleness, fill, a tie, and the
     requests for more draws."""
-    from fedsim.engine.replay.area_timeline import K_CLIENT, K_SERVER, merge_events
+    from fedsim.engine.models.area.merge import K_CLIENT, K_SERVER, merge_events
 
     C = np.array([[1.0, 1.0, 1.0, 1.0], [0.5, 0.7, 0.9, 1.1]])
     S = np.array([1.5, 1.5, 1.5])
@@ -282,7 +301,7 @@ def test_quadratic_ergodic_gap_equals_engine() -> None:
 
 
 def test_area_run_shows_the_timeline_and_the_replay(capsys) -> None:
-    """``run(progress=True)`` of AREA draws SimPy's ``timeline:`` bar and then the
+    """``run(progress=True)`` of AREA draws the writer's ``timeline:`` bar and then the
     replay's ``replay:`` bar on stderr, and the trace is the one without bars."""
     sc = norm_scenario(K=200)
     plain = run(sc, 1)
@@ -295,9 +314,8 @@ def test_area_run_shows_the_timeline_and_the_replay(capsys) -> None:
 
 
 def test_area_records_are_the_traces_metrics() -> None:
-    """``area_records`` (the Monte Carlo's records, no Traces) holds run_batch's metrics,
+    """``run_batch``'s records (the Monte Carlo's, no Traces) hold its traces' metrics,
     records, divergence and final models bit for bit, merged and SimPy tables alike."""
-    from fedsim.engine.replay.area import area_records
 
     alg = norm_scenario(K=90).to_dict()
     alg["algorithm"]["model"] = "algorithm"
@@ -305,7 +323,8 @@ def test_area_records_are_the_traces_metrics() -> None:
     for sc in (norm_scenario(n=5, K=130, every=13), Scenario.from_dict(alg),
                theorem7_scenario(K=120, every=40), diverging):
         reps = [0, 2, 3, 4]
-        for rp, tr in zip(area_records(sc, reps), run_batch(sc, reps), strict=True):
+        for rp, tr in zip(run_batch(sc, reps, output="records").runs, run_batch(sc, reps),
+                          strict=True):
             assert np.array_equal(rp.metric_steps, tr.metric_steps)
             assert rp.diverged_step == tr.diverged_step and rp.steps_done == tr.steps_done
             assert np.array_equal(rp.final_w, tr.final_w)
@@ -316,7 +335,7 @@ def test_area_records_are_the_traces_metrics() -> None:
 def test_merged_group_is_the_group_of_the_merged_tables() -> None:
     """The group laid out from the merge's arrays holds, column for column, what the
     group of :func:`event_tables`' tables of the same rows concatenates."""
-    from fedsim.engine.replay.area_timeline import event_tables, merged_group
+    from fedsim.engine.models.area.merge import event_tables, merged_group
     from fedsim.engine.replay.group import TableGroup
 
     sc = norm_scenario(n=5, K=90, every=20, M=4)
@@ -335,7 +354,7 @@ def test_merged_group_is_the_group_of_the_merged_tables() -> None:
 def test_area_records_with_a_tied_replicate(monkeypatch) -> None:
     """A tied replicate's records come from SimPy's table, in its place among the merged
     ones, all equal to run_batch's."""
-    import fedsim.engine.replay.area as ra
+    import fedsim.engine.models.area as ra
 
     sc = norm_scenario(K=60)
     real = ra.area_tables
@@ -347,7 +366,8 @@ def test_area_records_with_a_tied_replicate(monkeypatch) -> None:
 
     monkeypatch.setattr(ra, "area_tables", tied_for_one)
     reps = [0, 2, 3]
-    for rp, tr in zip(ra.area_records(sc, reps), run_batch(sc, reps), strict=True):
+    for rp, tr in zip(run_batch(sc, reps, output="records").runs, run_batch(sc, reps),
+                      strict=True):
         assert np.array_equal(rp.final_w, tr.final_w)
         for m, v in rp.metrics.items():
             assert np.array_equal(v, tr.metrics[m], equal_nan=True), m

@@ -1,5 +1,5 @@
 """The compiled event-loop timeline (replay.event_timeline) gives the rows of the
-vectorised merge (replay.timeline), which equals the SimPy engine's event sequence (its own
+vectorised merge (models.physical.merge), which equals the SimPy engine's event sequence (its own
 tests), bit for bit, for every Constant/Exponential case, whatever the chunks."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from test_replay_timeline import CASES, scenario
 
 from fedsim.engine import run
-from fedsim.engine.replay.event_timeline import EventTimeline, supports_plan
-from fedsim.engine.replay.timeline import FedAsyncTimeline
+from fedsim.engine.models.physical.event_loop import EventTimeline, supports_plan
+from fedsim.engine.models.physical.merge import FedAsyncTimeline
 from fedsim.rng.delays import DelayPlan
 
 FIELDS = ("time", "client", "omega", "t_read", "round", "b_time", "b_delta", "b_gate",

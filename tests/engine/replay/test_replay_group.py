@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run, run_batch
-from fedsim.engine.dispatch import table_writer
-from fedsim.engine.replay.driver import TableSet, metric_plan, noise_streams, replay_one
+from fedsim.engine.dispatch import write_tables
+from fedsim.engine.replay.driver import metric_plan, noise_streams, replay_one
 from fedsim.engine.replay.group import TableGroup, group_slices, replay_group
 from fedsim.engine.setup import initial_model
 from fedsim.local import make_client_rule
@@ -37,8 +37,7 @@ SC = _scenario()
 
 def _setup(sc: Scenario):
     p = problem_for(sc)
-    written = table_writer(sc)(sc, p, REPS)
-    tables = written.tables if isinstance(written, TableSet) else written
+    tables = list(write_tables(sc, p, REPS).tables)
     cf = make_client_rule(sc.algorithm, p).replay_form()
     sf = get_algorithm(sc.algorithm.name).server(sc.algorithm, p).replay_form()
     return p, tables, cf, sf, metric_plan(sc, p)

@@ -12,7 +12,7 @@ import pytest
 
 import fedsim.local.sgd as sgd_mod
 from fedsim.config import Scenario
-from fedsim.engine.dispatch import table_writer
+from fedsim.engine.dispatch import write_tables
 from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.setup import problem_for
 from fedsim.local import make_client_rule
@@ -29,7 +29,7 @@ COUNTERS = ("inner_iters", "inner_solves", "inner_failures")
 def _replay(name, form):
     sc = Scenario.from_dict(mc.ENGINE_CASES[name])
     p = problem_for(sc)
-    tables = table_writer(sc)(sc, p, list(REPS))
+    tables = list(write_tables(sc, p, list(REPS)).tables)
     rule = make_client_rule(sc.algorithm, p)
     return replay_table(sc, tables, form(rule), replicates=list(REPS), problem=p), rule
 
@@ -75,7 +75,7 @@ def test_replicate_does_not_depend_on_the_others():
     sc = Scenario.from_dict(mc.ENGINE_CASES["fedasync_moreau_quad"])
     p = problem_for(sc)
     rule = make_client_rule(sc.algorithm, p)
-    both = replay_table(sc, table_writer(sc)(sc, p, [0, 2]), rule, replicates=[0, 2],
+    both = replay_table(sc, list(write_tables(sc, p, [0, 2]).tables), rule, replicates=[0, 2],
                         problem=p)
-    one = replay_table(sc, table_writer(sc)(sc, p, [2]), rule, replicates=[2], problem=p)
+    one = replay_table(sc, list(write_tables(sc, p, [2]).tables), rule, replicates=[2], problem=p)
     assert both[1].equals(one[0])

@@ -7,7 +7,7 @@ import pytest
 
 from fedsim.config import Scenario
 from fedsim.engine import run
-from fedsim.engine.replay.timeline import FedAsyncTimeline, timeline_arrays
+from fedsim.engine.models.physical.merge import FedAsyncTimeline, timeline_arrays
 
 
 def _E(rate: float) -> dict:

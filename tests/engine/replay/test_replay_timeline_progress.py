@@ -9,6 +9,7 @@ import numpy as np
 import fedsim.engine.dispatch as dispatch
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run
+from fedsim.engine.models import ExecutionModel, model_of
 from fedsim.engine.replay.driver import TableSet
 
 
@@ -26,13 +27,15 @@ def test_pieces_change_no_table_and_keep_extra_info_indices(monkeypatch, capsys)
     sc = _sc()
     p = problem_for(sc)
     reps = [0, 1, 2, 3, 4]
-    real = dispatch.table_writer(sc)
+    real = model_of(sc).write
 
     def writer(scenario, problem, rs):
-        return TableSet(tables=real(scenario, problem, rs),
+        w = real(scenario, problem, rs)
+        return TableSet(tables=list(w.tables if isinstance(w, TableSet) else w),
                         extra_info=lambda k, res, rs=list(rs): {"rep": rs[k]})
 
-    monkeypatch.setattr(dispatch, "table_writer", lambda s: writer)
+    monkeypatch.setattr(dispatch, "model_of", lambda s: ExecutionModel(key="wrapped",
+                                                                     write=writer))
     monkeypatch.setattr(dispatch, "TIMELINE_PIECES", 2)
     whole = dispatch.write_tables(sc, p, reps)
     pieces = dispatch.write_tables(sc, p, reps, progress=True)

@@ -1,4 +1,4 @@
-"""Many replicates' FedAsync tables in one compiled call (replay.upload_group): each
+"""Many replicates' FedAsync tables in one compiled call (the group writer): each
 replicate's table is the per-replicate writer's, column for column; the group's columns
 are those TableGroup concatenates; nothing depends on the group's size or order."""
 
@@ -11,11 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedsim.engine.replay import replay_fedasync
-from fedsim.engine.replay.fedasync import fedasync_tables
+from fedsim.engine import run_batch
+from fedsim.engine.models.physical import write
+from fedsim.engine.models.physical.group_writer import (
+    GroupTables,
+    group_table_set,
+    group_writes,
+    upload_group,
+)
+from fedsim.engine.models.physical.upload_tables import fedasync_tables
 from fedsim.engine.replay.group import TableGroup
-from fedsim.engine.replay.upload_group import group_writes, upload_group
 from fedsim.engine.staleness import physical_staleness_bound
+from fedsim.rng.delays import DelayPlan
 from tests.engine.replay.test_replay_fedasync import CASES, scenario
 
 TABLE_COLS = ("time", "kind", "client", "staleness_steps", "staleness_time", "buffer_fill",
@@ -39,7 +46,7 @@ def _bound(sc) -> float:
 
 def _write(sc, reps):
     return upload_group(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")),
-                        staleness_bound=_bound(sc))
+                        staleness_bound=_bound(sc), plan=DelayPlan(sc))
 
 
 def assert_tables_equal(a, b) -> None:
@@ -74,7 +81,7 @@ def _scenario(name: str):
 @pytest.mark.parametrize("name", sorted(GROUP_CASES))
 def test_each_table_is_the_per_replicate_writers(name: str) -> None:
     sc = _scenario(name)
-    assert group_writes(sc)
+    assert group_writes(sc, DelayPlan(sc))
     reps = [0, 3, 4]
     ug = _write(sc, reps)
     ref = fedasync_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")), chunk=64)
@@ -112,14 +119,17 @@ def test_a_replicate_does_not_depend_on_its_group(reps: list[int]) -> None:
 
 @pytest.mark.parametrize("name", ["basic", "arrival_think_steps_and_time"])
 def test_replay_is_the_same_with_either_writer(name: str) -> None:
-    """``replay_fedasync`` through the compiled group writer: the same bits for any group
-    size, and the kept tables are the per-replicate writer's."""
+    """The model's rule takes the group writer here; its records are the same bits for
+    any piece size, and its tables (built when asked for) the per-replicate writer's."""
+    from fedsim.engine import problem_for
+
     sc = _scenario(name)
     reps = list(range(7))
-    res = replay_fedasync(sc, reps, keep_timeline=True)
-    assert res.info["writer"] == "compiled_group"
+    written = write(sc, problem_for(sc), reps)
+    assert isinstance(written.tables, GroupTables) and written.groups
+    res = run_batch(sc, reps, output="records")
     for group in (1, 3):
-        other = replay_fedasync(sc, reps, group=group)
+        other = run_batch(sc, reps, output="records", group=group)
         assert np.array_equal(other.final_w, res.final_w)
         assert np.array_equal(other.sim_time, res.sim_time)
         assert np.array_equal(other.client_updates, res.client_updates)
@@ -127,16 +137,18 @@ def test_replay_is_the_same_with_either_writer(name: str) -> None:
             assert np.array_equal(other.grid[m], res.grid[m], equal_nan=True)
     ref = fedasync_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")))
     for k in range(len(reps)):
-        assert_tables_equal(res.tables[k], ref[k])
+        assert_tables_equal(written.tables[k], ref[k])
         assert res.sim_time[k] == ref[k].sim_time
+        assert written.tables.end(k)[0] == ref[k].sim_time
 
 
 def test_a_time_horizon_only_run_takes_the_per_replicate_writer() -> None:
-    sc = scenario(**CASES["arrival_think_time_horizon"])
-    assert not group_writes(sc)
-    assert replay_fedasync(sc, [0]).info["writer"] == "per_replicate"
-    sc = scenario(**CASES["uniform_think_merge"])
-    assert not group_writes(sc)
+    from fedsim.engine import problem_for
+
+    for case in ("arrival_think_time_horizon", "uniform_think_merge"):
+        sc = scenario(**CASES[case])
+        assert not group_writes(sc, DelayPlan(sc))
+        assert isinstance(write(sc, problem_for(sc), [0]), list)
 
 
 def test_buffers_over_the_memory_budget_are_refused_before_allocation() -> None:
@@ -153,11 +165,11 @@ def test_buffers_over_the_memory_budget_are_refused_before_allocation() -> None:
         set_memory_budget(100_000)  # the timeline of 3 x 2000 uploads needs ~451 KiB
         with pytest.raises(ReplayMemoryError,
                            match=r"FedAsync timeline of 3 .* KiB .*budget of 97.7 KiB"):
-            replay_fedasync(sc, [0, 1, 2])
+            run_batch(sc, [0, 1, 2], output="records")
     finally:
         set_memory_budget(None)
     ug = _write(sc, [0, 1, 2])
-    ref = replay_fedasync(sc, [0, 1, 2])
+    ref = run_batch(sc, [0, 1, 2], output="records")
     need = ug.group.steps * 8  # the replay's fills alone
     try:
         set_memory_budget(need - 1)
@@ -175,16 +187,17 @@ def test_buffers_over_the_memory_budget_are_refused_before_allocation() -> None:
 def test_run_and_run_batch_take_the_group_writers_tables() -> None:
     """``run``/``run_batch`` write FedAsync's tables with the group writer (several
     groups here), and their traces are the per-replicate tables' replays."""
-    from fedsim.engine import run, run_batch
+    from fedsim.engine import run
     from fedsim.engine.replay.driver import replay_table
-    from fedsim.engine.replay.upload_group import group_tables
 
     sc = _scenario("think_constant_ties")
     reps = [0, 2, 5]
     ref = fedasync_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")))
-    got = group_tables(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")),
-                       staleness_bound=_bound(sc), steps=400)  # one replicate a group
-    for a, b in zip(got, ref, strict=True):
+    got = group_table_set(sc, reps, n=sc.problem.n, Q=int(sc.algorithm.get("Q")),
+                          staleness_bound=_bound(sc), plan=DelayPlan(sc),
+                          steps=400)  # one replicate a group
+    assert len(got.groups) == 3
+    for a, b in zip(got.tables, ref, strict=True):
         assert_tables_equal(a, b)
     want = replay_table(sc, ref, replicates=reps)
     for k, tr in enumerate(run_batch(sc, reps)):

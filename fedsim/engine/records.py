@@ -1,10 +1,9 @@
-"""The results of a batched replay as arrays over replicates: ``BatchResult``.
+"""``run_batch(..., output="records")``'s result as arrays over replicates: ``BatchResult``.
 
-Part of :mod:`fedsim.engine.replay.fedasync` (its docstring has the algorithm).
-:func:`batch_result` gathers the per-replicate results of
-:func:`fedsim.engine.replay.driver.replay_one` into arrays; with the replicates' event
-tables kept, :meth:`BatchResult.trace` is the engine's :class:`fedsim.trace.Trace` of a
-row (:meth:`fedsim.engine.replay.table.EventTable.trace`).
+:func:`batch_result` gathers the per-replicate records of the replay
+(:class:`~fedsim.engine.replay.group.Replayed`, :func:`fedsim.engine.replay.driver.
+replay_records`) into arrays, with no Trace built (a Monte Carlo or a search reads a few
+numbers per replicate).
 """
 from __future__ import annotations
 
@@ -14,10 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from fedsim.engine.replay.driver import Replayed
-from fedsim.engine.replay.table import EventTable
-from fedsim.errors import require
-from fedsim.trace import Trace
+from fedsim.engine.replay.group import Replayed
 
 __all__ = ["BatchResult", "batch_result"]
 
@@ -28,8 +24,8 @@ class BatchResult:
 
     ``grid_steps`` are the recorded steps ``0, every, ...`` up to the largest step any
     replicate reached; ``grid[name]`` is ``(R, len(grid_steps))`` (NaN past a replicate's
-    end, and at a diverged step); ``runs[k]`` the replicate's full records; ``tables``
-    (``keep_timeline=True``) its event table, for :meth:`trace`.
+    end, and at a diverged step); ``runs[k]`` the replicate's full records (its ``info``
+    the rules' counters and the model's extras).
     """
 
     replicates: list[int]
@@ -42,29 +38,18 @@ class BatchResult:
     sim_time: np.ndarray
     client_updates: np.ndarray
     runs: list[Replayed]
-    tables: list[EventTable] | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diverged(self) -> np.ndarray:
         return self.diverged_step >= 0
 
-    def trace(self, k: int) -> Trace:
-        """Row ``k`` as the engine's Trace (needs ``keep_timeline=True``)."""
-        require(self.tables is not None, "keep_timeline", False,
-                "must be True to rebuild traces")
-        r = self.runs[k]
-        return self.tables[k].trace(metric_steps=r.metric_steps, metrics=r.metrics,
-                                    final_w=r.final_w, diverged_step=r.diverged_step,
-                                    info=r.info)
-
 
 def batch_result(replicates: list[int], names: list[str], every: int, runs: list[Replayed],
                  sim_time: Sequence[float], client_updates: Sequence[np.ndarray],
-                 tables: list[EventTable] | None, info: dict[str, Any]) -> BatchResult:
-    """The arrays of :class:`BatchResult` from the replicates' results, their simulated
-    times and upload counts as the runs ended (truncated at a divergence) and, when kept,
-    their tables."""
+                 info: dict[str, Any]) -> BatchResult:
+    """The arrays of :class:`BatchResult` from the replicates' results and their simulated
+    times and upload counts as the runs ended (truncated at a divergence)."""
     R = len(runs)
     top = max((r.steps_done for r in runs), default=0)
     grid_steps = np.arange(top // every + 1, dtype=np.int64) * every
@@ -84,4 +69,4 @@ def batch_result(replicates: list[int], names: list[str], every: int, runs: list
         final_w=np.array([r.final_w for r in runs]),
         sim_time=np.array(sim_time, dtype=np.float64),
         client_updates=np.array(client_updates, dtype=np.int64).reshape(R, -1), runs=runs,
-        tables=list(tables) if tables is not None else None, info=info)
+        info=info)

@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from fedsim.config import Scenario
+from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.errors import require
 from fedsim.trace import KINDS
 
-__all__ = ["read_schedule", "schedule_clients", "recorded_table", "recorded_tables"]
+__all__ = ["MODEL", "read_schedule", "schedule_clients", "recorded_table", "recorded_tables"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -107,3 +108,6 @@ def recorded_tables(scenario: Scenario, problem, replicates: Sequence[int]
     differ in their gradient noise): ``fedsim.engine.dispatch.TABLE_WRITERS``."""
     table = recorded_table(scenario, problem)
     return [table for _ in replicates]
+
+
+MODEL = ExecutionModel(key="recorded", write=recorded_tables, doc=__doc__)

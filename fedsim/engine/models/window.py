@@ -9,9 +9,9 @@ buffer.  There are no physical delays: the ``time`` column is the step index and
 concurrency curve is empty (NaN mean).  ``staleness_bound = max{s : pi_s > 0}``.
 This is the paper's abstraction, not a physical one-job-per-client system.
 
-The model runs as table -> replay: :func:`window_table` writes the steps (no algebra; a
-:class:`~fedsim.engine.steplog.TableLog`), :func:`window_tables` is its entry in
-``fedsim.engine.dispatch.TABLE_WRITERS``, and ``fedsim.engine.run``/``run_batch`` replay it
+The model's home: one writer, :func:`window_table` (no algebra, no SimPy: a
+:class:`~fedsim.engine.steplog.TableLog`), and the ring's memory (:func:`memory`);
+``fedsim.engine.run``/``run_batch`` replay its tables
 (:func:`fedsim.engine.replay.driver.replay_table`) with the algorithm's client rule and
 FedAsync's server rule.
 """
@@ -25,13 +25,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
+from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.rng import Streams
 from fedsim.rng.delays import BLOCK
 from fedsim.trace import KINDS
 
-__all__ = ["window_table", "window_tables"]
+__all__ = ["MODEL", "window_table", "window_tables", "memory"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -79,6 +80,18 @@ def window_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
 
 
 def window_tables(scenario: Scenario, problem, replicates: Sequence[int]) -> list[EventTable]:
-    """:func:`window_table` of each replicate (``fedsim.engine.dispatch.TABLE_WRITERS``)."""
+    """:func:`window_table` of each replicate (the model's writer)."""
     return [window_table(scenario, problem, Streams(scenario.seed, int(r)))
             for r in replicates]
+
+
+def memory(scenario: Scenario, d: float) -> dict[str, float]:
+    """The bytes the window model adds to :func:`fedsim.config.budget.estimate_bytes`:
+    the ring of the last ``tau + 1`` server models (``(tau + 1) d``) and the delay
+    distribution on ``{0..tau}`` (array and default list, ``3 (tau + 1)``)."""
+    tau = getattr(scenario.algorithm, "tau", None)
+    tau = float(tau) if isinstance(tau, (int, float)) and not isinstance(tau, bool) else 0.0
+    return {"window": 8.0 * (tau + 1.0) * (d + 3.0)}
+
+
+MODEL = ExecutionModel(key="window", write=window_tables, memory=memory, doc=__doc__)

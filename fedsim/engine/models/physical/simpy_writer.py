@@ -21,11 +21,10 @@ and in time) and fill; per upload the step it read and its staleness at arrival.
 runs here: :func:`fedsim.engine.dispatch.run` and :func:`fedsim.engine.run_batch` replay the
 client and server rules along the table (:mod:`fedsim.engine.replay.driver`), and a run
 that diverges at step ``t`` is truncated there as the engine stops
-(:meth:`~fedsim.engine.replay.table.EventTable.truncated`).  FedAsync's tables come from
-its compiled event loop or the vectorised merge
-(:mod:`fedsim.engine.replay.event_timeline`, :mod:`~fedsim.engine.replay.timeline`),
-tested bitwise equal to this writer; :mod:`fedsim.engine.reference` is the plain per-step
-engine that computes as it simulates (the oracle of the tests).
+(:meth:`~fedsim.engine.replay.table.EventTable.truncated`).  The fast writers of
+:mod:`fedsim.engine.models.physical` are tested bitwise equal to this one;
+:mod:`~fedsim.engine.models.physical.reference` is the plain per-step engine that computes
+as it simulates (the oracle of the tests).
 """
 
 from __future__ import annotations
@@ -33,12 +32,11 @@ from __future__ import annotations
 from typing import Any
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.driver import replay_table
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.rng import Streams
-from fedsim.trace import KINDS, Trace
+from fedsim.trace import KINDS
 
 __all__ = ["AsyncRun", "K_UPLOAD", "K_AGG"]
 
@@ -48,7 +46,7 @@ K_AGG = KINDS.index("aggregate")
 
 class AsyncRun(RunSetup):
     """The timeline of one asynchronous physical run (module docstring): :meth:`table`
-    simulates it; :meth:`run` is the table replayed (``fedsim.engine.run``)."""
+    simulates it."""
 
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool,
                  spec: Any) -> None:
@@ -67,12 +65,6 @@ class AsyncRun(RunSetup):
         """Set the clients going (at the current simulated time)."""
         for i in range(self.n):
             self.env.process(self._client(i))
-
-    def run(self) -> Trace:
-        """The run's Trace: :meth:`table`, then the scenario's rules replayed along it
-        (:func:`fedsim.engine.replay.driver.replay_table`)."""
-        return replay_table(self.scenario, [self.table()], replicates=[self.streams.replicate],
-                            problem=self.problem)[0]
 
     def table(self) -> EventTable:
         """Simulate to the horizon and return the event table."""

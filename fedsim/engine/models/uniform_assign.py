@@ -24,13 +24,14 @@ from collections import deque
 from collections.abc import Sequence
 
 from fedsim.config import Scenario
+from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["uniform_assign_table", "uniform_assign_tables"]
+__all__ = ["MODEL", "uniform_assign_table", "uniform_assign_tables"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -96,3 +97,6 @@ def uniform_assign_tables(scenario: Scenario, problem, replicates: Sequence[int]
     (``fedsim.engine.dispatch.TABLE_WRITERS``)."""
     return [uniform_assign_table(scenario, problem, Streams(scenario.seed, int(r)))
             for r in replicates]
+
+
+MODEL = ExecutionModel(key="uniform_assign", write=uniform_assign_tables, doc=__doc__)

@@ -1,4 +1,4 @@
-"""AREA ([A] Algorithms 1-2) in two execution modes (THEORY_SPEC 2.2).
+"""AREA's SimPy reference writer (:func:`area_table`), for either of its two models.
 
 Every event is one global iteration k (client arrival, ``kind = "client"``, or
 aggregation, ``kind = "server"``); ``horizon.steps`` is K.
@@ -34,126 +34,19 @@ modes unless every delay is bounded; not derived for AREA).
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.driver import progress_bar, replay_table
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.setup import RunSetup, initial_model
+from fedsim.engine.setup import RunSetup
 from fedsim.engine.simpy_fast import at
 from fedsim.errors import require
-from fedsim.local import make_client_rule
-from fedsim.local.area import AreaClientRule
 from fedsim.rng import Streams
-from fedsim.servers.area import AreaRule, StepSizes, theorem7_step_sizes
-from fedsim.trace import KINDS, Trace
+from fedsim.trace import KINDS
 
-__all__ = ["run_area", "area_table", "area_client_rule", "area_invariant", "step_schedule",
-           "event_probabilities"]
+__all__ = ["area_table", "K_CLIENT", "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
-
-
-def event_probabilities(scenario: Scenario) -> tuple[np.ndarray, float]:
-    """``(p_i, p_s)`` of the iterate model's i.i.d. events ([A] Example 3)."""
-    n = scenario.problem.n
-    rates = np.array([1.0 / scenario.delays.for_client(i)["compute"].mean for i in range(n)])
-    rs = float(scenario.trigger.rate)
-    tot = rs + rates.sum()
-    return rates / tot, rs / tot
-
-
-def step_schedule(scenario: Scenario, problem) -> StepSizes:
-    """``alpha_k`` of the scenario: constant, c/(k+d), or [A] Theorem 7's (H7.4,
-    :func:`fedsim.servers.area.theorem7_step_sizes`)."""
-    s = scenario.algorithm.alpha
-    if s.kind == "theorem7":
-        p, ps = event_probabilities(scenario)
-        cons = problem.constants
-        L, mu = float(cons["L"].value), float(cons["mu"].value)
-        require(mu > 0, "problem.mu", mu, "must be > 0 for the Theorem 7 schedule")
-        M = int(scenario.algorithm.get("M"))
-        p_min = float(min(p.min(), ps))
-        return theorem7_step_sizes(L=L, mu=mu, M=M, p_min=p_min)
-    return StepSizes(s.kind, s.value, s.c, s.d)
-
-
-def area_client_rule(scenario: Scenario, problem) -> AreaClientRule:
-    """AREA's client rule of ``scenario``: the registered client rule's M-step SGD kernel,
-    the step schedule (:func:`step_schedule`) and the model."""
-    a = scenario.algorithm
-    return AreaClientRule(sgd=make_client_rule(a, problem), steps=step_schedule(scenario, problem),
-                          iterate=a.model == "iterate_model")
-
-
-def run_area(scenario: Scenario, problem, streams: Streams, progress: bool, spec: Any = None,
-             *, check_invariant: bool = False) -> Trace:
-    """AREA's run: its event table (:func:`area_table`) replayed through the one replay
-    (:func:`fedsim.engine.replay.driver.replay_table`) with the client rule
-    :func:`fedsim.local.area.area_client_for` and the server rule
-    :func:`fedsim.servers.area.area_server`.  ``progress``: two bars on stderr, as for the
-    other models -- ``timeline:`` over the steps SimPy wrote, then ``replay:`` over the
-    steps replayed (:func:`fedsim.engine.replay.driver.progress_bar`).  ``info["k"]``: the
-    global iterations done;
-    ``check_invariant`` records ``max |x_s + u_s - ybar|`` (:func:`area_invariant`) in
-    ``info["invariant_max"]``."""
-    if spec is None:
-        from fedsim.algorithms import get_algorithm
-        spec = get_algorithm(scenario.algorithm.name)
-    bar = progress_bar(scenario.horizon.steps, "timeline") if progress else None
-    table = area_table(scenario, problem, streams)
-    if bar is not None:
-        bar.update(table.steps_done)
-        bar.close()
-    cr = area_client_rule(scenario, problem)
-    server = spec.server(scenario.algorithm, problem)
-    tr = replay_table(scenario, [table], cr.replay_form(), server.replay_form(),
-                      replicates=[streams.replicate], problem=problem, progress=progress)[0]
-    tr.info["k"] = tr.steps_done
-    if check_invariant:
-        tr.info["invariant_max"] = area_invariant(scenario, problem, table, streams.replicate,
-                                                  tr.steps_done)
-    return tr
-
-
-def area_invariant(scenario: Scenario, problem, table: EventTable, replicate: int,
-                   steps: int) -> float:
-    """``max_t |x_{s,t} + u_{s,t} - mean_i y_{i,t}|`` over steps ``1..steps`` of ``table``
-    ([A] Appendix A: 0 up to rounding): a diagnostic walk through the same rule functions
-    as the replay, called per step from Python (:meth:`AreaClientRule.run`,
-    :func:`fedsim.servers.area.area_server`), each round's numbers drawn from the client's
-    ``noise`` stream as the engine draws them (:meth:`AreaClientRule.draw_round`)."""
-    cr = area_client_rule(scenario, problem)
-    sf = AreaRule(problem.n).replay_form()
-    n, d = problem.n, problem.dim
-    w0 = initial_model(problem, scenario)
-    hist = np.empty((steps + 1, sf.s_rows, d))
-    sf.init_state(hist[0], w0)
-    cst = np.empty((n, cr.c_rows, d))
-    for i in range(n):
-        cr.init_state(cst[i], w0)
-    streams = Streams(scenario.seed, replicate)
-    gens = [streams.client(i, "noise") for i in range(n)]
-    blk = np.empty(cr.M * cr.k)
-    fp = cr.params()
-    news, reads = np.zeros((n, d)), np.zeros((n, d))
-    cnt = np.zeros(1, dtype=np.int64)
-    worst = 0.0
-    for t in range(1, steps + 1):
-        lo, hi = int(table.ptr[t - 1]), int(table.ptr[t])
-        for c, p in enumerate(range(lo, hi)):
-            i, tr = int(table.c_client[p]), int(table.c_read[p])
-            reads[c] = hist[tr, 0]
-            cr.run(i, cst[i], reads[c], tr, cr.draw_round(gens[i], i, blk), fp, news[c], cnt)
-        hist[t] = hist[t - 1]
-        sf.apply(hist[t], table.c_client[lo:hi], reads, news, hi - lo, table.c_stale[lo:hi],
-                 int(table.kind[t - 1]), sf.fp, cnt)
-        gap = hist[t, 0] + hist[t, 1] - cst[:, 1].mean(axis=0)
-        worst = max(worst, float(np.max(np.abs(gap))))
-    return worst
 
 
 def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:

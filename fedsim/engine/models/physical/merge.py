@@ -34,9 +34,9 @@ think-end of the same client, or 0 for the first round; ``arrival``: the downloa
 *Stop.*  Uploads at ``time >= horizon.time`` are never processed; the step horizon and
 divergence are applied by the consumer.
 
-The chunks' rows (:class:`~fedsim.engine.replay.uploads.TimelineChunk`) and their grouping
-into server steps (:func:`~fedsim.engine.replay.uploads.uploads_table`) are in
-:mod:`fedsim.engine.replay.uploads`.
+The chunks' rows (:class:`~fedsim.engine.models.physical.uploads.TimelineChunk`) and their grouping
+into server steps (:func:`~fedsim.engine.models.physical.uploads.uploads_table`) are in
+:mod:`fedsim.engine.models.physical.uploads`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.config.runtime import DELAY_KINDS
 from fedsim.delays import Constant
-from fedsim.engine.replay.uploads import TimelineChunk
+from fedsim.engine.models.physical.uploads import TimelineChunk
 from fedsim.errors import check_sim_time
 from fedsim.rng.delays import BLOCK as ENGINE_BLOCK
 from fedsim.rng.delays import ClientDelayStream, DelayPlan

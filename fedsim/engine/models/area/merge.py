@@ -341,11 +341,11 @@ def area_tables(scenario: Scenario, replicates: Sequence[int],
 
 def event_tables(tabs: AreaTables, M: int, every: int) -> list[EventTable]:
     """Every row of ``tabs`` as the replay's :class:`~fedsim.engine.replay.table.EventTable`
-    (REPLAY_SPEC 1), the one :func:`fedsim.engine.area.area_table` writes for the iterate
-    model: a client event is one contribution reading version ``t - 1`` (``M`` local
-    steps, ``c_stale`` its staleness column), a server event none; ``sim_time`` the time
-    of the K-th event, the busy curve constant 1.  Each table's arrays are views of
-    ``tabs``' rows."""
+    (REPLAY_SPEC 1), the one :func:`~fedsim.engine.models.area.simpy_writer.area_table`
+    writes for the iterate model: a client event is one contribution reading version
+    ``t - 1`` (``M`` local steps, ``c_stale`` its staleness column), a server event none;
+    ``sim_time`` the time of the K-th event, the busy curve constant 1.  Each table's
+    arrays are views of ``tabs``' rows."""
     R, K = tabs.time.shape[0], tabs.time.shape[1] - 1
     steps = np.full(K, M, np.int32)
     ms = metric_steps(K, every)

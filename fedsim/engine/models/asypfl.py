@@ -28,7 +28,7 @@ upload -> think*:
 The SimPy processes compute no model (:func:`asypfl_table`): ``E_k`` depends on simulated
 times only, so the timeline is an event table with one server step (kind ``"upload"``)
 per upload and one contribution (``c_read = r_k``, ``c_steps = E_k``).  The replay
-(:func:`run_asypfl`, :func:`fedsim.engine.replay.driver.replay_table`) then runs, per
+(:func:`fedsim.engine.replay.driver.replay_table`) then runs, per
 upload in step order, the ``E_k`` local steps of Algorithm 1
 (:func:`fedsim.local.asypfl.asypfl_update`, client k's ``noise`` stream) and eq. (4)
 (``omega <- omega + p^k (omega_k - omega^{r_k})``,
@@ -62,15 +62,16 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.config.budget import memory_budget
-from fedsim.engine.replay.driver import TableSet, replay_table
+from fedsim.engine.models.base import ExecutionModel
+from fedsim.engine.replay.driver import TableSet
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.errors import FedsimError, require
 from fedsim.rng import Streams
 from fedsim.rng.delays import RoundDelays
-from fedsim.trace import KINDS, Trace
+from fedsim.trace import KINDS
 
-__all__ = ["run_asypfl", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",
+__all__ = ["MODEL", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",
            "round_step_bytes", "RoundDelays"]
 
 K_UPLOAD = KINDS.index("upload")
@@ -78,7 +79,7 @@ K_UPLOAD = KINDS.index("upload")
 
 def asypfl_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
                   spec: Any = None) -> TableSet:
-    """AsyPFL's table writer (:data:`fedsim.engine.dispatch.TABLE_WRITERS` ``"asypfl"``):
+    """AsyPFL's table writer (its one writer, SimPy):
     one timeline per replicate (:func:`asypfl_table`) and what the replay adds to each
     Trace's ``info`` -- the final personal models ``beta`` and, when the problem has
     ``f_i_star``, ``personal_gap`` at the recorded steps (:func:`personal_gap`); after a
@@ -113,20 +114,6 @@ def asypfl_tables(scenario: Scenario, problem, replicates: Sequence[int], *,
         return out
 
     return TableSet(tables=tables, extra_info=extra, keep_personal=f_star is not None)
-
-
-def run_asypfl(scenario: Scenario, problem, streams: Streams, progress: bool,
-               spec: Any = None) -> Trace:
-    """Simulate AsyPFL once (module docstring): the timeline and the replay's extras
-    (:func:`asypfl_tables`), then the rules replayed along it
-    (:func:`fedsim.engine.replay.driver.replay_table`), ``streams`` a
-    :class:`fedsim.rng.Streams` of ``scenario.seed``."""
-    require(streams.seed == scenario.seed, "streams.seed", streams.seed,
-            f"must be the scenario's seed {scenario.seed}")
-    ts = asypfl_tables(scenario, problem, [streams.replicate], spec=spec)
-    return replay_table(scenario, ts.tables, replicates=[streams.replicate], problem=problem,
-                        extra_info=ts.extra_info, keep_personal=ts.keep_personal,
-                        progress=progress)[0]
 
 
 def time_statistics(server: Any, clients: np.ndarray, steps: np.ndarray, times: np.ndarray,
@@ -243,3 +230,6 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
     return (log.table(n=n, sim_time=env.now, every=int(scenario.record.every),
                       staleness_bound=math.inf, info=info),
             np.asarray(round_times, dtype=np.float64).reshape(-1, 2))
+
+
+MODEL = ExecutionModel(key="asypfl", write=asypfl_tables, doc=__doc__)

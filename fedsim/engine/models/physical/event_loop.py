@@ -3,9 +3,10 @@
 For a scenario whose delay models are all ``Constant`` or ``Exponential``
 (:attr:`DelayPlan.vector <fedsim.rng.delays.DelayPlan>`), this module
 runs the physical model's event loop -- the clients as callbacks on one heap, the order of
-the SimPy writer :class:`fedsim.engine.physical.AsyncRun` -- in compiled code, and emits the same
-:class:`~fedsim.engine.replay.uploads.TimelineChunk` rows as
-:class:`~fedsim.engine.replay.timeline.FedAsyncTimeline` (the vectorised merge, which
+the SimPy writer :class:`~fedsim.engine.models.physical.simpy_writer.AsyncRun` --
+in compiled code, and emits the same
+:class:`~fedsim.engine.models.physical.uploads.TimelineChunk` rows as
+:class:`~fedsim.engine.models.physical.merge.FedAsyncTimeline` (the vectorised merge, which
 serves every other delay model).  No model values are involved.
 
 Contract with the SimPy writer, event by event
@@ -45,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.replay.uploads import TimelineChunk
+from fedsim.engine.models.physical.uploads import TimelineChunk
 from fedsim.jit import jit
 from fedsim.rng.delays import DelayPlan
 from fedsim.rng.streams import client_states, stream
@@ -231,7 +232,7 @@ def advance_loop(k, H, arrival, st, ht, he, hc, blk, omega, tread, thnext, jn, k
 
 class EventTimeline:
     """The timeline of one replicate by the compiled event loop (module docstring); the
-    interface of :class:`~fedsim.engine.replay.timeline.FedAsyncTimeline` (``take``,
+    interface of :class:`~fedsim.engine.models.physical.merge.FedAsyncTimeline` (``take``,
     ``oldest_read``, ``done``).
 
     ``states``: the clients' ``delays`` stream rows ``(n, 6)`` (default: built here; they

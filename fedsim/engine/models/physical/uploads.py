@@ -1,8 +1,8 @@
 """An upload timeline's rows, and their grouping into the replay's event table.
 
 Both upload timelines of the asynchronous physical model -- the compiled event loop
-(:mod:`fedsim.engine.replay.event_timeline`) and the vectorised merge
-(:mod:`fedsim.engine.replay.timeline`) -- hand out consecutive uploads as
+(:mod:`fedsim.engine.models.physical.event_loop`) and the vectorised merge
+(:mod:`fedsim.engine.models.physical.merge`) -- hand out consecutive uploads as
 :class:`TimelineChunk` s; :func:`uploads_table` groups a run's uploads into server steps
 (``K`` uploads a step: FedAsync ``K = 1``, FedBuff/AS-FedAvg with a count trigger) and
 writes the :class:`~fedsim.engine.replay.table.EventTable` the replay takes.  No model

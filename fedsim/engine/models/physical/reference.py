@@ -1,11 +1,12 @@
 """The straightforward asynchronous engine: the oracle the table -> replay path must match.
 
-The asynchronous physical model (FedAsync, FedBuff, AS-FedAvg; :mod:`fedsim.engine.physical`
-writes its timeline, the replay applies the rules), simulated and computed together the
-obvious way: a client process reads the model, then yields one
-``env.timeout`` for the download, one per local step (``compute_per = "step"``; one for
-the whole computation otherwise) and one for the upload, applies each local step with
-``rule.step`` (noise drawn one step at a time from the client's ``noise`` stream) at that
+The asynchronous physical model (FedAsync, FedBuff, AS-FedAvg;
+:mod:`fedsim.engine.models.physical.simpy_writer` writes its timeline, the replay applies
+the rules), simulated and computed together the obvious way: a client process reads the
+model, then yields one ``env.timeout`` for the download, one per local step (``compute_per
+= "step"``; one for the whole computation otherwise) and one for the upload, applies each
+local step with ``rule.step`` (noise drawn one step at a time from the client's ``noise``
+stream) at that
 step's simulated time, hands the upload to the server rule's ``apply`` (one server step
 per upload when the algorithm declares it, else through the buffer), and finally thinks.
 Delays come from the same
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.physical import K_AGG, K_UPLOAD
+from fedsim.engine.models.physical.simpy_writer import K_AGG, K_UPLOAD
 from fedsim.engine.setup import RunSetup, inner_counters, problem_for
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.rng import Streams

@@ -2,19 +2,19 @@
 
 For a FedAsync physical scenario (one server step per upload) with a step horizon whose
 delay models are all ``Constant`` or ``Exponential``
-(:func:`~fedsim.engine.replay.event_timeline.supports_plan`), :func:`upload_group` runs the
-compiled event loop of :mod:`fedsim.engine.replay.event_timeline` for ``G`` replicates in
+(:func:`~fedsim.engine.models.physical.event_loop.supports_plan`), :func:`upload_group` runs the
+compiled event loop of :mod:`fedsim.engine.models.physical.event_loop` for ``G`` replicates in
 one call and writes the replay's step and contribution columns directly in the layout of
 :class:`~fedsim.engine.replay.group.TableGroup` (:meth:`TableGroup.from_columns
 <fedsim.engine.replay.group.TableGroup.from_columns>`), with no per-replicate Python:
 
-* each replicate starts from the state :class:`~fedsim.engine.replay.event_timeline.
+* each replicate starts from the state :class:`~fedsim.engine.models.physical.event_loop.
   EventTimeline` starts from, its clients' ``delays`` stream rows its own (row ``g`` of
-  ``states``), and runs :func:`~fedsim.engine.replay.event_timeline.start_loop` then
-  :func:`~fedsim.engine.replay.event_timeline.advance_loop` for ``T`` uploads (fewer when
+  ``states``), and runs :func:`~fedsim.engine.models.physical.event_loop.start_loop` then
+  :func:`~fedsim.engine.models.physical.event_loop.advance_loop` for ``T`` uploads (fewer when
   the time horizon comes first): the uploads and busy events that ``EventTimeline.take``
   returns in chunks, in one piece;
-* its columns, as :func:`~fedsim.engine.replay.uploads.uploads_table` writes them with
+* its columns, as :func:`~fedsim.engine.models.physical.uploads.uploads_table` writes them with
   ``K = 1``: step ``t`` consumes upload ``t`` (``ptr = 0 .. T``), ``c_read = omega``,
   ``c_stale = max(t - 1 - omega, 0)``, ``c_steps = Q``, kind ``"upload"``, fill 1, the
   recorded steps ``0, every, ...`` and the last.
@@ -35,34 +35,34 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.delays import Constant
-from fedsim.engine.replay.buffers import check_buffers
-from fedsim.engine.replay.event_timeline import (
+from fedsim.engine.models.physical.event_loop import (
     advance_loop,
     delay_params,
     start_loop,
     supports_plan,
 )
+from fedsim.engine.models.physical.uploads import TimelineChunk, uploads_table
+from fedsim.engine.replay.buffers import check_buffers
+from fedsim.engine.replay.driver import TableSet
 from fedsim.engine.replay.group import GROUP_STEPS, TableGroup
 from fedsim.engine.replay.table import EventTable
-from fedsim.engine.replay.uploads import TimelineChunk, uploads_table
 from fedsim.jit import jit
 from fedsim.rng.delays import DelayPlan
 from fedsim.rng.streams import client_states
 from fedsim.trace import KINDS
 
-__all__ = ["UploadGroup", "upload_group", "group_tables", "group_writes", "write_uploads",
-           "group_columns", "upload_row_bytes"]
+__all__ = ["UploadGroup", "GroupTables", "upload_group", "group_table_set", "group_writes",
+           "write_uploads", "group_columns", "upload_row_bytes"]
 
 _UPLOAD = KINDS.index("upload")
 
 
-def group_writes(scenario: Scenario, plan: DelayPlan | None = None) -> bool:
-    """Whether :func:`upload_group` writes ``scenario``'s tables: a step horizon and
-    every delay model ``Constant`` or ``Exponential`` (the time-horizon-only runs and
-    other delay models take the per-replicate writers)."""
-    if scenario.horizon.steps is None:
-        return False
-    return supports_plan(DelayPlan(scenario) if plan is None else plan)
+def group_writes(scenario: Scenario, plan: DelayPlan) -> bool:
+    """Whether :func:`upload_group` can write ``scenario``'s tables (``plan`` its
+    :class:`~fedsim.rng.delays.DelayPlan`): a step horizon and every delay
+    model ``Constant`` or ``Exponential`` (the time-horizon-only runs and other delay
+    models take the per-replicate writers)."""
+    return scenario.horizon.steps is not None and supports_plan(plan)
 
 
 def upload_row_bytes(think: bool) -> int:
@@ -175,7 +175,7 @@ class UploadGroup:
         return int(self.uoff.size) - 1
 
     def table(self, g: int) -> EventTable:
-        """Replicate ``g``'s table: :func:`~fedsim.engine.replay.uploads.uploads_table` of
+        """Replicate ``g``'s table: :func:`~fedsim.engine.models.physical.uploads.uploads_table` of
         its rows (views of the group's)."""
         u = slice(int(self.uoff[g]), int(self.uoff[g + 1]))
         b = slice(int(self.boff[g]), int(self.boff[g + 1]))
@@ -188,10 +188,9 @@ class UploadGroup:
 
 
 def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,
-                 staleness_bound: float, plan: DelayPlan | None = None) -> UploadGroup:
+                 staleness_bound: float, plan: DelayPlan) -> UploadGroup:
     """The FedAsync tables of ``replicates`` written in one compiled call (module
-    docstring); ``scenario`` must satisfy :func:`group_writes`."""
-    plan = DelayPlan(scenario) if plan is None else plan
+    docstring); ``scenario`` must satisfy :func:`group_writes` with ``plan``."""
     kconst, kval = delay_params(plan)
     reps = [int(r) for r in replicates]
     G = len(reps)
@@ -241,18 +240,48 @@ def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: in
                        group=grp)
 
 
-def group_tables(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,
-                 staleness_bound: float, steps: int | None = None) -> list[EventTable]:
-    """The replicates' tables (:meth:`UploadGroup.table`) written by :func:`upload_group`
-    about ``steps`` (default :data:`~fedsim.engine.replay.group.GROUP_STEPS`) server
-    steps a call; ``scenario`` must satisfy :func:`group_writes`."""
+class GroupTables(Sequence):
+    """The replicates' tables of consecutive :class:`UploadGroup` s, replicate ``k``'s
+    table built only when asked for (:meth:`UploadGroup.table`: a Trace, a truncation);
+    :meth:`end` its simulated time and uploads per client as the run ends undiverged."""
+
+    def __init__(self, groups: Sequence[UploadGroup]) -> None:
+        self.parts = list(groups)
+        self.off = np.concatenate(([0], np.cumsum([len(g) for g in self.parts]))).astype(int)
+
+    def __len__(self) -> int:
+        return int(self.off[-1])
+
+    def _where(self, k: int) -> tuple[UploadGroup, int]:
+        p = int(np.searchsorted(self.off, k, side="right")) - 1
+        return self.parts[p], k - int(self.off[p])
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        ug, j = self._where(int(k))
+        return ug.table(j)
+
+    def end(self, k: int) -> tuple[float, np.ndarray]:
+        """Replicate ``k``'s ``(sim_time, client_updates)`` without a divergence."""
+        ug, j = self._where(int(k))
+        return float(ug.sim_time[j]), ug.client_updates[j]
+
+
+def group_table_set(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: int,
+                    staleness_bound: float, plan: DelayPlan,
+                    steps: int | None = None) -> TableSet:
+    """The replicates' tables written by :func:`upload_group` about ``steps`` (default
+    :data:`~fedsim.engine.replay.group.GROUP_STEPS`) server steps a call, handed to the
+    replay as the groups the writer laid out (``TableSet.groups``: no per-replicate table
+    unless one is asked for); ``scenario`` must satisfy :func:`group_writes`."""
     reps = [int(r) for r in replicates]
     T = int(scenario.horizon.steps)
     size = max(1, (GROUP_STEPS if steps is None else int(steps)) // (T + 1))
-    plan = DelayPlan(scenario)
-    out: list[EventTable] = []
-    for g in range(0, len(reps), size):
-        ug = upload_group(scenario, reps[g:g + size], n=n, Q=Q,
-                          staleness_bound=staleness_bound, plan=plan)
-        out.extend(ug.table(k) for k in range(len(ug)))
-    return out
+    ugs = [upload_group(scenario, reps[g:g + size], n=n, Q=Q,
+                        staleness_bound=staleness_bound, plan=plan)
+           for g in range(0, len(reps), size)]
+    tables = GroupTables(ugs)
+    groups = [(ug.group, range(int(tables.off[p]), int(tables.off[p + 1])))
+              for p, ug in enumerate(ugs)]
+    return TableSet(tables=tables, groups=groups)

@@ -3,7 +3,7 @@
 Synchronous rounds have no contention: round ``t`` starts when round ``t - 1`` ends, its
 ``m`` sampled clients each finish at ``((t0 + download) + compute...) + upload`` from
 their own ``delays`` stream, and it ends at the largest of those times.  So the table
-that :func:`fedsim.engine.sync.sync_timeline` gets from SimPy (the reference) is
+that :func:`fedsim.engine.models.sync.simpy_writer.sync_timeline` gets from SimPy (the reference) is
 computed here round by round, with the same draws in the same order (the server's
 ``sampling`` stream once per round, each sampled client's next round of delays), and
 the same float additions.  What SimPy decides by event order is decided the same way:
@@ -154,8 +154,8 @@ def sync_columns(plan: SyncPlan, log: SyncLog, sim_time: float) -> dict[str, Any
 
 
 def rounds_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any]:
-    """The event-table columns of :func:`fedsim.engine.sync.sync_timeline`, computed round
-    by round without SimPy (module docstring)."""
+    """The event-table columns of :func:`fedsim.engine.models.sync.simpy_writer.sync_timeline`,
+    computed round by round without SimPy (module docstring)."""
     plan = sync_plan(scenario, n, streams)
     log = SyncLog(n)
     m, T, t_end, samplers = plan.m, plan.T, plan.t_end, plan.samplers
