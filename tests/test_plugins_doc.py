@@ -15,17 +15,6 @@ BLOCKS = re.findall(r"```python\n(.*?)```", DOC, re.S)
 NEEDS_DICT_RUN = "# needs fedsim.run(dict)"
 
 
-def _dict_run_supported() -> bool:
-    import fedsim
-    from fedsim.errors import ConfigError
-
-    try:
-        fedsim.run({"problem": {"kind": "quadratic", "n": 1, "dim": 1}, "horizon": {"steps": 1}})
-    except ConfigError as exc:
-        return "must be a Scenario" not in str(exc)
-    return True
-
-
 @pytest.fixture()
 def namespace(monkeypatch):
     import sys
@@ -59,12 +48,9 @@ def test_every_block_runs(namespace):
     assert namespace["rec"].verdict == "holds"
 
 
-@pytest.mark.skipif(not _dict_run_supported(),
-                    reason="fedsim.run(dict) lands with issue 31 (the reliability helper, "
-                           "fedsim/api.py); until then the block is not run")
 def test_the_dict_run_block_runs(namespace):
     for block in BLOCKS:
         if "# needs fedsim.run(dict)" in block or "fedsim.run(fedsim.Scenario" in block \
                 or "fedsim.validation.families import get_family" in block:
             exec(compile(block, "docs/PLUGINS.md", "exec"), namespace)
-    assert namespace["trace2"] == namespace["trace"]
+    assert namespace["trace2"].equals(namespace["trace"])

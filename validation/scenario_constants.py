@@ -14,7 +14,7 @@ bound:
 * algorithm fields (``Q``, ``eta``, ``beta``, ``lam``, ``nu``, ``M``, ``batch -> b``, a
   numeric ``alpha``, a constant AREA step ``alpha``), ``horizon.steps -> T, K``;
 * [A] Theorems 7/8: ``p_i = rate_i / (rate_s + sum_j rate_j)``, ``p_s = rate_s / (...)``
-  from the iterate model's Poisson clocks ([A] Example 3, :func:`fedsim.engine.area.
+  from the iterate model's Poisson clocks ([A] Example 3, :func:`fedsim.engine.models.area.
   event_probabilities`); ``sigma = sqrt(sigma_g2 / b)`` (H7.2) and ``sigma2 = sigma_g2 / b``
   (Theorem 8's variance bound, THEORY_SPEC 9.4); ``R0 = R = ||w0 - x*||`` (quadratic: x*
   exact; logistic: plus the certificate's distance bound, THEORY_SPEC 9.4);
@@ -152,7 +152,7 @@ def _area(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
             sc.lack(k, f"[A]'s event law is AREA's; algorithm {alg.name!r} has none")
         return
     if alg.get("model") == "iterate_model":
-        from fedsim.engine.area import event_probabilities
+        from fedsim.engine.models.area.schedule import event_probabilities
 
         p, ps = event_probabilities(scenario)
         sc.put("p", [float(x) for x in p], "rate_i / (rate_s + sum rates): iterate model's "

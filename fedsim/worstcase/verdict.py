@@ -1,8 +1,15 @@
 """The worst case beside a suite's verdict rows: ``worst_case``, ``bound_over_worst`` (the
 theorem's own looseness) and ``worst_over_measured`` (the instance's slack), with
-``worst_case_status`` (the solver's, never rounded away) and ``worst_case_note`` (why a
-row has no worst case).  A thin layer: :func:`worst_case_columns` reads the verdict table
-and the cases, and writes nothing but its cache.
+``worst_case_status`` (the solver's, never rounded away), ``worst_case_note`` (why a row has
+no worst case) and ``worst_case_verdict``: the one verdict function
+(:func:`fedsim.validation.verdict.judge`) on the worst case as its evidence
+(``Evidence.exact(..., kind="worst_case")`` with a relative error of :data:`SOLVER_RTOL`; an
+inaccurate or failed solve leaves the interval open on both sides, so it is never ``holds``
+nor ``violated``), the row's simulation checks settled on the schedule the PEP was solved
+along (its ``max_staleness``).  ``violated`` there is a certified violation: every function
+of the class along that schedule is covered by the PEP.  A thin layer:
+:func:`worst_case_columns` reads the verdict table and the cases, and writes nothing but its
+cache.
 
 A row gets a worst case only where the theorem's sigma = 0 core is the row's own bound and
 the PEP reaches it (docs/theory/worst-case.md, the table): today [P] Theorem 1
@@ -30,12 +37,16 @@ import numpy as np
 
 from fedsim.safefile import atomic_write_json_file
 
-__all__ = ["worst_case_columns", "CORE_REASONS", "MAX_K", "COLUMNS"]
+__all__ = ["worst_case_columns", "worst_case_verdict", "CORE_REASONS", "MAX_K", "COLUMNS",
+           "SOLVER_RTOL"]
 
 #: the largest horizon a suite row's PEP is solved at
 MAX_K = 40
 COLUMNS = ("worst_case", "bound_over_worst", "worst_over_measured", "worst_case_status",
-           "worst_case_witness", "worst_case_note")
+           "worst_case_witness", "worst_case_note", "worst_case_verdict")
+#: the relative error a solved worst case is read with (PEPit's own test tolerance, the
+#: agreement issue 32 asks of Clarabel and SCS)
+SOLVER_RTOL = 1e-3
 #: the witness of a wired row (nonconvex: the PEP value is an upper bound, no function built)
 THEOREM1_WITNESS = "none: nonconvex PEP value is an upper bound; no interpolating function built"
 #: theorem -> why its suite rows get no worst case (docs/theory/worst-case.md)
@@ -83,10 +94,33 @@ def _solve_theorem1(cell: dict[str, Any]) -> dict[str, Any]:
     from fedsim.worstcase.pep import solve_pep
 
     sc = Scenario.from_dict(cell["scenario"])
+    schedule = schedule_from_scenario(sc, cell["T"])
     res = solve_pep(method_from_scenario(sc), FunctionClass(kind="nonconvex", L=cell["L"]),
-                    schedule_from_scenario(sc, cell["T"]), "avg_grad_sq", solver="CLARABEL")
+                    schedule, "avg_grad_sq", solver="CLARABEL")
     return {"worst_case": res.value * cell["f_gap"], "status": res.status,
-            "seconds": res.seconds}
+            "seconds": res.seconds, "max_staleness": schedule.max_staleness()}
+
+
+def worst_case_verdict(result: Any, bound: float, worst: float, status: str,
+                       sim_checks: Any = (), max_staleness: int | None = None) -> Any:
+    """The :class:`~fedsim.validation.verdict.VerdictRow` of ``bound`` (one value of the
+    :class:`~fedsim.theory.result.BoundResult` ``result``) against the worst case ``worst``
+    solved with solver status ``status`` (module doc); ``max_staleness``: the schedule's,
+    which settles the row's staleness checks (``None``: they stay unknown)."""
+    from fedsim.validation.verdict import Evidence, Target, evaluate_checks, judge
+
+    detail = f"performance-estimation worst case, solver status {status}"
+    if status == "optimal":
+        ev = Evidence.exact(worst, error=SOLVER_RTOL * abs(worst), kind="worst_case",
+                            detail=detail)
+    else:
+        why = f"solver status {status or 'none'}"
+        ev = Evidence(kind="worst_case", value=worst, low=worst, high=worst,
+                      open_above=why, open_below=why, detail=detail)
+    checks = list(sim_checks)
+    outcomes = (None if max_staleness is None
+                else evaluate_checks(checks, [{"max_staleness": int(max_staleness)}]))
+    return judge(Target.of_bound(result, bound, checks), ev, outcomes)
 
 
 def _cache_path(out: Path, key: dict[str, Any]) -> Path:
@@ -129,6 +163,11 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
                 if got is not None:
                     worst, status = float(got["worst_case"]), str(got["status"])
         bound, mean = float(r.get("bound", math.nan)), float(r.get("mean", math.nan))
+        verdict = ""
+        if status:
+            verdict = worst_case_verdict(row.result, bound, worst, status,
+                                         getattr(case, "sim_checks", ()),
+                                         got.get("max_staleness")).verdict
         cols["worst_case"].append(worst)
         cols["bound_over_worst"].append(bound / worst if worst > 0 else math.nan)
         cols["worst_over_measured"].append(worst / mean if mean > 0 and np.isfinite(worst)
@@ -136,6 +175,7 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
         cols["worst_case_status"].append(status)
         cols["worst_case_witness"].append(THEOREM1_WITNESS if status else "")
         cols["worst_case_note"].append(note)
+        cols["worst_case_verdict"].append(verdict)
     t = table.copy()
     for c in COLUMNS:
         t[c] = cols[c]

@@ -56,7 +56,14 @@ def test_every_hypothesis_construction_settles_is_resolved(fam):
 
 
 def test_list_and_lookup():
-    assert [f.name for f in families()] == [f.name for f in BUILTIN]
+    from importlib import metadata
+
+    names = [f.name for f in families()]
+    assert names[:len(BUILTIN)] == [f.name for f in BUILTIN]
+    # after the built-in ones, the families of the entry points (fedsim's own literature
+    # package enters through that public door, as a plug-in would)
+    assert set(names[len(BUILTIN):]) == {
+        ep.name for ep in metadata.entry_points(group="fedsim.families")}
     assert [f.name for f in families("theorem8")] == ["theorem8-norm", "theorem8-logistic"]
     with pytest.raises(ConfigError, match="family"):
         get_family("nope")

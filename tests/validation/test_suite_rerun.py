@@ -25,7 +25,7 @@ def test_a_rerun_reuses_every_record_whatever_batched_says(tmp_path, monkeypatch
     err = capsys.readouterr().err
     first = json.loads((out / "summary.json").read_text())["records"]
     assert first["computed"] == first["tasks"] > 0
-    assert "compiling kernels" in err and "scenario kind(s) compiled or loaded in" in err
+    assert "compiling kernels" in err and "scenario kind(s) need" in err
     assert _validate(out, ["--batched"]) == 0
     err = capsys.readouterr().err
     again = json.loads((out / "summary.json").read_text())["records"]

@@ -83,3 +83,29 @@ def test_report_page_names_the_witness(tmp_path):
     text = " ".join(x.get_text() for x in fig.texts)
     assert "witness: none" in text and "optimal" in text
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_the_one_verdict_function_reads_the_worst_case(tmp_path):
+    """The theorem's sigma = 0 core holds against its worst case (bound/worst ~ 4); the
+    negative controls: a bound under the worst case is a certified violation, an inaccurate
+    solve concludes nothing, and a staleness check the schedule breaks is not a claim."""
+    from fedsim.validation.cases import SimCheck
+
+    case, table = _case()
+    r = verdict.worst_case_columns(table, [case], tmp_path).iloc[0]
+    # an inaccurate solve (Clarabel says so at times here) is never rounded into a verdict
+    solved = r["worst_case_status"] == "optimal"
+    assert r["worst_case_verdict"] == ("holds" if solved else "inconclusive")
+    res, w = case.rows[0].result, float(r["worst_case"])
+    assert verdict.worst_case_verdict(res, float(table["bound"][0]), w, "optimal").verdict \
+        == "holds"
+    assert verdict.worst_case_verdict(res, w / 2, w, "optimal").verdict == "violated"
+    assert verdict.worst_case_verdict(res, w * (1 + 1e-4), w, "optimal").verdict == \
+        "inconclusive"  # within the solver's tolerance
+    assert verdict.worst_case_verdict(res, w / 2, w, "optimal_inaccurate").verdict == \
+        "inconclusive"
+    chk = SimCheck(name="staleness <= 0 (measured)", kind="max_staleness", limit=0,
+                   detail="fresh gradients")
+    row = verdict.worst_case_verdict(res, w / 2, w, "optimal", [chk], max_staleness=1)
+    assert row.verdict == "not_applicable" and "staleness <= 0 (measured)" in \
+        row.failing_hypotheses

@@ -40,8 +40,9 @@ from fedsim.local.forms import tag_closure
 
 __all__ = ["group_kernel", "built_kernels"]
 
-#: the names of the outer loops this process built (:func:`built_kernels`)
-_BUILT: list[str] = []
+#: the names of the compiled outer loops this process used, one entry per call of
+#: :func:`group_kernel` (:func:`built_kernels`)
+_USED: list[str] = []
 
 
 def _group_src(loop, metrics):
@@ -127,7 +128,6 @@ def _group_src(loop, metrics):
     return run_group
 
 
-@functools.cache
 def group_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None,
                  compiled: bool = True) -> Any:
     """The outer loop for these rules (module docstring): compiled once per combination and
@@ -135,19 +135,26 @@ def group_kernel(draw_round: Any, update: Any, apply: Any, metrics: Any = None,
     the same source interpreted around :func:`~fedsim.engine.replay.kernel.loop_kernel`'s
     interpreted loop.  ``metrics``: the view's compiled ``metrics`` evaluated inline (the
     ``mon`` arguments), else ``None`` (snapshots only)."""
+    kern = _build(draw_round, update, apply, metrics, compiled)
+    if compiled:
+        _USED.append(kern.py_func.__qualname__)
+    return kern
+
+
+@functools.cache
+def _build(draw_round: Any, update: Any, apply: Any, metrics: Any, compiled: bool) -> Any:
+    """:func:`group_kernel`'s loop, built once per combination and process."""
     m = no_metrics if metrics is None else metrics
     loop = loop_kernel(draw_round, update, apply, m, compiled)
     if not compiled:
         return _group_src(loop, m.py_func)
     src = tag_closure(_group_src(loop, m), draw_round, update, apply, m)
-    kern = cache_closure(jit(nrt=False)(src))
-    _BUILT.append(kern.py_func.__qualname__)
-    return kern
+    return cache_closure(jit(nrt=False)(src))
 
 
 def built_kernels() -> list[str]:
     """The names (tagged with what they bind) of the compiled outer loops this process has
-    built, one per combination of rules and metrics: the distinct replay kernels it
-    needed, compiled or loaded from the disk cache (:mod:`fedsim.validation.warmup`
-    counts them)."""
-    return list(_BUILT)
+    used, one entry per :func:`group_kernel` call, in call order: the distinct names since
+    an index are the replay kernels a piece of work needed, compiled, loaded from the disk
+    cache or already in memory (:mod:`fedsim.validation.warmup` counts them)."""
+    return list(_USED)
