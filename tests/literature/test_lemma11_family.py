@@ -23,6 +23,7 @@ def test_instance_carries_the_lemma_with_its_hypothesis_settled():
     assert mb.bound.value == pytest.approx(1 + 4 * (1 - 0.75**2))   # E max of 2 draws
 
 
+@pytest.mark.slow  # compiles kernels of its own (~40-120 s cold): make slow
 def test_two_equal_clients_pile_up():
     # C = 2 jobs on n = 2 clients of time 1: each finished job's successor goes to a uniform
     # client, so with positive probability both jobs queue on one client (rate 1 instead of

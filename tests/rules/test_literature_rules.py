@@ -124,6 +124,7 @@ def _w(trace):
     return np.asarray(trace.metrics["f_gap"])
 
 
+@pytest.mark.slow  # compiles kernels of its own (~40-120 s cold): make slow
 def test_async_sgd_with_large_tau_c_is_fedasync_bitwise():
     ref = _w(run(_scenario("fedasync", beta=0.5)))
     assert np.array_equal(_w(run(_scenario("async_sgd", beta=0.5, tau_C=10**6))), ref)
@@ -132,6 +133,7 @@ def test_async_sgd_with_large_tau_c_is_fedasync_bitwise():
     assert not np.array_equal(_w(run(_scenario("async_sgd", beta=0.5, tau_C=1))), ref)
 
 
+@pytest.mark.slow  # compiles kernels of its own (~40-120 s cold): make slow
 def test_xie_with_one_client_is_fedasync_bitwise():
     # one client: zero staleness, so (1 - a) w + a w_new == w - a (w_read - w_new)
     ref = _w(run(_scenario("fedasync", n=1, beta=0.6)))
