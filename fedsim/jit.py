@@ -7,10 +7,13 @@ through ``rule.py_func(...)`` -- for a problem whose oracles do not compile (an
 
 Compiled code is cached on disk (``cache=True``), in the first of these that can be
 written, fixed before numba is imported (:func:`_ensure_cache_dir`): ``NUMBA_CACHE_DIR`` if
-the user set it; next to the source when the package directory is writable (a checkout);
+the user set it; ``fedsim/__pycache__/numba`` when the package directory is writable (a
+checkout);
 ``$XDG_CACHE_HOME/fedsim/numba`` (default ``~/.cache/fedsim/numba``); a fresh temporary
-directory, removed at exit, with a one-line notice on stderr.  A read-only install is never
-written into, and nothing here fails at import.  A damaged cache entry (garbage in an index
+directory, removed at exit, with a one-line notice on stderr.  Under that root
+(:func:`cache_root`) entries are kept per module name, not per file path: a wheel installed
+from a checkout finds the checkout's compiled code (``NUMBA_CACHE_DIR`` pointing at it).  A
+read-only install is never written into, and nothing here fails at import.  A damaged cache entry (garbage in an index
 or data file) is a cache miss: the function is compiled again.  A cache entry
 is keyed on the function and on everything that changes its machine code
 (:func:`source_digest`): its compile options, and everything it calls or reads, in any module,
@@ -33,7 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["jit", "cache_dir", "Bound", "cache_closure", "source_digest", "compile_options"]
+__all__ = ["jit", "cache_dir", "cache_root", "Bound", "cache_closure", "source_digest",
+           "compile_options"]
 
 
 def cache_dir() -> str | None:
@@ -115,7 +119,11 @@ _ensure_cache_dir()
 
 import numba  # noqa: E402  (after the cache directory is fixed)
 import numpy as np  # noqa: E402
-from numba.core.caching import FunctionCache  # noqa: E402
+from numba.core.caching import (  # noqa: E402
+    CompileResultCacheImpl,
+    FunctionCache,
+    UserProvidedCacheLocator,
+)
 
 try:  # numba's C fingerprint of an argument (dtype, layout, read-only flag; the dispatcher's
     from numba._dispatcher import compute_fingerprint as _fingerprint  # noqa: E402
@@ -310,6 +318,48 @@ def source_digest(fn: Any) -> str:
     return _deep_digest(fn, {}, set())
 
 
+def cache_root() -> Path | None:
+    """The directory fedsim's compiled code is cached under (module docstring):
+    ``NUMBA_CACHE_DIR`` when set (:func:`_ensure_cache_dir` sets it when the package
+    directory is read-only), else ``fedsim/__pycache__/numba`` of this package; ``None``
+    when there is none.  Entries are kept per module *name* (not per file path), so two
+    copies of the same source (a checkout and a wheel installed from it) share them."""
+    configured = os.environ.get("NUMBA_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    here = Path(__file__).resolve().parent
+    return here / "__pycache__" / "numba" if os.access(here, os.W_OK) else None
+
+
+class _ModuleLocator(UserProvidedCacheLocator):
+    """numba's cache locator for fedsim's functions: ``cache_root() / <module>_<sha1 of
+    the module name>``, the source file's content hash its stamp (numba's): the place
+    depends on the module, not on where the package is installed."""
+
+    def __init__(self, py_func: Any, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        mod = py_func.__module__
+        tag = hashlib.sha1(mod.encode()).hexdigest()
+        self._cache_path = os.path.join(str(cache_root()), f"{mod.rsplit('.', 1)[-1]}_{tag}")
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        if (getattr(py_func, "__module__", None) or "").split(".")[0] != "fedsim" or \
+                cache_root() is None or not os.path.exists(py_file):
+            return None
+        self = cls(py_func, py_file)
+        try:
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
+
+
+class _DeepCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [_ModuleLocator, *CompileResultCacheImpl._locator_classes]
+
+
 class _DeepCache(FunctionCache):
     """numba's on-disk cache, keyed on what the function and everything it calls ARE.
 
@@ -323,6 +373,8 @@ class _DeepCache(FunctionCache):
     process; the digest does not.  The digest is computed once per cache (per dispatcher
     and process): numba asks for the key at every load and save.
     """
+
+    _impl_class = _DeepCacheImpl
 
     def __init__(self, dispatcher: Any) -> None:
         super().__init__(dispatcher.py_func)

@@ -24,16 +24,24 @@ __all__ = ["ClientForm", "ServerForm", "view_draw_round", "tag_closure", "RngSte
            "rng_draw_round", "round_form"]
 
 
+@functools.cache
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    """The SHA-256 of a source file (memoised on its time stamp and size): the stamp of
+    :func:`_ident`, the same for two copies of one source wherever they are installed."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _ident(fn: Any) -> str:
-    """Module, name, bytecode, constants and source stamp of a (compiled) function, and
-    of the functions its closure holds."""
+    """Module, name, bytecode, constants and source content hash of a (compiled)
+    function, and of the functions its closure holds."""
     f = getattr(fn, "py_func", fn)
     code = getattr(f, "__code__", None)
     if code is None:
         return repr(fn)
     try:
         st = os.stat(code.co_filename)
-        stamp = f"{st.st_mtime_ns}:{st.st_size}"
+        stamp = _content_hash(code.co_filename, st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = ""
     inner = [_ident(c.cell_contents) for c in f.__closure__ or ()

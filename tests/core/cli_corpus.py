@@ -283,25 +283,42 @@ def run_case(case: Case, python: str = sys.executable,
         return True, f"exit {p.returncode} in {secs:.1f} s: {lines[0] if lines else ''}"
 
 
-def main(argv: list[str]) -> int:
+def corpus_main(argv: list[str], cases, run, *, time_limit: float, width: int = 28,
+                skip=None) -> int:
+    """The command line of a corpus script: ``--python`` (the interpreter under test),
+    ``--only`` (a substring of case names) and ``--time-limit``; ``run(case, python,
+    limit) -> (ok, why)`` runs a case, ``skip(case)`` says why a case cannot run here (or
+    nothing).  One line per case, then a count per category."""
     import argparse
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--time-limit", type=float, default=TIME_LIMIT)
+    ap.add_argument("--time-limit", type=float, default=time_limit)
     a = ap.parse_args(argv)
+    cat_w = 16 if skip else 9
     counts: dict[str, list[int]] = {}
-    for c in CASES:
+    for c in cases:
         if a.only and a.only not in c.name:
             continue
-        ok, why = run_case(c, a.python, a.time_limit)
+        why_skip = skip(c) if skip else None
+        if why_skip:
+            print(f"skip {c.category:<{cat_w}} {c.name:<{width}} {why_skip}", flush=True)
+            continue
+        try:
+            ok, why = run(c, a.python, a.time_limit)
+        except (subprocess.SubprocessError, OSError) as exc:
+            ok, why = False, f"set-up failed: {exc}"
         counts.setdefault(c.category, [0, 0])[0 if ok else 1] += 1
-        print(f"{'ok  ' if ok else 'FAIL'} {c.category:<9} {c.name:<28} {why[:150]}",
+        print(f"{'ok  ' if ok else 'FAIL'} {c.category:<{cat_w}} {c.name:<{width}} {why[:140]}",
               flush=True)
     for cat, (good, bad) in counts.items():
         print(f"{cat}: {good} handled, {bad} not")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return corpus_main(argv, CASES, run_case, time_limit=TIME_LIMIT)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli_corpus import group_alive, make_device
+from cli_corpus import corpus_main, group_alive, make_device
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -689,31 +689,8 @@ CASES: tuple[Hostile, ...] = (
 
 
 def main(argv: list[str]) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--only", default=None)
-    ap.add_argument("--time-limit", type=float, default=TIME_LIMIT)
-    a = ap.parse_args(argv)
-    counts: dict[str, list[int]] = {}
-    for c in CASES:
-        if a.only and a.only not in c.name:
-            continue
-        why_skip = skip_reason(c)
-        if why_skip:
-            print(f"skip {c.category:<16} {c.name:<36} {why_skip}", flush=True)
-            continue
-        try:
-            ok, why = run_hostile(c, a.python, a.time_limit)
-        except (subprocess.SubprocessError, OSError) as exc:
-            ok, why = False, f"set-up failed: {exc}"
-        counts.setdefault(c.category, [0, 0])[0 if ok else 1] += 1
-        print(f"{'ok  ' if ok else 'FAIL'} {c.category:<16} {c.name:<36} {why[:140]}",
-              flush=True)
-    for cat, (good, bad) in counts.items():
-        print(f"{cat}: {good} handled, {bad} not")
-    return 0
+    return corpus_main(argv, CASES, run_hostile, time_limit=TIME_LIMIT, width=36,
+                       skip=skip_reason)
 
 
 if __name__ == "__main__":

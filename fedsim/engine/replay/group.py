@@ -225,14 +225,16 @@ def replay_group(group: TableGroup, cf: ClientForm, sf: ServerForm, plan: Metric
     done = np.zeros(G, dtype=np.int64)
     final = np.empty((G, d))
     cout = np.empty((G, n, cf.c_rows, d)) if keep_state else np.empty((1, 1, 1, 1))
-    if mf is not None:
+    xbar = np.zeros(d)
+    if mf is not None and plan.compiled:
         mon, mdata, codes, ecodes = True, plan.mdata, plan.codes, plan.ecode
         mvals = np.empty((rows, len(plan.rest)))
         evals = np.empty((rows, 1)) if ergo else np.empty((1, 1))
+    elif mf is not None:  # the view's metrics in the loop, never evaluated (snapshots)
+        mon, mdata, codes, mvals, ecodes, evals, xbar = plan.idle_buffers(xbar)
     else:
         mon, mdata, codes, ecodes = False, cf.vdata, group.rec, group.rec
         mvals = evals = np.empty((1, 1))
-    xbar = np.zeros(d)
     pos = np.zeros(3, dtype=np.int64)
     total = group.steps
     step = max(1, total if budget is None else int(budget))  # > 0: a group of empty tables ends

@@ -78,6 +78,9 @@ class MetricPlan:
         metric_functions(problem, self.held, maml_alpha, me_lam, personal=lambda: None)
         want = self.rest + (["f_gap"] if self.ergodic else [])
         params = dict(maml_alpha=maml_alpha, me_lam=me_lam)
+        #: the problem's compiled view (``None``: interpreted), whether or not its metrics
+        #: serve this plan
+        self.view = cv
         self.cv = cv if cv is not None and cv.has_metrics(want, **params) else None
         if self.cv is not None:
             #: the view's metric data for the run's parameters (``grad_maml_sq``'s alpha)
@@ -94,9 +97,22 @@ class MetricPlan:
 
     @property
     def kernel_metrics(self) -> Any:
-        """The view's compiled ``metrics`` for the replay loop to evaluate inline
-        (:func:`fedsim.engine.replay.kernel.table_kernel`), or ``None`` (snapshots only)."""
-        return self.cv.metrics if self.cv is not None else None
+        """The view's compiled ``metrics`` the replay loop is built with
+        (:func:`fedsim.engine.replay.kernel.table_kernel`), or ``None`` (a view without
+        them: snapshots only).  A plan its metrics do not serve (:attr:`compiled` false)
+        gets them too, with :meth:`idle_buffers` (never evaluated): one compiled loop per
+        combination of rules and view kind, whichever metrics a run records."""
+        view = self.view
+        return getattr(view, "metrics", None) if view is not None else None
+
+    def idle_buffers(self, rows_like: np.ndarray) -> tuple:
+        """The loop's inline-metric arguments when :attr:`kernel_metrics` is given but does
+        not serve the plan: ``mon`` false, the view's metric data for no metric (the same
+        types as :meth:`buffers`' arguments), empty codes and one-cell value buffers."""
+        codes = np.zeros(0, dtype=np.int64)
+        cells = np.empty((1, 1))
+        return (False, self.view.metric_data(), codes, cells, codes, cells,
+                np.zeros(rows_like.shape[0]))
 
     def buffers(self, rows: int, w0: np.ndarray) -> tuple:
         """The loop's inline-metric arguments ``(mon, mdata, codes, mvals, ecodes, evals,
