@@ -22,9 +22,10 @@ $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,dask,data]'
 	touch $(STAMP)
 
-# the tests run in parallel over the machine's cores (pytest-xdist; at most 4 workers, each
+# the tests run in parallel over the machine's cores (pytest-xdist; at most 4 workers; a module
+# marked xdist_group runs on one worker, so its module fixture runs once; each worker
 # compiles the kernels it needs once into the shared numba cache)
-XDIST := -n auto --maxprocesses=4
+XDIST := -n auto --maxprocesses=4 --dist loadgroup
 
 test: $(STAMP) plugin-test
 	$(BIN)/python -m pytest --hypothesis-profile=ci $(XDIST)

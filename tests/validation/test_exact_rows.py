@@ -169,6 +169,10 @@ _EXPECTED = {("perfedavg_theorem4_5", "counterexample-EF1-tau4096"): {"holds"},
                  {"violated", "not_applicable"}}
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_exact_rows")
+
+
 @pytest.fixture(scope="module")
 def quick_exact(tmp_path_factory):
     cases = [c for c in suites.build_cases("quick", 2) if c.exacts]

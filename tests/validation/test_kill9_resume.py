@@ -103,6 +103,10 @@ def _temporaries(*roots: Path) -> list[str]:
                   if p.name.startswith(".tmp-") or p.name.endswith("-journal"))
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_kill9_resume")
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """One uninterrupted run of each command (computed on first use)."""

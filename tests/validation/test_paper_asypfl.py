@@ -28,6 +28,10 @@ SMALL3 = dict(replicates=4, tune_replicates=1, n=6, horizon=25.0, shares=(0.0, 0
               grid=(1.0,))
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_paper_asypfl")
+
+
 @pytest.fixture(scope="module")
 def full():
     return fig2_experiment(), fig3_experiment()

@@ -24,6 +24,10 @@ from fedsim.validation.paper.stats import edge_picks
 PREVIOUS_MEASURE = set(range(16))
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_paper_design")
+
+
 @pytest.fixture(scope="module")
 def full():
     return {name: build(False) for name, build in EXPERIMENTS.items()}

@@ -16,6 +16,9 @@ from matplotlib.text import Text
 
 from fedsim.errors import FedsimError
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_report")
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):

@@ -13,6 +13,9 @@ from fedsim.validation.report.latex import file_stem, tex_escape
 
 from fedsim.cli import main
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_report_latex")
+
 
 @pytest.fixture(scope="module")
 def latex(tmp_path_factory):

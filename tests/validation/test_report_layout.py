@@ -26,6 +26,10 @@ def _row(sc, md, h, bound, status="CERTIFIED_CORRECTED", verdict="holds"):
                 verdict=verdict, tightness=2.0, slope=-1.0, exact=float("nan"))
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_report_layout")
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     d = tmp_path_factory.mktemp("lay")

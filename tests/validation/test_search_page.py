@@ -50,6 +50,10 @@ def _heat(fig):
     return ims[0], ims[0].images[0]
 
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_search_page")
+
+
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory):
     """A real 2 x 3 x 3 grid search (M x K x p_s), exact oracle at every point."""

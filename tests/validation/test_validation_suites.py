@@ -20,6 +20,9 @@ from fedsim.validation import suites
 from fedsim.validation.compare import VERDICT_COLUMNS
 from fedsim.validation.report import expected_pages
 
+# one worker runs this module (make test: --dist loadgroup), so its module fixture runs once
+pytestmark = pytest.mark.xdist_group("test_validation_suites")
+
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
