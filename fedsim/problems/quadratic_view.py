@@ -184,7 +184,7 @@ def quadratic_metric_view(problem) -> tuple:
     return (M,)
 
 
-@jit(inline=True)
+@jit
 def quadratic_metrics(mview, codes, w, out):
     """``out[k]`` = metric ``METRIC_CODES[codes[k]]`` of the global objective at ``w``.
 
