@@ -352,10 +352,9 @@ def shape_slopes(run_dir: str, exp: Experiment | None = None) -> list[dict[str, 
     import math as _m
 
     import numpy as np
-    from scipy import stats as st
-
     from fedsim.validation.montecarlo_store import load_records
     from fedsim.validation.paper.stats import arm_values, select
+    from scipy import stats as st
 
     e = exp or koloskova_shape()
     recs = load_records(run_dir)
