@@ -39,3 +39,20 @@ def test_example_runs_tiny(path, tmp_path, monkeypatch, capsys):
     df = pd.read_csv(out)
     assert int(df["step"].max()) == 20
     assert ": ok; steps=20" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # one engine run (the async_sgd kernel, cold)
+def test_the_paper_worker_reads_avg_metrics_as_running_averages():
+    from fedsim.validation.paper.literature import LITERATURE
+    from fedsim.validation.paper.worker import run_arm
+
+    import fedsim
+
+    e = LITERATURE["koloskova_shape"](True)
+    arm = e.settings[0].arms[0]
+    rec = run_arm({"scenario": arm.scenario, "replicate": 5, "grid": e.grid.tolist(),
+                   "metrics": list(e.metrics), "targets": {}, "curve": [e.curve_metric]})
+    df = fedsim.run(fedsim.Scenario.from_dict(arm.scenario), replicate=5).metrics_frame()
+    # (1/K) sum_{t<K} ||grad f(x_t)||^2 at the last record, as the trace's own frame has it
+    assert rec["final"]["avg_grad_sq"] == df["avg_grad_sq"].iloc[-1]
+    assert rec["steps"] == 40
