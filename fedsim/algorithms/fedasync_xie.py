@@ -1,8 +1,9 @@
 """FedAsync's server mixing (Xie, Koyejo & Gupta 2019) with local SGD clients: one upload
 is one server step, ``x <- (1 - alpha_t) x + alpha_t x_new``, ``alpha_t = alpha s(t - tau)``
 (:class:`fedsim.servers.fedasync_xie.XieMixRule`).  The clients run fedsim's local SGD
-(``sgd``, Option A), not Xie's regularised local problem, which could not be read
-(``docs/theory/xie-2019.md``).  fedsim's ``fedasync`` stays PersA-FL's Option A.
+(``sgd``, Option A), not Xie's regularised local problem (the authors' code's ``--rho``,
+a gradient step on ``(rho/2) ||x - x_read||^2``: fedsim's clients are that code with
+``rho = 0``; ``docs/theory/xie-2019.md``).  fedsim's ``fedasync`` stays PersA-FL's Option A.
 
 Section: ``alpha`` (in [0, 1], default 0.6), ``staleness`` (``constant``, ``polynomial``,
 ``hinge``), ``a`` (>= 0, default 0.5), ``b`` (>= 0, default 4).  Execution model

@@ -2,9 +2,11 @@
 x_new`` with ``alpha_t = alpha s(t - tau)``, ``t - tau`` the upload's staleness (server
 steps between the client's read and the arrival).
 
-Staleness functions (``docs/theory/xie-2019.md``; read from the Plato framework's FedAsync
-server, which attributes them to Xie et al. §5.2 -- the paper text itself could not be
-read), by their code in ``fp[1]`` (:data:`STALENESS`):
+Staleness functions (``docs/theory/xie-2019.md``; read from the authors' code,
+``xcgoner/async_fl`` ``train_cifar10_mxnet_fedasync_singlethread_impl.py``, options
+``none``/``power``/``hinge``, and the Plato framework's FedAsync server, which attributes
+them to Xie et al. §5.2 -- the paper text itself could not be read), by their code in
+``fp[1]`` (:data:`STALENESS`):
 
 * ``constant``: ``s = 1``;
 * ``polynomial``: ``s_a(t - tau) = (t - tau + 1)^(-a)``;

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2] / "fedsim" / "literature"
 #: top-level ``import fedsim`` (``fedsim.run``, ``fedsim.Scenario``: docs/API.md)
 DOORS = {"fedsim.theory.params", "fedsim.theory.registry", "fedsim.theory.result",
          "fedsim.errors", "fedsim.validation.families", "fedsim.validation.rows"}
-OUTSIDE_OK = {"numpy", "math", "__future__", "collections", "typing", "dataclasses"}
+#: third-party libraries a plug-in may use: fedsim's own declared dependencies (setup.cfg)
+OUTSIDE_OK = {"numpy", "scipy", "math", "__future__", "collections", "typing", "dataclasses"}
 
 
 def breaks(source: str) -> list[str]:

@@ -78,7 +78,7 @@ def _scenario(payload: dict) -> tuple[dict, list[str]]:
     if series is None:
         return sc, []
     alias = payload.get("alias", {})
-    along = {alias.get(m, m) for m in series}
+    along = {alias.get(m, m).removeprefix("avg_") for m in series}  # avg_m: m recorded
     recorded = list(sc["record"]["metrics"])
     if not along:  # nothing read along the run: keep the first metric (step 0 and last)
         along = {recorded[0]}
@@ -97,6 +97,7 @@ def arm_group(payload: dict) -> str:
 def _result(tr: Any, payload: dict, final_fns: list) -> dict[str, Any]:
     from fedsim.errors import check_sim_time
     from fedsim.problems.evaluation import time_to_accuracy
+    from fedsim.trace import running_averages
 
     check_sim_time(tr.sim_time, tr.steps_done)  # an error record, with the reason
     grid = np.asarray(payload["grid"], dtype=np.float64)
@@ -110,7 +111,8 @@ def _result(tr: Any, payload: dict, final_fns: list) -> dict[str, Any]:
         if name in at_end:
             final[m] = float(at_end[name](tr.final_w)) if not tr.diverged else math.nan
             continue
-        v = np.asarray(tr.metrics[name], dtype=np.float64)
+        v = np.asarray((running_averages(tr.metrics) if name.startswith("avg_") else
+                        tr.metrics)[name], dtype=np.float64)
         if series is None or m in payload.get("curve", ()):
             curves[m] = step_values(mt, v, grid).tolist()
         final[m] = float(v[-1]) if not tr.diverged else math.nan
