@@ -128,9 +128,10 @@ class ClassInterpolant:
 
     def evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """``(f(x), grad f(x))`` (memoised on the point)."""
-        k = np.asarray(x, dtype=np.float64).tobytes()
+        x = np.asarray(x, dtype=np.float64)
+        k = x.tobytes()
         if k not in self._memo:
-            v, g = self.phi.evaluate(np.asarray(x, dtype=np.float64))
+            v, g = self.phi.evaluate(x)
             self._memo[k] = (self.scale * (v + self.shift / 2 * x @ x),
                              self.scale * (g + self.shift * x))
         return self._memo[k]

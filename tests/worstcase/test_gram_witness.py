@@ -67,3 +67,15 @@ def test_nonconvex_normalisation_is_loose_and_said_so():
     w = gram_witness(delayed_gd(1.0), NC, Schedule.constant(1, 6), "min_grad_sq", pep)
     assert w.reproduces and w.value < 0.5 * pep.value
     assert "certified value" in w.name
+
+
+def test_door_attaches_the_gram_witness_where_no_quadratic_attains_it():
+    import fedsim
+
+    wc = fedsim.worst_case(method="delayed_gd", function_class="nonconvex", L=1.0, step=1.0,
+                           delays=[1] * 6, measure="min_grad_sq")
+    assert wc.witness.kind == "none" and wc.gram is not None and wc.gram.reproduces
+    assert "Gram witness" in wc.summary()
+    sc = fedsim.worst_case(method="delayed_gd", function_class="strongly_convex", L=1.0,
+                           mu=0.1, step=0.25, delays=[1] * 5)
+    assert sc.witness.kind == "quadratic" and sc.gram is None
