@@ -62,6 +62,20 @@ def test_family_point_holds_in_the_paper_regime():
     assert inst.exact_curve()[0] <= m.value * (1 + 1e-3)    # the witness is certified
 
 
+def test_search_over_patterns(tmp_path):
+    from fedsim.validation.search import SearchSettings, run_search
+
+    df = run_search("theorem1-schedule", "pattern=[constant,sawtooth]",
+                    SearchSettings(evals=2, grid=2, refine=0, confirm=0, progress=False,
+                                   workers=1), out=tmp_path,
+                    fixed={"T": 4, "L": 1.0, "mode": "general_eta", "eta_mult": 0.05,
+                           "tau": 2, "period": 3})
+    assert sorted(df["pattern"]) == ["constant", "sawtooth"]
+    assert set(df["method"]) == {"worst_case"}
+    assert all(math.isfinite(r) and 0 < r < 1 for r in df["ratio"])
+
+
+@pytest.mark.slow
 def test_search_over_patterns_cli(tmp_path):
     assert main(["search", "theorem1", "--family", "theorem1-schedule", "--space",
                  "pattern=[constant,sawtooth]", "--fixed", "T=6,L=1.0,mode=general_eta,"
