@@ -8,7 +8,11 @@ Lyapunov rate certificates for time-invariant schedules.
 * :mod:`~fedsim.worstcase.classes`  -- interpolation conditions of the function classes;
 * :mod:`~fedsim.worstcase.gram`     -- the Gram representation (points, basis);
 * :mod:`~fedsim.worstcase.pep`      -- the SDP and its solve;
-* :mod:`~fedsim.worstcase.witness`  -- the worst case as a fedsim problem;
+* :mod:`~fedsim.worstcase.witness`  -- the worst case as a fedsim problem (a quadratic);
+* :mod:`~fedsim.worstcase.interpolant`, :mod:`~fedsim.worstcase.gram_witness` -- the Gram
+  interpolant of a solved PEP, simulated along the schedule;
+* :mod:`~fedsim.worstcase.patterns` -- delay patterns within a staleness bound;
+* :mod:`~fedsim.worstcase.declare`  -- a theorem declares its method's first-order form;
 * :mod:`~fedsim.worstcase.rate`     -- Lyapunov rate certificates (periodic schedules);
 * :mod:`~fedsim.worstcase.door`     -- ``fedsim.worst_case(...)``;
 * :mod:`~fedsim.worstcase.cli`      -- ``fedsim worstcase``.
@@ -17,10 +21,12 @@ Importing this package does not import cvxpy (the solve does).
 """
 
 from fedsim.worstcase.classes import FunctionClass
+from fedsim.worstcase.declare import FirstOrderForm, register_first_order
 from fedsim.worstcase.door import WorstCase, worst_case
 from fedsim.worstcase.methods import FedAsync, FedBuff, delayed_gd
 from fedsim.worstcase.pep import solve_pep
 from fedsim.worstcase.schedule import Contribution, Schedule
 
-__all__ = ["FunctionClass", "WorstCase", "worst_case", "FedAsync", "FedBuff", "delayed_gd",
+__all__ = ["FunctionClass", "FirstOrderForm", "register_first_order", "WorstCase", "worst_case",
+           "FedAsync", "FedBuff", "delayed_gd",
            "solve_pep", "Contribution", "Schedule"]

@@ -126,7 +126,10 @@ def main_worstcase(args: argparse.Namespace) -> int:
                                                    "value": wc.check.value,
                                                    "status": wc.check.status,
                                                    "agree": wc.agree},
-           "witness": None if wc.witness is None else wc.witness.name}
+           "witness": None if wc.witness is None else wc.witness.name,
+           "gram_witness": None if wc.gram is None else {
+               "replayed": wc.gram.replayed, "certified": wc.gram.value,
+               "reproduces": wc.gram.reproduces, "dim": wc.gram.dim}}
     line = wc.summary() + ("\n" + rate_line if rate_line else "")
     if rate_out is not None:
         out["rate"] = rate_out

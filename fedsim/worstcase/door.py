@@ -10,6 +10,7 @@ from typing import Any
 
 from fedsim.errors import require
 from fedsim.worstcase.classes import FunctionClass
+from fedsim.worstcase.gram_witness import GramWitness, gram_witness
 from fedsim.worstcase.methods import METHODS, FedAsync, FedBuff
 from fedsim.worstcase.pep import Certificate, PEPResult, solve_pep
 from fedsim.worstcase.schedule import Schedule
@@ -41,6 +42,9 @@ class WorstCase:
     measure: str = "dist_sq"
     check: PEPResult | None = None
     pep: PEPResult | None = field(repr=False, default=None)
+    #: the Gram-interpolant witness (:mod:`fedsim.worstcase.gram_witness`) where no quadratic
+    #: attains the PEP value (``None`` otherwise or when not asked for)
+    gram: GramWitness | None = None
 
     @property
     def agree(self) -> bool | None:
@@ -59,6 +63,8 @@ class WorstCase:
                   f"{'agree' if self.agree else 'DISAGREE'} to {AGREE_RTOL:g})")
         if self.witness is not None:
             s += f"  witness: {self.witness.name}"
+        if self.gram is not None:
+            s += f"  Gram witness: {self.gram.name}"
         return s
 
 
@@ -128,10 +134,13 @@ def worst_case(method: str = "delayed_gd", function_class: str = "strongly_conve
         sched = schedule if schedule is not None else Schedule.from_delays(delays)
     res = solve_pep(m, fclass, sched, measure, zeta_sq, solver)
     chk = solve_pep(m, fclass, sched, measure, zeta_sq, check) if check else None
-    wit = None
+    wit, gram = None, None
     if witness and zeta_sq is None:
         wit = make_witness(m, fclass, sched, measure, res.value, base)
+        if wit.kind != "quadratic" and res.status.startswith("optimal") and \
+                math.isfinite(res.value):
+            gram = gram_witness(m, fclass, sched, measure, res)
     return WorstCase(value=res.value, status=res.status, solver=res.solver,
                      seconds=res.seconds, certificate=res.certificate, witness=wit,
                      schedule=sched, method=m, function_class=fclass, measure=measure,
-                     check=chk, pep=res)
+                     check=chk, pep=res, gram=gram)

@@ -79,6 +79,8 @@ class PEPResult:
     gram: np.ndarray | None = field(repr=False, default=None)
     values: np.ndarray | None = field(repr=False, default=None)
     size: dict[str, int] = field(default_factory=dict)
+    #: the interpolation points the Gram matrix's basis describes (solved at ``L = 1``)
+    points: Points | None = field(repr=False, default=None)
 
     @property
     def accurate(self) -> bool:
@@ -102,6 +104,9 @@ class PEPData:
     init_F: np.ndarray
     zeta_G: np.ndarray | None
     zeta_sq: float
+    #: the interpolation points (:class:`~fedsim.worstcase.gram.Points`): what the Gram
+    #: matrix's basis means (:mod:`fedsim.worstcase.interpolant` reads it)
+    points: Points | None = None
 
 
 def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -186,7 +191,7 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
             zeta_G += _vec(g, g) / pts.functions
     return PEPData(m=m, nF=nF, QG=QG, QF=QF, pairs=pairs, metric_G=metric_G,
                    metric_F=metric_F, init_G=init_G, init_F=init_F, zeta_G=zeta_G,
-                   zeta_sq=float(zeta_sq or 0.0))
+                   zeta_sq=float(zeta_sq or 0.0), points=pts)
 
 
 def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
@@ -230,7 +235,7 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
     gram = None if G.value is None else np.asarray(G.value, dtype=np.float64)
     vals = None if F.value is None else np.asarray(F.value, dtype=np.float64)
     return PEPResult(value=value, status=status, solver=solver, seconds=seconds,
-                     certificate=cert, gram=gram, values=vals, size=size)
+                     certificate=cert, gram=gram, values=vals, size=size, points=data.points)
 
 
 #: measures whose value scales like L under f -> f / L (the others are invariant)
@@ -260,4 +265,4 @@ def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     value = res.value * (L if measure in SCALE_WITH_L else 1.0)
     return PEPResult(value=value, status=res.status, solver=res.solver,
                      seconds=time.perf_counter() - t0, certificate=res.certificate,
-                     gram=res.gram, values=res.values, size=res.size)
+                     gram=res.gram, values=res.values, size=res.size, points=res.points)

@@ -20,6 +20,10 @@ the PEP reaches it (docs/theory/worst-case.md, the table): today [P] Theorem 1
 value is an upper bound over ``f(x_0) - f(x_T) <= 1``, :mod:`fedsim.worstcase.pep`, hence over
 ``f(w0) - f_star_P`` too).  Every other row says why not.
 
+Any other theorem -- a plug-in's -- gets the columns by declaring its method's first-order
+form (:func:`fedsim.worstcase.declare.register_first_order`): its rows are solved as
+declared, ``worst_case = scale x PEP value``.
+
 Cache: one JSON file per cell under ``<run dir>/worstcase/``, keyed by the cell's inputs; a
 re-run reads it.  ``budget_seconds``: no new cell is solved once the solves of this call
 have used it (the quick suite's 10 s); such rows say so.
@@ -36,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.safefile import atomic_write_json_file
+from fedsim.worstcase.declare import declared
 
 __all__ = ["worst_case_columns", "worst_case_verdict", "CORE_REASONS", "MAX_K", "COLUMNS",
            "SOLVER_RTOL"]
@@ -85,6 +90,31 @@ def _theorem1_cell(case: Any, row: Any) -> dict[str, Any] | str:
     gap = float(np.ravel(res.terms["gap"])[-1])
     f_gap = gap * math.sqrt(T) / (4.0 * math.sqrt(L))
     return {"scenario": sc, "T": T, "L": L, "f_gap": f_gap}
+
+
+def _declared_cell(case: Any, row: Any) -> tuple[dict[str, Any], Any] | str:
+    """The cache key and :class:`~fedsim.worstcase.declare.FirstOrderForm` of a row whose
+    theorem declared one, or why it has none."""
+    from fedsim.worstcase.declare import first_order_form
+
+    run = next((r for r in case.runs if r.key == row.run_key), None)
+    if run is None:
+        return "no run for the row"
+    form = first_order_form(case.theorem, run.scenario, row.result, int(row.horizon))
+    if isinstance(form, str):
+        return form
+    if form.schedule.K > MAX_K:
+        return f"horizon {form.schedule.K} > {MAX_K}: beyond the PEP"
+    return {"declared": case.theorem, **form.key()}, form
+
+
+def _solve_declared(form: Any) -> dict[str, Any]:
+    from fedsim.worstcase.pep import solve_pep
+
+    res = solve_pep(form.method, form.function_class, form.schedule, form.measure,
+                    form.zeta_sq, solver="CLARABEL")
+    return {"worst_case": res.value * form.scale, "status": res.status,
+            "seconds": res.seconds, "max_staleness": form.schedule.max_staleness()}
 
 
 def _solve_theorem1(cell: dict[str, Any]) -> dict[str, Any]:
@@ -137,16 +167,26 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
     used = 0.0
     cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
     for _, r in table.iterrows():
-        worst, status, note = math.nan, "", ""
+        worst, status, note, label = math.nan, "", "", ""
         case = by_key.get((r["theorem"], r["scenario"]))
         row = None if case is None else next(
             (x for x in case.rows if x.mode == r["mode"] and x.horizon == r["horizon"]), None)
         if row is None:
             note = "not a theorem row (a control)"
-        elif case.theorem != "theorem1":
+        elif case.theorem != "theorem1" and not declared(case.theorem):
             note = CORE_REASONS.get(case.theorem, "no first-order form declared")
         else:
-            cell = _theorem1_cell(case, row)
+            if case.theorem == "theorem1":
+                cell = _theorem1_cell(case, row)
+                solve = _solve_theorem1
+                label = THEOREM1_WITNESS
+            else:
+                got_cell = _declared_cell(case, row)
+                cell, solve = got_cell, None
+                if not isinstance(got_cell, str):
+                    cell, form = got_cell
+                    label = form.witness or "none declared"
+                    solve = lambda _c, f=form: _solve_declared(f)  # noqa: E731
             if isinstance(cell, str):
                 note = cell
             else:
@@ -157,7 +197,7 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
                     got = None
                     note = f"not solved: over this suite's {budget_seconds:g} s budget"
                 else:
-                    got = _solve_theorem1(cell)
+                    got = solve(cell)
                     used += got["seconds"]
                     atomic_write_json_file(path, got)
                 if got is not None:
@@ -173,7 +213,7 @@ def worst_case_columns(table: Any, cases: list[Any], out: str | Path,
         cols["worst_over_measured"].append(worst / mean if mean > 0 and np.isfinite(worst)
                                            else math.nan)
         cols["worst_case_status"].append(status)
-        cols["worst_case_witness"].append(THEOREM1_WITNESS if status else "")
+        cols["worst_case_witness"].append(label if status else "")
         cols["worst_case_note"].append(note)
         cols["worst_case_verdict"].append(verdict)
     t = table.copy()

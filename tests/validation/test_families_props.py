@@ -45,7 +45,7 @@ _CAP = {"n": 6, "M": 60, "K": 200, "Q": 4, "tau": 3, "T": 300, "b": 5, "seed": 2
         "T_factor": 1e-3, "c_mult": 20.0, "trigger_every": 3, "tau_sim": 3, "alpha_L": 1.5,
         "noise_rel": 1.0, "r": 1.0, "beta_mult": 3.0, "w0": 10.0, "mu_over_L": 1.0, "dim": 4,
         "compute_low": 2.0, "compute_high": 2.0, "think_high": 1.0, "alpha_mult": 3.0,
-        "eta": 1.0}
+        "eta": 1.0, "period": 6, "offset": 5, "burst": 6, "f_gap": 5.0}
 # between the lower end point (drawn too, one time in ten) and these floors the values are
 # numerically absurd: theory.area's Theorem-7 constants overflow (OverflowError) at p_s ~
 # 1e-246 or L ~ 1e-111, the window step 1/(Q sqrt(L T)) divides by zero at L ~ 1e-220
@@ -215,7 +215,8 @@ def test_refused_points_are_config_errors():
 
 
 def test_every_builtin_family_is_covered():
-    covered = {*_CHEAP, "theorem2-logistic", "theorem8-logistic"}
+    # theorem1-schedule's points solve a PEP each: tests/worstcase/test_schedule_family.py
+    covered = {*_CHEAP, "theorem2-logistic", "theorem8-logistic", "theorem1-schedule"}
     assert {f.name for f in BUILTIN} == covered
     for f in BUILTIN:                              # every parameter has a cap or choices
         for p in f.params:

@@ -45,6 +45,7 @@ from fedsim.validation.families.mc import engine_mc
 from fedsim.validation.families.perfedavg import PERFEDAVG_CX, PERFEDAVG_QUAD
 from fedsim.validation.families.persafl import THEOREM1_WINDOW, THEOREM2_LOGISTIC, THEOREM3_WINDOW
 from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
+from fedsim.validation.families.schedules import THEOREM1_SCHEDULE
 
 from fedsim.errors import ConfigError, require
 from fedsim.plugins import checked_family_builder, load_group
@@ -59,7 +60,7 @@ __all__ = ["Family", "Instance", "Measurement", "Param", "SimCheck", "BUILTIN", 
 BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOREM2_LOGISTIC,
            THEOREM1_PHYSICAL,
            THEOREM8_LOGISTIC, PERFEDAVG_QUAD, PERFEDAVG_CX, ASYPFL1_QUAD, ASYPFL2_QUAD,
-           ASYPFL1_PERIODS)
+           ASYPFL1_PERIODS, THEOREM1_SCHEDULE)
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"

@@ -1,0 +1,80 @@
+"""A delay schedule's quadratic witness as a scenario anyone can ``fedsim run``.
+
+For a one-upload-per-step schedule (a delay list) of FedAsync with ``Q = 1`` (delayed
+gradient descent) the fedsim scenario is ``async_sgd`` with ``tau_C`` at least the largest
+delay (Koloskova's step factor is then 1: PersA-FL's server rule, the same iterates,
+:mod:`fedsim.servers.delay_adaptive`) on the ``recorded``
+execution model (:mod:`fedsim.engine.models.recorded`): a file of per-step staleness,
+clients reconstructed as in Koloskova et al. 2022, Example 3 (every version ``v >= 1`` read
+at most once -- a schedule that reads one twice is not such a timeline, and no scenario is
+written).  The problem is the best 1-D quadratic ``h x^2/2`` of the curvature grid
+(:func:`fedsim.worstcase.witness.curvature_grid`, ``h`` in ``(0, L]``: convex quadratics are
+in every L-smooth class and bounded below) with ``w0 = sqrt(2 f_gap / h)`` so that
+``f(w0) - f_* = f_gap``.  This witness is a lower bound of the worst case (a quadratic);
+the Gram interpolant (:mod:`fedsim.worstcase.gram_witness`) is the sharper one, but it is
+not a fedsim problem.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedsim.worstcase.classes import FunctionClass
+from fedsim.worstcase.schedule import Schedule
+from fedsim.worstcase.witness import curvature_grid
+
+__all__ = ["recorded_witness"]
+
+
+def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
+                     f_gap: float, out_dir: str | Path, name: str = "schedule-witness",
+                     points: int = 2001) -> dict[str, Any]:
+    """Write ``<name>.staleness`` and ``<name>.toml`` under ``out_dir`` (module doc) and
+    return ``{"toml", "schedule", "h", "value", "n"}``, or ``{"reason": ...}`` when the
+    schedule is not a recorded-model timeline.  ``value`` is the quadratic's measure times
+    ``f_gap`` (for ``avg_grad_sq``: what the run's ``avg_grad_sq`` at step K reads)."""
+    from fedsim.config import Scenario
+    from fedsim.config.io import dump
+    from fedsim.engine.models.recorded import schedule_clients
+    from fedsim.errors import ConfigError
+
+    if any(len(cs) != 1 for cs in schedule.steps):
+        return {"reason": "not one upload per step"}
+    if int(getattr(method, "Q", 1)) != 1 or getattr(method, "name", "") not in (
+            "fedasync", "delayed_gd"):
+        return {"reason": "the recorded timeline runs async_sgd: FedAsync with Q = 1 only"}
+    stale = np.array([cs[0].stale for cs in schedule.steps], dtype=np.int64)
+    n = int(np.sum(np.arange(len(stale)) - stale == 0))
+    try:
+        schedule_clients(stale, max(n, 1))
+    except ConfigError as exc:
+        return {"reason": f"not a recorded-model timeline: {exc}"}
+    sq = FunctionClass(kind="strongly_convex", L=fclass.L, mu=0.0)
+    hs, vals = curvature_grid(method, schedule, sq, measure, points)
+    j = int(np.nanargmax(np.where(hs > 0, vals, -np.inf)))
+    h = float(hs[j])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sched_path = out / f"{name}.staleness"
+    sched_path.write_text("# per-step staleness (fedsim.worstcase.schedule_witness)\n"
+                          + "".join(f"{int(s)}\n" for s in stale))
+    d = {"name": name, "seed": 0,
+         "problem": {"kind": "quadratic", "n": max(n, 1), "dim": 1, "mu": h, "L": h,
+                     "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0},
+         "algorithm": {"name": "async_sgd", "model": "recorded",
+                       "schedule": str(sched_path.resolve()), "client_rule": "sgd",
+                       "Q": 1, "eta": float(method.eta), "batch": 1,
+                       "beta": float(getattr(method, "beta", 1.0)),
+                       "tau_C": max(1, int(stale.max())), "step_rule": "koloskova",
+                       "w0": math.sqrt(2.0 * f_gap / h)},
+         "trigger": {"kind": "every_upload"},
+         "horizon": {"steps": schedule.K},
+         "record": {"every": 1, "metrics": ["grad_sq", "dist_sq", "f_gap"]}}
+    toml = out / f"{name}.toml"
+    dump(Scenario.from_dict(d), toml)
+    return {"toml": toml, "schedule": sched_path, "h": h, "value": float(vals[j]) * f_gap,
+            "n": max(n, 1)}
