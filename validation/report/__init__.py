@@ -18,8 +18,10 @@ Page plan (deterministic; :func:`expected_pages` computes it without drawing):
    * ``ceil(P / PANELS_PER_PAGE)`` plot pages, P = its (scenario, mode) groups in
      verdicts.csv: log-log panels of the MC mean with CI error bars, the bound,
      the exact oracle and the theorem's order vs T or K;
-   * one details page per scenario (union of verdicts and meta): hypotheses table,
-     constants with their tags, step sizes, tightness and slope per mode, notes;
+   * the details of each scenario (union of verdicts and meta): every hypothesis,
+     every constant with its tag, tightness and slope per mode, step sizes, notes, on
+     as many pages as they need (``details.details_parts``; a table continues on the
+     next page, nothing is cut);
    * ``max(1, ceil(S / REPR_PER_PAGE))`` representative-run pages, S = its
      scenarios: staleness histogram and concurrency curve of one run per scenario.
 

@@ -16,6 +16,7 @@ from fedsim.validation.report.layout import (
     INK,
     SMALL,
     chars_fitting,
+    chars_in_axes,
     draw_wrapped,
     fmt_horizon,
     fmt_range,
@@ -28,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-__all__ = ["plots_page", "meta_for", "draw_panel"]
+__all__ = ["plots_page", "meta_for", "draw_panel", "growing_term"]
 
 
 _CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
@@ -91,18 +92,39 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
     return fig
 
 
-def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str) -> None:
-    """A bound that grows with the horizon says so, naming the term that grows when the
-    metadata carries the bound's terms per horizon (``bound_terms``: name -> values)."""
+def growing_term(horizons: np.ndarray, meta: dict, mode: str) -> str:
+    """What makes a bound grow along ``horizons``: the term of the bound's own
+    :attr:`~fedsim.theory.result.BoundResult.terms` (the meta's ``bound_terms`` of ``mode``,
+    written by the suite) that rises most from the first to the last horizon, with its two
+    values; ``""`` when the meta carries no terms at these horizons."""
+    entry = (meta.get("bound_terms") or {}).get(mode) or {}
+    at = {float(x): i for i, x in enumerate(entry.get("horizons", []))}
+    idx = [at.get(float(x)) for x in (horizons[0], horizons[-1])]
+    if None in idx:
+        return ""
+    rise = {}
+    for name, vals in (entry.get("terms") or {}).items():
+        a, b = (float(vals[i]) for i in idx)
+        if math.isfinite(a) and math.isfinite(b) and b > a:
+            rise[name] = (b - a, a, b)
+    if not rise:
+        return "no single term rises (their combination does; terms on the details page)"
+    name = max(rise, key=lambda k: rise[k][0])
+    others = f", {len(rise) - 1} other(s) rise less" if len(rise) > 1 else ""
+    return f"term {name}: {fmt_value(rise[name][1])} -> {fmt_value(rise[name][2])}{others}"
+
+
+def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str,
+                 mode: str) -> None:
+    """A bound that grows with the horizon says so and names the term that grows
+    (:func:`growing_term`)."""
     if h.size < 2 or not bound[-1] > 1.05 * bound[0]:
         return
-    terms = meta.get("bound_terms") or {}
-    grow = [k for k, v in terms.items()
-            if len(v) == h.size and np.all(np.isfinite(np.asarray(v, dtype=float)))
-            and float(v[-1]) > float(v[0])]
-    what = (f"{', '.join(grow)} grows" if grow else "terms: details page")
-    ax.text(0.02, 0.94, "\n".join(wrap_ident(f"bound grows with {xl} ({what})", 34)),
-            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top")
+    what = growing_term(h, meta, mode) or "terms: details page"
+    width = chars_in_axes(ax)
+    ax.text(0.02, 0.97, "\n".join(wrap_ident(f"bound grows with {xl}: {what}", width)),
+            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top",
+            bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1.0))
 
 
 def _legend_handles() -> list[Line2D]:
@@ -174,7 +196,8 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     elif gb.any():
         ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
                 else "--", marker="D", ms=3, zorder=1)
-        _note_growth(ax, h[gb], bound[gb], meta, xl)
+        mode = str(sub["mode"].iloc[0]) if "mode" in sub.columns else ""
+        _note_growth(ax, h[gb], bound[gb], meta, xl, mode)
     nonpos = np.isfinite(bound) & (bound <= 0)
     if nonpos.any():  # not drawable on a log axis: a marker on the floor with its value
         ax.scatter(h[nonpos], np.full(int(nonpos.sum()), floor * 1.15), marker="v",
