@@ -48,6 +48,7 @@ def _failure(sub: pd.DataFrame, meta: dict) -> str:
 _TOP, _BOTTOM = 0.845, 0.05      # the flow area of a details page (page fractions)
 _TITLE_H = 0.032                  # a table's title line
 _GAP = 0.012
+_ROW_H = 0.021                    # a one-line table row (8 pt text with its padding)
 _HYP_W = [0.28, 0.06, 0.6]
 _CONST_W = [0.12, 0.08, 0.08, 0.66]
 _TIGHT_W = [0.11, 0.15, 0.12, 0.1, 0.11, 0.065, 0.14, 0.06, 0.075]
@@ -159,8 +160,8 @@ def _paginate(blocks: list[dict]) -> list[list[dict]]:
             pages[-1].append(b)
             y -= h
             continue
-        heights = [row_height(row_lines(r, b["widths"])) for r in b["rows"]]
-        head = _TITLE_H + row_height(1)
+        heights = [row_height(row_lines(r, b["widths"]), row_h=_ROW_H) for r in b["rows"]]
+        head = _TITLE_H + _ROW_H
         i, first = 0, True
         while True:
             n, used = 0, 0.0
@@ -215,5 +216,5 @@ def details_page(run: Run, th: str, sc: str, part: int = 0) -> Figure:
         fig.text(0.03, y - 0.004, b["title"] + (" (continued)" if b["continued"] else ""),
                  fontsize=FONT + 1, weight="bold", va="top")
         y = draw_table(fig, 0.03, y - _TITLE_H, b["widths"], b["header"], b["rows"], b["fills"],
-                       lines=None) - _GAP
+                       row_h=_ROW_H, lines=None) - _GAP
     return fig

@@ -78,12 +78,12 @@ def shorten_middle(s: str, n: int) -> str:
     return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
 
 
-_BREAKS = re.compile(r"(?<=[_/ ])|(?<=-)(?=[A-Za-z])")
+_BREAKS = re.compile(r"(?<=[/ ])|(?<=_)(?![{(])|(?<=-)(?=[A-Za-z])")
 
 
 def wrap_ident(text: str, n: int, lines: int | None = None) -> list[str]:
     """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ /`` or a
-    ``-`` before a letter
+    ``-`` before a letter, never inside a subscript such as ``x_{k+1}``
     (identifiers such as ``counterexample-M50-K9`` or ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap
     whole, never cut); a piece longer than a line is split.  With ``lines``, more lines
     than that end in an ellipsis (callers size their boxes so this does not happen)."""

@@ -57,8 +57,9 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
                    "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
     v = run.verdicts
     ncol, nrow = 3, 2
-    gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.2,
-                          hspace=0.62, wspace=0.28)
+    # left margin and gaps leave room for two-line y labels beside 10^-9-wide tick labels
+    gs = fig.add_gridspec(nrow, ncol, left=0.1, right=0.98, top=0.78, bottom=0.2,
+                          hspace=0.62, wspace=0.42)
     for k, (sc, md) in enumerate(groups):
         ax = fig.add_subplot(gs[k // ncol, k % ncol])
         meta = run.meta.get((th, sc), {})
@@ -68,7 +69,7 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         status = str(sub["status"].iloc[0]) if len(sub) else "-"
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
             else meta.get("expected_slope", math.nan)
-        width = chars_fitting(0.25, SMALL)
+        width = chars_fitting(0.24, SMALL)
         sl = fmt_value(sub["slope"].iloc[0] if len(sub) else None)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
         last = (f"EXACT value, no CI; bound/exact {fmt_range(sub['tightness'])}" if exact else
@@ -115,16 +116,17 @@ def growing_term(horizons: np.ndarray, meta: dict, mode: str) -> str:
 
 
 def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str,
-                 mode: str) -> None:
+                 mode: str) -> bool:
     """A bound that grows with the horizon says so and names the term that grows
-    (:func:`growing_term`)."""
+    (:func:`growing_term`); True when the note was written (at the top of the panel)."""
     if h.size < 2 or not bound[-1] > 1.05 * bound[0]:
-        return
+        return False
     what = growing_term(h, meta, mode) or "terms: details page"
     width = chars_in_axes(ax)
     ax.text(0.02, 0.97, "\n".join(wrap_ident(f"bound grows with {xl}: {what}", width)),
             transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top",
             bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1.0))
+    return True
 
 
 def _legend_handles() -> list[Line2D]:
@@ -182,6 +184,7 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     ax.scatter(h[ok], mean[ok], c=colours, s=22, zorder=3,
                marker="s" if bool(is_exact_row(sub).all()) else "o")
     status = str(sub["status"].iloc[0])
+    noted = False
     gb = np.isfinite(bound) & (bound > 0)
     if gb.any() and hs.size == 1:  # one horizon: the CI as an interval bar, the bound a level
         i = int(np.flatnonzero(ok)[0])
@@ -191,13 +194,14 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         ax.annotate(f"bound {fmt_value(bound[gb][0])}", (0.02, bound[gb][0]),
                     xycoords=("axes fraction", "data"), fontsize=SMALL, color="#1f5fbf",
                     va="bottom")
-        ax.annotate(f"MC mean {fmt_value(mean[i])}", (h[i], mean[i]), xytext=(8, 0),
+        word = "exact" if bool(is_exact_row(sub).all()) else "MC mean"
+        ax.annotate(f"{word} {fmt_value(mean[i])}", (h[i], mean[i]), xytext=(8, 0),
                     textcoords="offset points", fontsize=SMALL, va="center")
     elif gb.any():
         ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
                 else "--", marker="D", ms=3, zorder=1)
         mode = str(sub["mode"].iloc[0]) if "mode" in sub.columns else ""
-        _note_growth(ax, h[gb], bound[gb], meta, xl, mode)
+        noted = _note_growth(ax, h[gb], bound[gb], meta, xl, mode)
     nonpos = np.isfinite(bound) & (bound <= 0)
     if nonpos.any():  # not drawable on a log axis: a marker on the floor with its value
         ax.scatter(h[nonpos], np.full(int(nonpos.sum()), floor * 1.15), marker="v",
@@ -220,6 +224,8 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         i0 = int(np.flatnonzero(ok)[0])
         hh = np.array([h[ok].min(), h[ok].max()])
         ax.plot(hh, mean[i0] * (hh / h[i0]) ** es, ls=":", color="#888888", lw=1.2)
+    if noted:  # the note takes the top of the panel: the data keep the lower 70 %
+        top = floor * (top / floor) ** (1 / 0.7)
     ax.set_ylim(floor, top)
     if top / floor > 100.0:  # several decades: major labels suffice
         ax.yaxis.set_minor_formatter(NullFormatter())

@@ -52,9 +52,7 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
                    if len(sub) and is_exact_row(sub).all()
                    else "no representative run was recorded")
             for ax in (a1, a2):
-                ax.set_axis_off()
-                ax.text(0.5, 0.5, f"{sc}: {why}", ha="center",
-                        va="center", fontsize=FONT, transform=ax.transAxes)
+                _no_data(ax, f"{sc}: {why}")
             continue
         stale = np.asarray(rep.get("staleness_steps", []), dtype=float)
         stale = stale[np.isfinite(stale)]
