@@ -211,8 +211,10 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         ax.text(0.02, 0.1, "\n".join(wrap_ident(txt, 34)), transform=ax.transAxes,
                 fontsize=SMALL, color="#1f5fbf", va="bottom")
     if np.isinf(bound).any():
-        ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
-                fontsize=SMALL, color="#1f5fbf")
+        where = "every horizon" if np.isinf(bound).all() else "some horizon"
+        ax.text(0.02, 0.02, "\n".join(wrap_ident(f"bound = +inf at {where} (why: the "
+                                                  "details page)", chars_in_axes(ax))),
+                transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf")
     ge = np.isfinite(exact) & (exact > 0)
     if ge.any():
         ax.plot(h[ge], exact[ge], ls="none", marker="x", color="black", ms=6, zorder=4)

@@ -19,6 +19,7 @@ from fedsim.validation.report.layout import (
 from fedsim.validation.report.plan import Run
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["representative_page"]
 
@@ -61,6 +62,7 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
             a1.hist(stale, bins=np.arange(-0.5, top + 1.5, max(1, math.ceil((top + 1) / 60))),
                     color="#4c72b0", edgecolor="white", linewidth=0.3)
             a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--")
+            a1.xaxis.set_major_locator(MaxNLocator(integer=True))  # staleness is a count
             what = f" - dashed: mean {fmt_value(stale.mean())}, max {top}"
         else:
             _no_data(a1, "no staleness recorded for this run (e.g. a synchronous or "
