@@ -178,9 +178,19 @@ def test_growing_term_by_hand():
     assert growing_term(h, GROW_META, "corrected") == "term noise_ball: 0.05 -> 0.29"
     assert growing_term(h, GROW_META, "paper") == ""                    # no terms for it
     assert growing_term(np.array([10.0, 50.0]), GROW_META, "corrected") == ""
-    two = {"bound_terms": {"m": {"horizons": [1, 2], "terms": {"a": [0, 1], "b": [0, 3],
-                                                               "c": [1, 0]}}}}
-    assert growing_term(np.array([1.0, 2.0]), two, "m") == \
+    one_two = np.array([1.0, 2.0])
+
+    def meta(bound, **terms):
+        return {"bound_terms": {"m": {"horizons": [1, 2], "bound": bound, "terms": terms}}}
+
+    # a sum (0+0+1 = 1, 1+3+0 = 4): the summand that rises most
+    assert growing_term(one_two, meta([1, 4], a=[0, 1], b=[0, 3], c=[1, 0]), "m") == \
         "term b: 0 -> 3, 1 other(s) rise less"
-    none = {"bound_terms": {"m": {"horizons": [1, 2], "terms": {"a": [2, 1]}}}}
-    assert growing_term(np.array([1.0, 2.0]), none, "m").startswith("no single term rises")
+    # a minimum (AREA Theorem 7's min(C1, C2)): the term that is the bound at the end
+    assert growing_term(one_two, meta([1, 2], C1=[5, 3], C2=[1, 2]), "m") == \
+        "term C2 (min of C1, C2): 1 -> 2"
+    # neither (a product 1*1, 2*4): the largest relative rise, said to be no sum
+    assert growing_term(one_two, meta([1, 8], a=[1, 2], f=[1, 4]), "m") == \
+        "term f (the bound is no sum of its terms): 1 -> 4"
+    assert growing_term(one_two, meta([2, 3], a=[2, 1]), "m").startswith(
+        "no single term rises")

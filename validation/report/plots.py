@@ -94,25 +94,46 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
 
 
 def growing_term(horizons: np.ndarray, meta: dict, mode: str) -> str:
-    """What makes a bound grow along ``horizons``: the term of the bound's own
-    :attr:`~fedsim.theory.result.BoundResult.terms` (the meta's ``bound_terms`` of ``mode``,
-    written by the suite) that rises most from the first to the last horizon, with its two
-    values; ``""`` when the meta carries no terms at these horizons."""
+    """What makes a bound grow from the first to the last of ``horizons``, read from the
+    bound's own :attr:`~fedsim.theory.result.BoundResult.terms` (the meta's ``bound_terms``
+    of ``mode``: horizons, bound and terms, written by the suite): for a sum of the terms,
+    the summand that rises most; for their minimum (maximum), the term that is the bound at
+    the last horizon; else the term with the largest relative rise, said to be no sum.
+    ``""`` when the meta carries no terms at these horizons."""
     entry = (meta.get("bound_terms") or {}).get(mode) or {}
     at = {float(x): i for i, x in enumerate(entry.get("horizons", []))}
     idx = [at.get(float(x)) for x in (horizons[0], horizons[-1])]
-    if None in idx:
+    terms = {k: np.asarray(v, dtype=np.float64) for k, v in (entry.get("terms") or {}).items()}
+    if None in idx or not terms:
         return ""
-    rise = {}
-    for name, vals in (entry.get("terms") or {}).items():
-        a, b = (float(vals[i]) for i in idx)
-        if math.isfinite(a) and math.isfinite(b) and b > a:
-            rise[name] = (b - a, a, b)
+    ends = {k: (float(v[idx[0]]), float(v[idx[1]])) for k, v in terms.items()}
+    rise = {k: (b - a, a, b) for k, (a, b) in ends.items()
+            if math.isfinite(a) and math.isfinite(b) and b > a}
+    bound = np.asarray(entry.get("bound", []), dtype=np.float64)
+    stack = np.vstack([v[idx] for v in terms.values()])
+    how, name = "", ""
+    if bound.size > max(idx):
+        want = bound[idx]
+        for label, comb in (("sum", stack.sum(axis=0)), ("min", stack.min(axis=0)),
+                            ("max", stack.max(axis=0))):
+            if np.allclose(comb, want, rtol=1e-9, atol=0.0):
+                how = label
+                break
+    if how in ("min", "max"):
+        name = list(terms)[int(np.argmin(np.abs(stack[:, 1] - bound[idx[1]])))]
+        a, b = ends[name]
+        return (f"term {name} ({how} of {', '.join(terms)}): {fmt_value(a)} -> "
+                f"{fmt_value(b)}")
     if not rise:
         return "no single term rises (their combination does; terms on the details page)"
-    name = max(rise, key=lambda k: rise[k][0])
-    others = f", {len(rise) - 1} other(s) rise less" if len(rise) > 1 else ""
-    return f"term {name}: {fmt_value(rise[name][1])} -> {fmt_value(rise[name][2])}{others}"
+    if how == "sum":
+        name = max(rise, key=lambda k: rise[k][0])
+    else:   # not a sum of its terms: the largest relative rise
+        name = max(rise, key=lambda k: rise[k][2] / rise[k][1] if rise[k][1] > 0 else math.inf)
+    others = f", {len(rise) - 1} other(s) rise less" if len(rise) > 1 and how == "sum" else ""
+    kind = "" if how == "sum" else " (the bound is no sum of its terms)"
+    return (f"term {name}{kind}: {fmt_value(rise[name][1])} -> {fmt_value(rise[name][2])}"
+            f"{others}")
 
 
 def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str,
