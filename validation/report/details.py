@@ -45,7 +45,8 @@ def _failure(sub: pd.DataFrame, meta: dict) -> str:
     return str(meta.get("failure", "") or "")
 
 
-_TOP, _BOTTOM = 0.845, 0.05      # the flow area of a details page (page fractions)
+_TOP, _BOTTOM = 0.845, 0.04      # the flow area of a details page (page fractions)
+_TOP_NEXT = 0.9                   # a continuation page has no subtitle
 _TITLE_H = 0.032                  # a table's title line
 _GAP = 0.012
 _ROW_H = 0.021                    # a one-line table row (8 pt text with its padding)
@@ -113,20 +114,17 @@ def _tightness_table(sub: pd.DataFrame, meta: dict) -> dict:
 
 
 def _texts(sub: pd.DataFrame, meta: dict) -> list[dict]:
-    cap = (f"tightness = bound / MC mean (range over horizons); slope = log-log least squares "
-           f"+- its standard error; exact oracle: z-tests of the MC mean against the exact "
-           f"expectation at false-alarm rate {ORACLE_FAR:g} each; failed = replicates that "
-           f"raised, diverged or gave NaN/inf at the worst horizon (excluded from the mean; a "
-           f"horizon with a non-finite replicate is never 'holds')."
+    cap = ("Columns as on the summary page; exact oracle: z-tests of the MC mean against "
+           f"the exact expectation at false-alarm rate {ORACLE_FAR:g} each; failed = "
+           "replicates that raised, diverged or gave NaN/inf at the worst horizon (excluded "
+           "from the mean; such a horizon is never 'holds')."
            + (" Exact rows: the measured value is the exact oracle value (nothing simulated, "
               "no CI); tightness = bound / exact." if is_exact_row(sub).any() else ""))
     steps = meta.get("step_sizes", {}) or {}
     st_txt = ", ".join(f"{k} = {fmt_value(val, 4)}" for k, val in steps.items()) or "-"
+    bs = f"; bound status (theory): {meta['bound_status']}" if meta.get("bound_status") else ""
     out = [dict(kind="text", text=cap, color="#333333"),
-           dict(kind="text", text=f"Step sizes: {st_txt}", color="black")]
-    if meta.get("bound_status"):
-        out.append(dict(kind="text", text=f"Bound status (theory): {meta['bound_status']}",
-                        color="black"))
+           dict(kind="text", text=f"Step sizes: {st_txt}{bs}", color="black")]
     failure = _failure(sub, meta)
     if failure:
         out.append(dict(kind="text", text=f"Replicate failures: {failure}", color="#6a1b9a"))
@@ -156,7 +154,7 @@ def _paginate(blocks: list[dict]) -> list[list[dict]]:
             h = len(wrapped_lines(b["text"], _TEXT_W, SMALL)) * line + 0.006
             if y - h < _BOTTOM and pages[-1]:
                 pages.append([])
-                y = _TOP
+                y = _TOP_NEXT
             pages[-1].append(b)
             y -= h
             continue
@@ -170,7 +168,7 @@ def _paginate(blocks: list[dict]) -> list[list[dict]]:
                 n += 1
             if n == 0 and (i < len(heights) or y - head < _BOTTOM) and pages[-1]:
                 pages.append([])     # not one row (or not the header) fits here
-                y = _TOP
+                y = _TOP_NEXT
                 continue
             if n == 0 and i < len(heights):  # a row taller than a page: drawn whole anyway
                 n, used = 1, heights[i]
@@ -181,7 +179,7 @@ def _paginate(blocks: list[dict]) -> list[list[dict]]:
             if i >= len(heights):
                 break
             pages.append([])
-            y = _TOP
+            y = _TOP_NEXT
     return pages
 
 
@@ -199,7 +197,7 @@ def details_page(run: Run, th: str, sc: str, part: int = 0) -> Figure:
     title = f"{th} / {sc}: hypotheses, constants, tightness and slope"
     if len(pages) > 1:
         title += f" ({part + 1}/{len(pages)})"
-    y = _TOP
+    y = _TOP if part == 0 else _TOP_NEXT
     if meta is None:
         fig = new_page(title)
         fig.text(0.03, 0.9, "No metadata (meta/*.json) was recorded for this scenario.",
