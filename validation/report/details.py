@@ -47,8 +47,8 @@ def _failure(sub: pd.DataFrame, meta: dict) -> str:
 
 _TOP, _BOTTOM = 0.845, 0.04      # the flow area of a details page (page fractions)
 _TOP_NEXT = 0.9                   # a continuation page has no subtitle
-_TITLE_H = 0.032                  # a table's title line
-_GAP = 0.012
+_TITLE_H = 0.028                  # a table's title line
+_GAP = 0.008
 _ROW_H = 0.021                    # a one-line table row (8 pt text with its padding)
 _HYP_W = [0.28, 0.06, 0.6]
 _CONST_W = [0.12, 0.08, 0.08, 0.66]
@@ -143,12 +143,23 @@ def _blocks(run: Run, th: str, sc: str) -> list[dict]:
             *_texts(sub, meta)]
 
 
-def _paginate(blocks: list[dict]) -> list[list[dict]]:
+def _subtitle(meta: dict | None) -> str:
+    return " ".join(x for x in ((meta or {}).get("title", ""),
+                                (meta or {}).get("description", "")) if x)
+
+
+def _first_top(meta: dict | None) -> float:
+    """Where the flow starts on the first page: under the subtitle (at most 3 lines)."""
+    n = min(3, len(wrapped_lines(_subtitle(meta), 0.94, FONT))) if _subtitle(meta) else 0
+    return 0.925 - n * FONT * 1.45 / 72 / PAGE_SIZE[1] - 0.012
+
+
+def _paginate(blocks: list[dict], top: float = _TOP) -> list[list[dict]]:
     """The blocks page by page: a table whose rows do not fit continues on the next page
     under its title and header again; text blocks are never split."""
     line = SMALL * 1.45 / 72 / PAGE_SIZE[1]
     pages: list[list[dict]] = [[]]
-    y = _TOP
+    y = top
     for b in blocks:
         if b["kind"] == "text":
             h = len(wrapped_lines(b["text"], _TEXT_W, SMALL)) * line + 0.006
@@ -185,7 +196,7 @@ def _paginate(blocks: list[dict]) -> list[list[dict]]:
 
 def details_parts(run: Run, th: str, sc: str) -> int:
     """How many pages the details of (``th``, ``sc``) take (:func:`details_page`)."""
-    return len(_paginate(_blocks(run, th, sc)))
+    return len(_paginate(_blocks(run, th, sc), _first_top(run.meta.get((th, sc)))))
 
 
 def details_page(run: Run, th: str, sc: str, part: int = 0) -> Figure:
@@ -193,19 +204,18 @@ def details_page(run: Run, th: str, sc: str, part: int = 0) -> Figure:
     tightness and slope per mode, step sizes and notes, nothing cut (tables continue on the
     next page)."""
     meta = run.meta.get((th, sc))
-    pages = _paginate(_blocks(run, th, sc))
+    top = _first_top(meta)
+    pages = _paginate(_blocks(run, th, sc), top)
     title = f"{th} / {sc}: hypotheses, constants, tightness and slope"
     if len(pages) > 1:
         title += f" ({part + 1}/{len(pages)})"
-    y = _TOP if part == 0 else _TOP_NEXT
+    y = top if part == 0 else _TOP_NEXT
     if meta is None:
         fig = new_page(title)
         fig.text(0.03, 0.9, "No metadata (meta/*.json) was recorded for this scenario.",
                  fontsize=FONT)
     else:
-        fig = new_page(title, " ".join(x for x in (meta.get("title", ""),
-                                                 meta.get("description", "")) if x)
-                       if part == 0 else "")
+        fig = new_page(title, _subtitle(meta) if part == 0 else "")
     for b in pages[part]:
         if b["kind"] == "text":
             y = draw_wrapped(fig, 0.03, y, b["text"], _TEXT_W, size=SMALL, max_lines=None,
