@@ -63,6 +63,8 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
                     color="#4c72b0", edgecolor="white", linewidth=0.3)
             a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--")
             a1.xaxis.set_major_locator(MaxNLocator(integer=True))  # staleness is a count
+            if top < 2:  # under two steps wide the locator falls back to fractions
+                a1.set_xticks(range(top + 1))
             what = f" - dashed: mean {fmt_value(stale.mean())}, max {top}"
         else:
             _no_data(a1, "no staleness recorded for this run (e.g. a synchronous or "
