@@ -6,7 +6,10 @@ extras) and ``meta/*.json``, one per (theorem, scenario) pair, with the keys
 hypotheses [{name, holds, detail}], constants [{name, value, tag, reason}],
 bound_status, step_sizes {...}, notes [str], representative {staleness_steps,
 concurrency_time, concurrency_busy, concurrency_mean}`` (``representative`` may be
-missing; the page then says so).  Optional keys: ``quantity`` (the y-axis label).
+missing; the page then says so).  Optional keys: ``quantity`` (the y-axis label),
+``bound_terms {mode: {horizons, bound, terms {name: [...]}}}`` (the bound's own terms per
+horizon, written by ``suite_verdicts.collect``: a growing bound's panel names the term that
+makes it grow, ``plots.growing_term``).
 
 Page plan (deterministic; :func:`expected_pages` computes it without drawing):
 
