@@ -151,10 +151,10 @@ def draw_gantt(ax: Any, timeline: list[Interval], n: int, t_end: float,
     ax.set_ylim(-0.6, min(n, max_clients) - 0.4)
     ax.set_ylabel("client")
     ax.set_xlabel("simulated time")
-    # above the axes, so no client's bar is hidden behind it
+    # beside the axes, so no client's bar (nor the panel's title) is hidden behind it
     ax.legend(handles=[Patch(color=COLORS[p], label=p) for p in PHASES[:3]],
-              loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncol=3,
-              frameon=False, borderaxespad=0.2)
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, ncol=1,
+              frameon=False, borderaxespad=0.0)
 
 
 def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
@@ -195,7 +195,9 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
            if not k.startswith("avg_") and not k.startswith(("test_acc", "pers_acc"))):
         ax1.set_yscale("log")
     ax1.set_xlabel("simulated time")
-    ax1.legend(fontsize=7, loc="upper right", ncol=2)
+    # beside the axes, so no curve is hidden behind it
+    ax1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+               borderaxespad=0.0)
     ax1.set_title(f"{scenario.name}: metrics against simulated time")
     if tl is not None:
         ok = timeline_matches(trace, tl, _is_sync(scenario))

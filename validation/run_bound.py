@@ -228,6 +228,16 @@ def draw(b: BoundOverRun, trace: Any, ax: Any) -> None:
     if not np.any(finite):
         ax.annotate("bound is infinite at every horizon (vacuous): nothing to draw",
                     xy=(0.01, 0.02), xycoords="axes fraction", fontsize=7)
+    if pos.sum() >= 2 and vals[pos][-1] > 1.05 * vals[pos][0]:   # name the term that grows
+        from fedsim.validation.report.plots import growing_term
+
+        terms = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), hs.shape).tolist()
+                 for k, v in res.terms.items()}
+        what = growing_term(hs[pos].astype(float), {"bound_terms": {"": {
+            "horizons": hs.tolist(), "bound": vals.tolist(), "terms": terms}}}, "")
+        ax.annotate(f"bound grows with {b.theorem.horizon}: {what or 'terms not recorded'}",
+                    xy=(0.01, 0.97), xycoords="axes fraction", fontsize=7, va="top",
+                    color="#d62728")
     y = np.asarray(cols[b.column])[keep]
     if np.all(y[np.isfinite(y)] > 0):
         ax.set_xscale("log")

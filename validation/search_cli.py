@@ -138,7 +138,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     summary = json.loads((Path(args.out) / "summary.json").read_text())
     print(f"{summary['points']} points in {summary['seconds']:.1f} s; measured > bound at "
           f"{summary['violations']} ({len(summary['confirmed'])} confirmed, "
-          f"{summary['unconfirmed_violations']} not); {Path(args.out) / 'search.csv'}; {pdf}")
+          f"{summary['unconfirmed_violations']} unconfirmed, not re-run); "
+          f"{Path(args.out) / 'search.csv'}; {pdf}")
     return 0
 
 

@@ -29,6 +29,27 @@ def _hyp_dict(h: Hypothesis) -> dict[str, Any]:
     return {"name": h.name, "holds": h.holds, "detail": h.detail}
 
 
+def _bound_terms(case: Case) -> dict[str, dict[str, list]]:
+    """Per mode, the bound's own terms (:attr:`BoundResult.terms`) at each row's horizon:
+    ``{mode: {"horizons": [...], "bound": [...], "terms": {name: [...]}}}`` (what the report's
+    growing-bound note reads).  A curve result's array term is indexed by the row's place among
+    the rows sharing that result."""
+    out: dict[str, dict[str, list]] = {}
+    seen: dict[int, int] = {}
+    for row in case.rows:
+        i = seen.get(id(row.result), 0)
+        seen[id(row.result)] = i + 1
+        d = out.setdefault(row.mode, {"horizons": [], "bound": [], "terms": {}})
+        d["horizons"].append(row.horizon)
+        d["bound"].append(float(row.bound))
+        for name, v in row.result.terms.items():
+            a = np.asarray(v, dtype=np.float64).reshape(-1)
+            d["terms"].setdefault(name, []).append(float(a[i] if a.size > i else a[-1]))
+    for d in out.values():   # a term missing at some horizon cannot be compared along it
+        d["terms"] = {k: v for k, v in d["terms"].items() if len(v) == len(d["horizons"])}
+    return out
+
+
 def _records(case: Case, recs: dict[str, dict]) -> list[dict]:
     """The value dicts of the case's finished replicates (what its checks read)."""
     return [rec["value"] for run in case.runs for r in range(run.replicates)
@@ -102,6 +123,7 @@ def collect(cases: list[Case], recs: dict[str, dict], div1000: tuple = ()
             "notes": case.notes + list(dict.fromkeys(r0.warnings)),
             "control": case.control,
             "failure": failure,
+            "bound_terms": _bound_terms(case),
         }
         if rep is not None:
             metas[(case.theorem, case.scenario)]["representative"] = rep

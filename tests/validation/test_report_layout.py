@@ -4,20 +4,28 @@ interval."""
 
 from __future__ import annotations
 
+import json
+
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from fedsim.validation import report  # noqa: E402
 from fedsim.validation._selftest import write_synthetic_run  # noqa: E402
 from fedsim.validation.compare import VERDICT_COLUMNS, write_verdicts  # noqa: E402
 from fedsim.validation.report.layout import wrap_ident  # noqa: E402
+from fedsim.validation.report.plots import growing_term  # noqa: E402
 
 LONG_SC = "counterexample-EF1-tau4096-with-a-very-long-scenario-name"
 LONG_TH = "perfedavg_theorem4_5_with_suffix"
+#: a bound 0.1 -> 0.3 = contraction 0.05 -> 0.01 + noise_ball 0.05 -> 0.29 (the suite's meta)
+GROW_META = {"theorem": LONG_TH, "scenario": "grow", "bound_terms": {"corrected": {
+    "horizons": [10, 100], "bound": [0.1, 0.3],
+    "terms": {"contraction": [0.05, 0.01], "noise_ball": [0.05, 0.29]}}}}
 
 
 def _row(sc, md, h, bound, status="CERTIFIED_CORRECTED", verdict="holds"):
@@ -36,13 +44,18 @@ def run(tmp_path_factory):
     rows = [_row(LONG_SC, "paper_literal", 8, -0.03, "PAPER_LITERAL_KNOWN_ERRATUM",
                  "not_applicable"),
             _row("quad-L1", "corrected", 10, 0.2), _row("quad-L1", "corrected", 100, 0.02),
-            _row("single", "corrected", 50, 0.1)]
+            _row("single", "corrected", 50, 0.1),
+            _row("grow", "corrected", 10, 0.1), _row("grow", "corrected", 100, 0.3)]
     write_verdicts(pd.DataFrame(rows)[VERDICT_COLUMNS], d / "verdicts.csv")
+    (d / "meta").mkdir()
+    (d / "meta" / "grow.json").write_text(json.dumps(GROW_META))
     return report.load_run(d)
 
 
-def _pages(run):
+def _pages(run, kinds=("summary", "plots", "repr")):
     for kind, arg in report._plan(run):
+        if kind not in kinds:
+            continue
         if kind == "summary":
             yield kind, report._summary_page(run, arg)
         elif kind == "plots":
@@ -76,15 +89,32 @@ def test_no_truncated_label(run):
         plt.close(fig)
 
 
+def blank_panels(fig) -> list[str]:
+    """Titles of the panels of ``fig`` that show nothing and say nothing about why."""
+    bad = []
+    for ax in fig.axes:
+        drawn = bool(ax.lines or ax.collections or ax.patches or ax.images)
+        if ax.axison:          # a drawn panel shows data or says why it has none
+            ok = drawn or ax.texts
+        else:                  # a hidden one is a note, or an unused, empty grid slot
+            ok = ax.texts or (not drawn and not ax.get_title())
+        if not ok:
+            bad.append(ax.get_title())
+    return bad
+
+
 def test_no_blank_panel_without_a_note(run):
     for kind, fig in _pages(run):
-        for ax in fig.axes:
-            drawn = bool(ax.lines or ax.collections or ax.patches or ax.images)
-            if ax.axison:          # a drawn panel shows data or says why it has none
-                assert drawn or ax.texts, (kind, ax.get_title())
-            else:                  # a hidden one is a note, or an unused, empty grid slot
-                assert ax.texts or (not drawn and not ax.get_title()), (kind, ax.get_title())
+        assert blank_panels(fig) == [], kind
         plt.close(fig)
+
+
+def test_blank_panel_check_fails_on_an_empty_panel():
+    fig = plt.figure()
+    fig.add_subplot(1, 2, 1).set_title("busy fraction")             # empty, no note
+    fig.add_subplot(1, 2, 2).text(0.5, 0.5, "no curve: nothing recorded")
+    assert blank_panels(fig) == ["busy fraction"]
+    plt.close(fig)
 
 
 def test_non_positive_bound_marked_and_single_horizon_interval(run):
@@ -103,3 +133,68 @@ def test_synthetic_run_pages_keep_the_rules(tmp_path):
     for kind, fig in _pages(run):
         assert not any("\u2026" in t for t in _texts(fig)), kind
         plt.close(fig)
+
+
+def outside_the_page(fig) -> list[str]:
+    """The axes (by title) or figure texts of ``fig`` whose drawn extent -- tick labels in
+    view, labels, titles, notes -- leaves the page (a cut label); [] if none."""
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+
+    def out(e) -> bool:
+        return e.x0 < page.x0 - 1 or e.x1 > page.x1 + 1 or e.y0 < page.y0 - 1 \
+            or e.y1 > page.y1 + 1
+
+    bad = [f"axes {ax.get_title()!r}" for ax in fig.axes if out(ax.get_tightbbox(renderer))]
+    return bad + [t.get_text() for t in fig.texts if t.get_text().strip()
+                  and out(t.get_window_extent(renderer))]
+
+
+def test_every_text_inside_the_page(run):
+    for kind, fig in _pages(run, kinds=("plots", "repr")):
+        assert outside_the_page(fig) == [], kind
+        plt.close(fig)
+
+
+def test_text_inside_the_page_check_fails_on_a_cut_label():
+    fig = plt.figure(figsize=(4, 3))
+    ax = fig.add_axes((0.02, 0.2, 0.9, 0.7))   # no room left of the axes for the label
+    ax.set_yscale("log")
+    ax.set_ylim(2e-9, 7e-9)
+    ax.set_ylabel("(1/(tau K)) sum E||grad F(wbar_{k+1,t})||^2")
+    assert outside_the_page(fig) != []
+    plt.close(fig)
+
+
+def test_growing_bound_names_its_rising_term(run):
+    figs = [f for k, f in _pages(run, kinds=("plots",))]
+    grow = [ax for f in figs for ax in f.axes if ax.get_title().startswith("grow")]
+    note = "".join(t.get_text() for t in grow[0].texts).replace("\n", "")
+    assert "bound grows with T: term noise_ball: 0.05 -> 0.29" in note  # wrapped whole
+    falls = [ax for f in figs for ax in f.axes if ax.get_title().startswith("quad-L1")]
+    assert not any("grows" in t.get_text() for t in falls[0].texts)   # 0.2 -> 0.02: no note
+    for f in figs:
+        plt.close(f)
+
+
+def test_growing_term_by_hand():
+    h = np.array([10.0, 100.0])
+    assert growing_term(h, GROW_META, "corrected") == "term noise_ball: 0.05 -> 0.29"
+    assert growing_term(h, GROW_META, "paper") == ""                    # no terms for it
+    assert growing_term(np.array([10.0, 50.0]), GROW_META, "corrected") == ""
+    one_two = np.array([1.0, 2.0])
+
+    def meta(bound, **terms):
+        return {"bound_terms": {"m": {"horizons": [1, 2], "bound": bound, "terms": terms}}}
+
+    # a sum (0+0+1 = 1, 1+3+0 = 4): the summand that rises most
+    assert growing_term(one_two, meta([1, 4], a=[0, 1], b=[0, 3], c=[1, 0]), "m") == \
+        "term b: 0 -> 3, 1 other(s) rise less"
+    # a minimum (AREA Theorem 7's min(C1, C2)): the term that is the bound at the end
+    assert growing_term(one_two, meta([1, 2], C1=[5, 3], C2=[1, 2]), "m") == \
+        "term C2 (min of C1, C2): 1 -> 2"
+    # neither (a product 1*1, 2*4): the largest relative rise, said to be no sum
+    assert growing_term(one_two, meta([1, 8], a=[1, 2], f=[1, 4]), "m") == \
+        "term f (the bound is no sum of its terms): 1 -> 4"
+    assert growing_term(one_two, meta([2, 3], a=[2, 1]), "m").startswith(
+        "no single term rises")

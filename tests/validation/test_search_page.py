@@ -125,6 +125,10 @@ def test_verdict_and_unconfirmed_lines(searched, figures, tmp_path):
     txt = _text(figures[1])
     assert "confirmation (engine, validate's 99% CI): violated" in txt
     assert "CI [2, 3] vs bound" in txt and "not confirmed" not in txt
+    n_over = int((df["violation_ratio"] > 1).sum())
+    assert (f"measured > bound at {n_over} points: 1 confirmed by engine Monte Carlo "
+            f"(verdict: violated 1), {n_over - 1} unconfirmed (not re-run)") in \
+        " ".join(txt.split())
     panel = next(t for ax in figures[1].axes for t in ax.texts if "worst instance" in
                  t.get_text())
     assert panel.get_color() == INK["violated"]

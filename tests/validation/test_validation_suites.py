@@ -149,13 +149,18 @@ def test_counterexample_exact_values_match_spec():
     assert math.isclose(rows["corrected"].bound, 1.009218, abs_tol=5e-7)
 
 
-def test_process_pool_and_dask_localcluster_give_identical_verdicts(tmp_path):
-    """Same cases on a 2-process pool and on a Dask LocalCluster: byte-identical CSVs."""
+def test_process_pool_and_dask_localcluster_give_identical_verdicts(tmp_path, capfd):
+    """Same cases on a 2-process pool and on a Dask LocalCluster: byte-identical CSVs; the
+    Dask run's shutdown prints no traceback (issue 34 item 7)."""
     pytest.importorskip("dask.distributed")
     cases = [S.theorem8_counterexample(M=10, K=8, replicates=24),
              S.theorem7_case("L1", horizons=[100, 300], replicates=6)]
     suites.run_cases(cases, tmp_path / "pool", workers=2, progress=False)
+    capfd.readouterr()
     suites.run_cases(cases, tmp_path / "dask", workers=2, dask="local", progress=False)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ERROR" not in err, err
+    assert err.count("closing Dask failed") <= 1
     suites.run_cases(cases, tmp_path / "inproc", workers=1, progress=False)
     a = (tmp_path / "pool" / "verdicts.csv").read_bytes()
     assert a == (tmp_path / "dask" / "verdicts.csv").read_bytes()

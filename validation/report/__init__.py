@@ -6,7 +6,10 @@ extras) and ``meta/*.json``, one per (theorem, scenario) pair, with the keys
 hypotheses [{name, holds, detail}], constants [{name, value, tag, reason}],
 bound_status, step_sizes {...}, notes [str], representative {staleness_steps,
 concurrency_time, concurrency_busy, concurrency_mean}`` (``representative`` may be
-missing; the page then says so).  Optional keys: ``quantity`` (the y-axis label).
+missing; the page then says so).  Optional keys: ``quantity`` (the y-axis label),
+``bound_terms {mode: {horizons, bound, terms {name: [...]}}}`` (the bound's own terms per
+horizon, written by ``suite_verdicts.collect``: a growing bound's panel names the term that
+makes it grow, ``plots.growing_term``).
 
 Page plan (deterministic; :func:`expected_pages` computes it without drawing):
 
@@ -18,8 +21,10 @@ Page plan (deterministic; :func:`expected_pages` computes it without drawing):
    * ``ceil(P / PANELS_PER_PAGE)`` plot pages, P = its (scenario, mode) groups in
      verdicts.csv: log-log panels of the MC mean with CI error bars, the bound,
      the exact oracle and the theorem's order vs T or K;
-   * one details page per scenario (union of verdicts and meta): hypotheses table,
-     constants with their tags, step sizes, tightness and slope per mode, notes;
+   * the details of each scenario (union of verdicts and meta): every hypothesis,
+     every constant with its tag, tightness and slope per mode, step sizes, notes, on
+     as many pages as they need (``details.details_parts``; a table continues on the
+     next page, nothing is cut);
    * ``max(1, ceil(S / REPR_PER_PAGE))`` representative-run pages, S = its
      scenarios: staleness histogram and concurrency curve of one run per scenario.
 

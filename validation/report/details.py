@@ -12,26 +12,27 @@ from fedsim.validation.compare import ORACLE_FAR, is_exact_row
 from fedsim.validation.report.layout import (
     FILL,
     FONT,
+    PAGE_SIZE,
     SMALL,
     STATUS_SHORT,
-    chars_fitting,
     draw_table,
     draw_wrapped,
     fmt_horizon,
     fmt_range,
     fmt_value,
     new_page,
-    shorten_middle,
+    row_height,
+    row_lines,
+    wrapped_lines,
 )
 from fedsim.validation.report.plan import Run, unique
 from fedsim.validation.report.summary import group_verdict
 from matplotlib.figure import Figure
 from scipy import stats
 
-__all__ = ["details_page"]
+__all__ = ["details_page", "details_parts"]
 
 
-_HYP_ROWS = 8  # hypothesis rows on a details page (failing ones first when more)
 _Z_CRIT = float(stats.norm.ppf(1 - ORACLE_FAR / 2))  # the oracle test's |z| threshold
 
 
@@ -44,39 +45,41 @@ def _failure(sub: pd.DataFrame, meta: dict) -> str:
     return str(meta.get("failure", "") or "")
 
 
-def details_page(run: Run, th: str, sc: str) -> Figure:
-    meta = run.meta.get((th, sc))
-    title = f"{th} / {sc}: hypotheses, constants, tightness and slope"
-    if meta is None:
-        fig = new_page(title)
-        fig.text(0.03, 0.9, "No metadata (meta/*.json) was recorded for this scenario.",
-                 fontsize=FONT)
-        meta = {}
-    else:
-        fig = new_page(title, " ".join(x for x in (meta.get("title", ""),
-                                                 meta.get("description", "")) if x))
-    hyps = list(meta.get("hypotheses", []) or [])
-    if len(hyps) > _HYP_ROWS:  # what does not fit must not be a failing hypothesis
-        hyps.sort(key=lambda hh: {False: 0, None: 1}.get(hh.get("holds"), 2))
-    hrows, hfill = [], []
+_TOP, _BOTTOM = 0.845, 0.04      # the flow area of a details page (page fractions)
+_TOP_NEXT = 0.9                   # a continuation page has no subtitle
+_TITLE_H = 0.028                  # a table's title line
+_GAP = 0.008
+_ROW_H = 0.021                    # a one-line table row (8 pt text with its padding)
+_HYP_W = [0.28, 0.06, 0.6]
+_CONST_W = [0.12, 0.08, 0.08, 0.66]
+_TIGHT_W = [0.11, 0.15, 0.12, 0.1, 0.11, 0.065, 0.14, 0.06, 0.075]
+_TEXT_W = 0.94
+
+
+def _hypothesis_table(meta: dict) -> dict:
+    """Every hypothesis, failing ones first, then unknown ones (none is ever left out)."""
+    hyps = sorted(meta.get("hypotheses", []) or [],
+                  key=lambda hh: {False: 0, None: 1}.get(hh.get("holds"), 2))
+    rows, fills = [], []
     for hyp in hyps:
         holds = hyp.get("holds")
         word = {True: "holds", False: "FAILS", None: "unknown"}.get(holds, str(holds))
-        hrows.append([str(hyp.get("name", "")), word, str(hyp.get("detail", ""))])
-        hfill.append([None, {True: FILL["holds"], False: FILL["violated"]}.get(holds,
-                                                                               FILL["inconclusive"]),
-                      None])
-    fig.text(0.03, 0.84, "Hypotheses", fontsize=FONT + 1, weight="bold")
-    draw_table(fig, 0.03, 0.83, [0.15, 0.06, 0.35], ["hypothesis", "status", "detail"], hrows,
-           hfill, max_rows=_HYP_ROWS, lines=2)
-    crows = [[str(c.get("name", "")), fmt_value(c.get("value"), 4), str(c.get("tag", "")),
-              str(c.get("reason", ""))] for c in meta.get("constants", []) or []]
-    fig.text(0.6, 0.84, "Constants (tag: EXACT, UPPER, NUMERIC, INFINITE)", fontsize=FONT + 1,
-             weight="bold")
-    draw_table(fig, 0.6, 0.83, [0.07, 0.065, 0.065, 0.17], ["constant", "value", "tag", "reason"],
-           crows, max_rows=14)
-    v = run.verdicts
-    sub = v[(v["theorem"] == th) & (v["scenario"] == sc)]
+        rows.append([str(hyp.get("name", "")), word, str(hyp.get("detail", ""))])
+        fills.append([None, {True: FILL["holds"], False: FILL["violated"]}.get(
+            holds, FILL["inconclusive"]), None])
+    return dict(kind="table", title="Hypotheses (failing first, then unknown)", widths=_HYP_W,
+                header=["hypothesis", "status", "detail"], rows=rows, fills=fills)
+
+
+def _constant_table(meta: dict) -> dict:
+    rows = [[str(c.get("name", "")), fmt_value(c.get("value"), 4), str(c.get("tag", "")),
+             str(c.get("reason", ""))] for c in meta.get("constants", []) or []]
+    return dict(kind="table", title="Constants (tag: EXACT, UPPER, NUMERIC, INFINITE)",
+                widths=_CONST_W, header=["constant", "value", "tag", "reason"], rows=rows,
+                fills=[[None] * 4 for _ in rows])
+
+
+def _tightness_table(sub: pd.DataFrame, meta: dict) -> dict:
     trows, tfill = [], []
     for md in unique(list(sub["mode"])):
         s = sub[sub["mode"] == md]
@@ -100,37 +103,126 @@ def details_page(run: Run, th: str, sc: str) -> Figure:
         bad = int(bad_rows.max()) if len(s) else 0
         span = f"{fmt_horizon(s['horizon'].min())} - {fmt_horizon(s['horizon'].max())}"
         slope = f"{fmt_value(s['slope'].iloc[0])} +- {fmt_value(se, 2)}"
-        trows.append([shorten_middle(md, chars_fitting(0.11) - 1) or "-", str(s["status"].iloc[0]),
-                      f"{span} ({len(s)})", fmt_range(s["tightness"]), slope,
-                      fmt_value(es), oracle, str(bad), STATUS_SHORT[ov]])
+        trows.append([md or "-", str(s["status"].iloc[0]), f"{span} ({len(s)})",
+                      fmt_range(s["tightness"]), slope, fmt_value(es), oracle, str(bad),
+                      STATUS_SHORT[ov]])
         tfill.append([None] * 8 + [FILL[ov]])
-    fig.text(0.03, 0.395, "Tightness (bound / MC mean) and log-log slope per mode",
-             fontsize=FONT + 1, weight="bold")
-    draw_table(fig, 0.03, 0.385, [0.11, 0.15, 0.12, 0.1, 0.11, 0.065, 0.14, 0.06, 0.07],
-           ["mode", "bound status", "horizons (#)", "tightness", "slope +- se", "expected",
-            "exact oracle", "failed", "overall"], trows, tfill, max_rows=5)
-    draw_wrapped(fig, 0.03, 0.385 - 0.027 * (min(len(trows), 5) + 1) - 0.01,
-          f"tightness = bound / MC mean (range over horizons); slope = log-log least squares "
-          f"+- its standard error; exact oracle: z-tests of the MC mean against the exact "
-          f"expectation at false-alarm rate {ORACLE_FAR:g} each; failed = replicates that "
-          f"raised, diverged or gave NaN/inf at the worst horizon (excluded from the mean; a "
-          f"horizon with a non-finite replicate is never 'holds')."
-          + (" Exact rows: the measured value is the exact oracle value (nothing simulated, "
-             "no CI); tightness = bound / exact." if is_exact_row(sub).any() else ""),
-          0.94, size=SMALL, max_lines=3, color="#333333")
+    return dict(kind="table", title="Tightness (bound / MC mean) and log-log slope per mode",
+                widths=_TIGHT_W, header=["mode", "bound status", "horizons (#)", "tightness",
+                                         "slope +- se", "expected", "exact oracle", "failed",
+                                         "overall"], rows=trows, fills=tfill)
+
+
+def _texts(sub: pd.DataFrame, meta: dict) -> list[dict]:
+    cap = ("Columns as on the summary page; exact oracle: z-tests of the MC mean against "
+           f"the exact expectation at false-alarm rate {ORACLE_FAR:g} each; failed = "
+           "replicates that raised, diverged or gave NaN/inf at the worst horizon (excluded "
+           "from the mean; such a horizon is never 'holds')."
+           + (" Exact rows: the measured value is the exact oracle value (nothing simulated, "
+              "no CI); tightness = bound / exact." if is_exact_row(sub).any() else ""))
     steps = meta.get("step_sizes", {}) or {}
     st_txt = ", ".join(f"{k} = {fmt_value(val, 4)}" for k, val in steps.items()) or "-"
-    y = draw_wrapped(fig, 0.03, 0.2, f"Step sizes: {st_txt}", 0.94, size=SMALL, max_lines=2)
-    bs = meta.get("bound_status")
-    if bs:
-        y = draw_wrapped(fig, 0.03, y - 0.005, f"Bound status (theory): {bs}", 0.94, size=SMALL,
-                  max_lines=1)
+    bs = f"; bound status (theory): {meta['bound_status']}" if meta.get("bound_status") else ""
+    out = [dict(kind="text", text=cap, color="#333333"),
+           dict(kind="text", text=f"Step sizes: {st_txt}{bs}", color="black")]
     failure = _failure(sub, meta)
     if failure:
-        y = draw_wrapped(fig, 0.03, y - 0.005, f"Replicate failures: {failure}", 0.94, size=SMALL,
-                  max_lines=2, color="#6a1b9a")
+        out.append(dict(kind="text", text=f"Replicate failures: {failure}", color="#6a1b9a"))
     notes = meta.get("notes", []) or []
     if notes:
-        draw_wrapped(fig, 0.03, y - 0.005, "Notes: " + " | ".join(map(str, notes)), 0.94,
-              size=SMALL, max_lines=4, color="#333333")
+        out.append(dict(kind="text", text="Notes: " + " | ".join(map(str, notes)),
+                        color="#333333"))
+    return out
+
+
+def _blocks(run: Run, th: str, sc: str) -> list[dict]:
+    meta = run.meta.get((th, sc)) or {}
+    v = run.verdicts
+    sub = v[(v["theorem"] == th) & (v["scenario"] == sc)]
+    return [_hypothesis_table(meta), _constant_table(meta), _tightness_table(sub, meta),
+            *_texts(sub, meta)]
+
+
+def _subtitle(meta: dict | None) -> str:
+    return " ".join(x for x in ((meta or {}).get("title", ""),
+                                (meta or {}).get("description", "")) if x)
+
+
+def _first_top(meta: dict | None) -> float:
+    """Where the flow starts on the first page: under the subtitle (at most 3 lines)."""
+    n = min(3, len(wrapped_lines(_subtitle(meta), 0.94, FONT))) if _subtitle(meta) else 0
+    return 0.925 - n * FONT * 1.45 / 72 / PAGE_SIZE[1] - 0.012
+
+
+def _paginate(blocks: list[dict], top: float = _TOP) -> list[list[dict]]:
+    """The blocks page by page: a table whose rows do not fit continues on the next page
+    under its title and header again; text blocks are never split."""
+    line = SMALL * 1.45 / 72 / PAGE_SIZE[1]
+    pages: list[list[dict]] = [[]]
+    y = top
+    for b in blocks:
+        if b["kind"] == "text":
+            h = len(wrapped_lines(b["text"], _TEXT_W, SMALL)) * line + 0.006
+            if y - h < _BOTTOM and pages[-1]:
+                pages.append([])
+                y = _TOP_NEXT
+            pages[-1].append(b)
+            y -= h
+            continue
+        heights = [row_height(row_lines(r, b["widths"]), row_h=_ROW_H) for r in b["rows"]]
+        head = _TITLE_H + _ROW_H
+        i, first = 0, True
+        while True:
+            n, used = 0, 0.0
+            while i + n < len(heights) and y - head - used - heights[i + n] >= _BOTTOM:
+                used += heights[i + n]
+                n += 1
+            if n == 0 and (i < len(heights) or y - head < _BOTTOM) and pages[-1]:
+                pages.append([])     # not one row (or not the header) fits here
+                y = _TOP_NEXT
+                continue
+            if n == 0 and i < len(heights):  # a row taller than a page: drawn whole anyway
+                n, used = 1, heights[i]
+            pages[-1].append({**b, "rows": b["rows"][i:i + n], "fills": b["fills"][i:i + n],
+                              "continued": not first})
+            y -= head + used + _GAP
+            i, first = i + n, False
+            if i >= len(heights):
+                break
+            pages.append([])
+            y = _TOP_NEXT
+    return pages
+
+
+def details_parts(run: Run, th: str, sc: str) -> int:
+    """How many pages the details of (``th``, ``sc``) take (:func:`details_page`)."""
+    return len(_paginate(_blocks(run, th, sc), _first_top(run.meta.get((th, sc)))))
+
+
+def details_page(run: Run, th: str, sc: str, part: int = 0) -> Figure:
+    """Page ``part`` of the details of (``th``, ``sc``): every hypothesis and constant, the
+    tightness and slope per mode, step sizes and notes, nothing cut (tables continue on the
+    next page)."""
+    meta = run.meta.get((th, sc))
+    top = _first_top(meta)
+    pages = _paginate(_blocks(run, th, sc), top)
+    title = f"{th} / {sc}: hypotheses, constants, tightness and slope"
+    if len(pages) > 1:
+        title += f" ({part + 1}/{len(pages)})"
+    y = top if part == 0 else _TOP_NEXT
+    if meta is None:
+        fig = new_page(title)
+        fig.text(0.03, 0.9, "No metadata (meta/*.json) was recorded for this scenario.",
+                 fontsize=FONT)
+    else:
+        fig = new_page(title, _subtitle(meta) if part == 0 else "")
+    for b in pages[part]:
+        if b["kind"] == "text":
+            y = draw_wrapped(fig, 0.03, y, b["text"], _TEXT_W, size=SMALL, max_lines=None,
+                             color=b["color"]) - 0.006
+            continue
+        fig.text(0.03, y - 0.004, b["title"] + (" (continued)" if b["continued"] else ""),
+                 fontsize=FONT + 1, weight="bold", va="top")
+        y = draw_table(fig, 0.03, y - _TITLE_H, b["widths"], b["header"], b["rows"], b["fills"],
+                       row_h=_ROW_H, lines=None) - _GAP
     return fig

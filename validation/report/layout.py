@@ -20,7 +20,8 @@ from matplotlib.patches import Rectangle
 
 __all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK", "STATUS_ORDER", "STATUS_SHORT",
            "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle", "wrap_ident",
-           "chars_fitting", "draw_wrapped", "draw_table", "new_page"]
+           "chars_fitting", "chars_in_axes", "wrapped_lines", "draw_wrapped", "row_lines",
+           "row_height", "draw_table", "new_page"]
 
 
 PAGE_SIZE = (11.69, 8.27)  # A4 landscape, inches
@@ -77,12 +78,12 @@ def shorten_middle(s: str, n: int) -> str:
     return s[:head] + "\u2026" + s[len(s) - (n - 1 - head):]
 
 
-_BREAKS = re.compile(r"(?<=[_/ ])|(?<=-)(?=[A-Za-z])")
+_BREAKS = re.compile(r"(?<=[/ ])|(?<=_)(?![{(])|(?<=-)(?=[A-Za-z])")
 
 
 def wrap_ident(text: str, n: int, lines: int | None = None) -> list[str]:
     """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ /`` or a
-    ``-`` before a letter
+    ``-`` before a letter, never inside a subscript such as ``x_{k+1}``
     (identifiers such as ``counterexample-M50-K9`` or ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap
     whole, never cut); a piece longer than a line is split.  With ``lines``, more lines
     than that end in an ellipsis (callers size their boxes so this does not happen)."""
@@ -114,24 +115,51 @@ def chars_fitting(width_frac: float, size: float = SMALL) -> int:
     return max(3, int((width_frac * PAGE_SIZE[0] * 72 - 5.0) / (0.62 * size)))
 
 
+def chars_in_axes(ax: Any, size: float = SMALL) -> int:
+    """How many characters of a ``size``-pt font fit across the axes ``ax`` (its gridspec
+    position on the page), less a margin."""
+    return max(12, chars_fitting(ax.get_position().width, size) - 2)
+
+
+def wrapped_lines(text: str, width: float, size: float = FONT) -> list[str]:
+    """``text`` wrapped to ``width`` (page fraction) at ``size`` pt, as :func:`draw_wrapped`
+    writes it."""
+    return textwrap.wrap(" ".join(str(text).split()), chars_fitting(width, size)) or [""]
+
+
 def draw_wrapped(fig: Figure, x: float, y: float, text: str, width: float, size: float = FONT,
-          max_lines: int = 4, **kw: Any) -> float:
-    """Write wrapped text from (x, y) downwards; return the y below it."""
-    lines = textwrap.wrap(" ".join(str(text).split()), chars_fitting(width, size)) or [""]
-    if len(lines) > max_lines:
+          max_lines: int | None = 4, **kw: Any) -> float:
+    """Write wrapped text from (x, y) downwards (all of it with ``max_lines=None``); return
+    the y below it."""
+    lines = wrapped_lines(text, width, size)
+    if max_lines is not None and len(lines) > max_lines:
         lines = lines[:max_lines]
         lines[-1] = truncate(lines[-1] + " ...", chars_fitting(width, size))
     fig.text(x, y, "\n".join(lines), fontsize=size, va="top", ha="left", **kw)
     return y - len(lines) * size * 1.45 / 72 / PAGE_SIZE[1]
 
 
+def row_lines(cells: Sequence[str], widths: Sequence[float], size: float = SMALL) -> int:
+    """How many lines the tallest cell of a table row needs, each cell wrapped whole
+    (:func:`wrap_ident`) to its column."""
+    return max([len(wrap_ident(str(t), chars_fitting(w, size) - 1))
+                for t, w in zip(cells, widths, strict=True)] or [1])
+
+
+def row_height(n_lines: int, size: float = SMALL, row_h: float = 0.027) -> float:
+    """The height (page fraction) of a table row of ``n_lines`` lines (:func:`draw_table`)."""
+    return row_h + (max(1, n_lines) - 1) * size * 1.3 / 72 / PAGE_SIZE[1]
+
+
 def draw_table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], header: Sequence[str],
            rows: Sequence[Sequence[str]], fills: Sequence[Sequence[str | None]] | None = None,
            size: float = SMALL, row_h: float = 0.027, max_rows: int | None = None,
-           lines: int = 1) -> float:
+           lines: int | None = 1) -> float:
     """Draw a table in figure coordinates; return the bottom y.
 
-    Cells are wrapped to at most ``lines`` lines (body rows) and truncated with an ellipsis.
+    Cells are wrapped to at most ``lines`` lines (body rows) and truncated with an ellipsis;
+    with ``lines=None`` each row is as tall as its tallest cell (:func:`row_lines`): nothing
+    is cut.
     """
     rows = [list(r) for r in rows]
     fills = [list(f) for f in fills] if fills is not None else [[None] * len(widths)] * len(rows)
@@ -141,11 +169,10 @@ def draw_table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], he
                                        [""] * (len(widths) - 1)]
         fills = fills[: max_rows - 1] + [[None] * len(widths)]
     y = y_top
-    line_h = size * 1.3 / 72 / PAGE_SIZE[1]
-    body_h = row_h + (lines - 1) * line_h
     for r, (cells, fill) in enumerate([(header, ["#e8eaf0"] * len(widths))] +
                                       list(zip(rows, fills, strict=True))):
-        h = row_h if r == 0 else body_h
+        n_lines = 1 if r == 0 else (lines or row_lines(cells, widths, size))
+        h = row_height(n_lines, size, row_h)
         x = x0
         for c, (w, txt) in enumerate(zip(widths, cells, strict=True)):
             colour = fill[c] if c < len(fill) else None
@@ -162,7 +189,7 @@ def draw_table(fig: Figure, x0: float, y_top: float, widths: Sequence[float], he
     return y
 
 
-def _fit(text: str, n: int, lines: int) -> str:
+def _fit(text: str, n: int, lines: int | None) -> str:
     """``text`` wrapped to ``n`` characters per line (:func:`wrap_ident`), at most ``lines``
     lines."""
     return "\n".join(wrap_ident(text, n, lines))

@@ -75,6 +75,8 @@ def load_run(run_dir: str | os.PathLike) -> Run:
 
 def page_plan(run: Run) -> list[tuple[str, Any]]:
     """The page list: (kind, argument) in output order."""
+    # the details module draws pages of a Run: imported here, where the plan needs its count
+    from fedsim.validation.report.details import details_parts
     n_groups = sum(len(g) for g in run.groups.values())
     pages: list[tuple[str, Any]] = []
     for i in range(max(1, math.ceil(n_groups / SUMMARY_ROWS))):
@@ -84,7 +86,7 @@ def page_plan(run: Run) -> list[tuple[str, Any]]:
         for i in range(math.ceil(len(g) / PANELS_PER_PAGE)):
             pages.append(("plots", (th, g[i * PANELS_PER_PAGE:(i + 1) * PANELS_PER_PAGE])))
         for sc in run.scenarios[th]:
-            pages.append(("details", (th, sc)))
+            pages += [("details", (th, sc, k)) for k in range(details_parts(run, th, sc))]
         scs = run.scenarios[th]
         for i in range(max(1, math.ceil(len(scs) / REPR_PER_PAGE))):
             pages.append(("repr", (th, scs[i * REPR_PER_PAGE:(i + 1) * REPR_PER_PAGE])))

@@ -16,6 +16,7 @@ from fedsim.validation.report.layout import (
     INK,
     SMALL,
     chars_fitting,
+    chars_in_axes,
     draw_wrapped,
     fmt_horizon,
     fmt_range,
@@ -28,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
 
-__all__ = ["plots_page", "meta_for", "draw_panel"]
+__all__ = ["plots_page", "meta_for", "draw_panel", "growing_term"]
 
 
 _CERTIFIED = {"CERTIFIED_PAPER", "CERTIFIED_CORRECTED", "PROOF_LEVEL", "VACUOUS"}
@@ -56,8 +57,9 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
                    "the scenarios' hypotheses, constants and step sizes follow on the next pages.")
     v = run.verdicts
     ncol, nrow = 3, 2
-    gs = fig.add_gridspec(nrow, ncol, left=0.07, right=0.98, top=0.78, bottom=0.2,
-                          hspace=0.62, wspace=0.28)
+    # left margin and gaps leave room for two-line y labels beside 10^-9-wide tick labels
+    gs = fig.add_gridspec(nrow, ncol, left=0.1, right=0.98, top=0.78, bottom=0.2,
+                          hspace=0.62, wspace=0.42)
     for k, (sc, md) in enumerate(groups):
         ax = fig.add_subplot(gs[k // ncol, k % ncol])
         meta = run.meta.get((th, sc), {})
@@ -67,7 +69,7 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
         status = str(sub["status"].iloc[0]) if len(sub) else "-"
         es = sub["expected_slope"].iloc[0] if "expected_slope" in sub.columns and len(sub) \
             else meta.get("expected_slope", math.nan)
-        width = chars_fitting(0.25, SMALL)
+        width = chars_fitting(0.24, SMALL)
         sl = fmt_value(sub["slope"].iloc[0] if len(sub) else None)
         exact = len(sub) > 0 and bool(is_exact_row(sub).all())
         last = (f"EXACT value, no CI; bound/exact {fmt_range(sub['tightness'])}" if exact else
@@ -91,18 +93,61 @@ def plots_page(run: Run, th: str, groups: list[tuple[str, str]]) -> Figure:
     return fig
 
 
-def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str) -> None:
-    """A bound that grows with the horizon says so, naming the term that grows when the
-    metadata carries the bound's terms per horizon (``bound_terms``: name -> values)."""
+def growing_term(horizons: np.ndarray, meta: dict, mode: str) -> str:
+    """What makes a bound grow from the first to the last of ``horizons``, read from the
+    bound's own :attr:`~fedsim.theory.result.BoundResult.terms` (the meta's ``bound_terms``
+    of ``mode``: horizons, bound and terms, written by the suite): for a sum of the terms,
+    the summand that rises most; for their minimum (maximum), the term that is the bound at
+    the last horizon; else the term with the largest relative rise, said to be no sum.
+    ``""`` when the meta carries no terms at these horizons."""
+    entry = (meta.get("bound_terms") or {}).get(mode) or {}
+    at = {float(x): i for i, x in enumerate(entry.get("horizons", []))}
+    idx = [at.get(float(x)) for x in (horizons[0], horizons[-1])]
+    terms = {k: np.asarray(v, dtype=np.float64) for k, v in (entry.get("terms") or {}).items()}
+    if None in idx or not terms:
+        return ""
+    ends = {k: (float(v[idx[0]]), float(v[idx[1]])) for k, v in terms.items()}
+    rise = {k: (b - a, a, b) for k, (a, b) in ends.items()
+            if math.isfinite(a) and math.isfinite(b) and b > a}
+    bound = np.asarray(entry.get("bound", []), dtype=np.float64)
+    stack = np.vstack([v[idx] for v in terms.values()])
+    how, name = "", ""
+    if bound.size > max(idx):
+        want = bound[idx]
+        for label, comb in (("sum", stack.sum(axis=0)), ("min", stack.min(axis=0)),
+                            ("max", stack.max(axis=0))):
+            if np.allclose(comb, want, rtol=1e-9, atol=0.0):
+                how = label
+                break
+    if how in ("min", "max"):
+        name = list(terms)[int(np.argmin(np.abs(stack[:, 1] - bound[idx[1]])))]
+        a, b = ends[name]
+        return (f"term {name} ({how} of {', '.join(terms)}): {fmt_value(a)} -> "
+                f"{fmt_value(b)}")
+    if not rise:
+        return "no single term rises (their combination does; terms on the details page)"
+    if how == "sum":
+        name = max(rise, key=lambda k: rise[k][0])
+    else:   # not a sum of its terms: the largest relative rise
+        name = max(rise, key=lambda k: rise[k][2] / rise[k][1] if rise[k][1] > 0 else math.inf)
+    others = f", {len(rise) - 1} other(s) rise less" if len(rise) > 1 and how == "sum" else ""
+    kind = "" if how == "sum" else " (the bound is no sum of its terms)"
+    return (f"term {name}{kind}: {fmt_value(rise[name][1])} -> {fmt_value(rise[name][2])}"
+            f"{others}")
+
+
+def _note_growth(ax: plt.Axes, h: np.ndarray, bound: np.ndarray, meta: dict, xl: str,
+                 mode: str) -> bool:
+    """A bound that grows with the horizon says so and names the term that grows
+    (:func:`growing_term`); True when the note was written (at the top of the panel)."""
     if h.size < 2 or not bound[-1] > 1.05 * bound[0]:
-        return
-    terms = meta.get("bound_terms") or {}
-    grow = [k for k, v in terms.items()
-            if len(v) == h.size and np.all(np.isfinite(np.asarray(v, dtype=float)))
-            and float(v[-1]) > float(v[0])]
-    what = (f"{', '.join(grow)} grows" if grow else "terms: details page")
-    ax.text(0.02, 0.94, "\n".join(wrap_ident(f"bound grows with {xl} ({what})", 34)),
-            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top")
+        return False
+    what = growing_term(h, meta, mode) or "terms: details page"
+    width = chars_in_axes(ax)
+    ax.text(0.02, 0.97, "\n".join(wrap_ident(f"bound grows with {xl}: {what}", width)),
+            transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf", va="top",
+            bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=1.0))
+    return True
 
 
 def _legend_handles() -> list[Line2D]:
@@ -160,6 +205,7 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
     ax.scatter(h[ok], mean[ok], c=colours, s=22, zorder=3,
                marker="s" if bool(is_exact_row(sub).all()) else "o")
     status = str(sub["status"].iloc[0])
+    noted = False
     gb = np.isfinite(bound) & (bound > 0)
     if gb.any() and hs.size == 1:  # one horizon: the CI as an interval bar, the bound a level
         i = int(np.flatnonzero(ok)[0])
@@ -169,12 +215,14 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         ax.annotate(f"bound {fmt_value(bound[gb][0])}", (0.02, bound[gb][0]),
                     xycoords=("axes fraction", "data"), fontsize=SMALL, color="#1f5fbf",
                     va="bottom")
-        ax.annotate(f"MC mean {fmt_value(mean[i])}", (h[i], mean[i]), xytext=(8, 0),
+        word = "exact" if bool(is_exact_row(sub).all()) else "MC mean"
+        ax.annotate(f"{word} {fmt_value(mean[i])}", (h[i], mean[i]), xytext=(8, 0),
                     textcoords="offset points", fontsize=SMALL, va="center")
     elif gb.any():
         ax.plot(h[gb], bound[gb], color="#1f5fbf", lw=1.5, ls="-" if status in _CERTIFIED
                 else "--", marker="D", ms=3, zorder=1)
-        _note_growth(ax, h[gb], bound[gb], meta, xl)
+        mode = str(sub["mode"].iloc[0]) if "mode" in sub.columns else ""
+        noted = _note_growth(ax, h[gb], bound[gb], meta, xl, mode)
     nonpos = np.isfinite(bound) & (bound <= 0)
     if nonpos.any():  # not drawable on a log axis: a marker on the floor with its value
         ax.scatter(h[nonpos], np.full(int(nonpos.sum()), floor * 1.15), marker="v",
@@ -184,8 +232,10 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         ax.text(0.02, 0.1, "\n".join(wrap_ident(txt, 34)), transform=ax.transAxes,
                 fontsize=SMALL, color="#1f5fbf", va="bottom")
     if np.isinf(bound).any():
-        ax.text(0.02, 0.02, "bound = +inf at some horizon", transform=ax.transAxes,
-                fontsize=SMALL, color="#1f5fbf")
+        where = "every horizon" if np.isinf(bound).all() else "some horizon"
+        ax.text(0.02, 0.02, "\n".join(wrap_ident(f"bound = +inf at {where} (why: the "
+                                                  "details page)", chars_in_axes(ax))),
+                transform=ax.transAxes, fontsize=SMALL, color="#1f5fbf")
     ge = np.isfinite(exact) & (exact > 0)
     if ge.any():
         ax.plot(h[ge], exact[ge], ls="none", marker="x", color="black", ms=6, zorder=4)
@@ -197,6 +247,8 @@ def draw_panel(ax: plt.Axes, sub: pd.DataFrame, meta: dict) -> None:
         i0 = int(np.flatnonzero(ok)[0])
         hh = np.array([h[ok].min(), h[ok].max()])
         ax.plot(hh, mean[i0] * (hh / h[i0]) ** es, ls=":", color="#888888", lw=1.2)
+    if noted:  # the note takes the top of the panel: the data keep the lower 70 %
+        top = floor * (top / floor) ** (1 / 0.7)
     ax.set_ylim(floor, top)
     if top / floor > 100.0:  # several decades: major labels suffice
         ax.yaxis.set_minor_formatter(NullFormatter())

@@ -10,15 +10,27 @@ from fedsim.validation.compare import is_exact_row
 from fedsim.validation.report.layout import (
     FONT,
     SMALL,
+    chars_in_axes,
     draw_wrapped,
     fmt_value,
     new_page,
     wrap_ident,
 )
 from fedsim.validation.report.plan import Run
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = ["representative_page"]
+
+
+def _no_data(ax: Axes, why: str) -> None:
+    """An empty panel: no axes, the reason wrapped to the panel's width."""
+    ax.set_axis_off()
+    width = chars_in_axes(ax)
+    ax.text(0.5, 0.5, "\n".join(wrap_ident(why, width)), ha="center", va="center",
+            transform=ax.transAxes, fontsize=SMALL,
+            bbox=dict(facecolor="#f4f4f4", edgecolor="#bbbbbb", pad=4.0))
 
 
 def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
@@ -41,9 +53,7 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
                    if len(sub) and is_exact_row(sub).all()
                    else "no representative run was recorded")
             for ax in (a1, a2):
-                ax.set_axis_off()
-                ax.text(0.5, 0.5, f"{sc}: {why}", ha="center",
-                        va="center", fontsize=FONT, transform=ax.transAxes)
+                _no_data(ax, f"{sc}: {why}")
             continue
         stale = np.asarray(rep.get("staleness_steps", []), dtype=float)
         stale = stale[np.isfinite(stale)]
@@ -51,17 +61,20 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
             top = int(stale.max())
             a1.hist(stale, bins=np.arange(-0.5, top + 1.5, max(1, math.ceil((top + 1) / 60))),
                     color="#4c72b0", edgecolor="white", linewidth=0.3)
-            a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--",
-                       label=f"mean {fmt_value(stale.mean())}, max {top}")
-            a1.legend(fontsize=SMALL, loc="upper right")
+            a1.axvline(stale.mean(), color="#c62828", lw=1, ls="--")
+            a1.xaxis.set_major_locator(MaxNLocator(integer=True))  # staleness is a count
+            if top < 2:  # under two steps wide the locator falls back to fractions
+                a1.set_xticks(range(top + 1))
+            what = f" - dashed: mean {fmt_value(stale.mean())}, max {top}"
         else:
-            a1.text(0.5, 0.5, "no staleness recorded for this run (e.g. a synchronous "
-                    "or iterate-model run has no server-step staleness log)", ha="center",
-                    va="center", wrap=True, transform=a1.transAxes, fontsize=SMALL)
-        a1.set_title("\n".join(wrap_ident(f"{sc}: staleness t - Omega(t) (server steps)", 60)),
-                     fontsize=FONT)
+            _no_data(a1, "no staleness recorded for this run (e.g. a synchronous or "
+                     "iterate-model run has no server-step staleness log)")
+            what = ""
+        a1.set_title("\n".join(wrap_ident(f"{sc}: staleness t - Omega(t) (server steps)"
+                                           + what, 60)), fontsize=FONT)
         a1.set_xlabel("staleness (steps)", fontsize=SMALL)
         a1.set_ylabel("count", fontsize=SMALL)
+        what = ""
         t = np.asarray(rep.get("concurrency_time", []), dtype=float)
         b = np.asarray(rep.get("concurrency_busy", []), dtype=float)
         if t.size and t.size == b.size and (t.size < 2 or t.max() == t.min()):
@@ -71,24 +84,23 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
             a2.text(0.5, 0.45, f"busy fraction {fmt_value(b[-1])} from t = {fmt_value(t[0])} on "
                     "(no change recorded)", ha="center", transform=a2.transAxes, fontsize=SMALL)
         elif t.size and t.size == b.size:
-            a2.step(t, b, where="post", color="#4c72b0", lw=0.8, label="busy fraction")
+            a2.step(t, b, where="post", color="#4c72b0", lw=0.8)
             cm = rep.get("concurrency_mean")
             if cm is not None:
-                a2.axhline(float(cm), color="#c62828", ls="--", lw=1,
-                           label=f"time-weighted mean {fmt_value(cm)}")
+                a2.axhline(float(cm), color="#c62828", ls="--", lw=1)
+                what = f" - dashed: time-weighted mean {fmt_value(cm)}"
             a2.set_ylim(-0.03, 1.05)
-            a2.legend(fontsize=SMALL, loc="lower right")
         else:
-            a2.text(0.5, 0.5, "no busy-fraction curve: this execution model records no "
-                    "client busy periods (the window and iterate models count steps, not "
-                    "simulated time)", ha="center", va="center", wrap=True,
-                    transform=a2.transAxes, fontsize=SMALL)
-        a2.set_title("\n".join(wrap_ident(f"{sc}: clients busy (fraction) vs simulated time",
-                                           60)), fontsize=FONT)
+            _no_data(a2, "no busy-fraction curve: this execution model records no client "
+                     "busy periods (the window and iterate models count steps, not "
+                     "simulated time)")
+        a2.set_title("\n".join(wrap_ident(f"{sc}: clients busy (fraction) vs simulated time"
+                                           + what, 60)), fontsize=FONT)
         a2.set_xlabel("simulated time", fontsize=SMALL)
         a2.set_ylabel("busy fraction", fontsize=SMALL)
     draw_wrapped(fig, 0.04, 0.09, "Left: histogram of the staleness t - Omega(t) of each server "
-                 "step (in server steps) in one simulated run; dashed red: its mean. Right: "
-                 "fraction of clients busy computing as a step function of simulated time; dashed "
-                 "red: time-weighted mean.", 0.92, size=SMALL, max_lines=3, color="#333333")
+                 "step (in server steps) in one simulated run; dashed red: its mean (value in the "
+                 "title). Right: fraction of clients busy computing as a step function of "
+                 "simulated time; dashed red: time-weighted mean (value in the title).", 0.92,
+                 size=SMALL, max_lines=3, color="#333333")
     return fig

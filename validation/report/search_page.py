@@ -61,6 +61,19 @@ def _overlay_refinement(ax: Any, df: pd.DataFrame, x: str, y: str, xs: list, ys:
     ax.scatter(px, py, s=9, c="black", marker=".", label="refinement points")
 
 
+def _excess_line(df: pd.DataFrame) -> str:
+    """How many points have measured > bound, and how many of them were confirmed by engine
+    Monte Carlo (a ``verdict``) or left unconfirmed (not re-run)."""
+    over = df["violation_ratio"].astype(float) > 1
+    verdict = (df["verdict"].astype(object).where(df["verdict"].notna(), "").astype(str)
+               if "verdict" in df.columns else pd.Series([""] * len(df), index=df.index))
+    done = over & ~verdict.isin(["", "nan"])
+    said = ", ".join(f"{k} {n}" for k, n in verdict[done].value_counts().items())
+    return (f"measured > bound at {int(over.sum())} points: {int(done.sum())} confirmed by "
+            f"engine Monte Carlo" + (f" (verdict: {said})" if said else "")
+            + f", {int((over & ~done).sum())} unconfirmed (not re-run)")
+
+
 def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objective: str,
                 axes: tuple[str, str] | None = None, searched: list[str] | None = None) -> Path:
     """Write the one-page PDF of a search table (``search.csv`` rows) to ``pdf``."""
@@ -76,7 +89,7 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
              f"{len(df)} points ({int((df['phase'] == 'grid').sum())} grid, "
              f"{int((df['phase'] != 'grid').sum())} refinement); methods: "
              + ", ".join(f"{k} {v}" for k, v in df["method"].value_counts().items()),
-             f"measured > bound at {int((df['violation_ratio'] > 1).sum())} points", ""]
+             _excess_line(df), ""]
     colour = "black"
     if len(ok):
         w = ok.iloc[int(np.argmax(ok["ratio"].to_numpy(float)))]
@@ -130,11 +143,12 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
         ax.set_yticks(range(len(piv.index)), [_fmt(v) for v in piv.index], fontsize=SMALL)
         ax.set_xlabel(x, fontsize=FONT)
         ax.set_ylabel(y, fontsize=FONT)
-        ax.set_title("max ratio over the other parameters (grid); 1 = white",
-                     fontsize=FONT)
+        ax.set_title("max ratio over the other parameters (grid); 1 = white; black dots: "
+                     "refinement points", fontsize=FONT)
         for (i, j), v in np.ndenumerate(vals):
-            if np.isfinite(v) and vals.size <= 120:
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL - 1)
+            if np.isfinite(v) and vals.size <= 120:   # over the dots, readable on any cell
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL, zorder=5,
+                        bbox=dict(facecolor="white", edgecolor="none", alpha=0.75, pad=1.0))
         _overlay_refinement(ax, df, x, y, list(piv.columns), list(piv.index))
         fig.colorbar(im, ax=ax, fraction=0.04)
     with atomic_writer(pdf, "wb") as fh, PdfPages(fh) as pp:
