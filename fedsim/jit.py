@@ -13,9 +13,9 @@ checkout);
 directory, removed at exit, with a one-line notice on stderr.  Under that root
 (:func:`cache_root`) entries are kept per module name, not per file path: a wheel installed
 from a checkout finds the checkout's compiled code (``NUMBA_CACHE_DIR`` pointing at it).  A
-read-only install is never written into, and nothing here fails at import.  A damaged cache entry (garbage in an index
-or data file) is a cache miss: the function is compiled again.  A cache entry
-is keyed on the function and on everything that changes its machine code
+read-only install is never written into, and nothing here fails at import.  A damaged cache
+entry (garbage in an index or data file) is a cache miss: the function is compiled again.  A
+cache entry is keyed on the function and on everything that changes its machine code
 (:func:`source_digest`): its compile options, and everything it calls or reads, in any module,
 with their compile options (``inline`` decides whether a callee is inlined or linked) and the
 constants they freeze; editing a callee compiles its callers again (numba's own key sees the

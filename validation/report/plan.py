@@ -1,7 +1,8 @@
 """What a run directory holds (:class:`Run`) and the deterministic page plan of the report.
 
-:func:`expected_pages` counts the pages :func:`fedsim.validation.report.build_report` will write
-without drawing anything (see the package docstring for the plan).
+:func:`fedsim.validation.report.expected_pages` counts the pages
+:func:`fedsim.validation.report.build_report` will write without drawing anything (see the
+package docstring for the plan).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from matplotlib.figure import Figure
 from fedsim.errors import FedsimError
 from fedsim.worstcase.report import worst_case_theorems
 
-__all__ = ["Run", "load_run", "expected_pages", "page_plan", "draw_footer", "SUMMARY_ROWS",
+__all__ = ["Run", "load_run", "page_plan", "draw_footer", "SUMMARY_ROWS",
            "PANELS_PER_PAGE", "REPR_PER_PAGE", "unique"]
 
 
@@ -73,10 +74,10 @@ def load_run(run_dir: str | os.PathLike) -> Run:
     return run
 
 
-def page_plan(run: Run) -> list[tuple[str, Any]]:
-    """The page list: (kind, argument) in output order."""
-    # the details module draws pages of a Run: imported here, where the plan needs its count
-    from fedsim.validation.report.details import details_parts
+def page_plan(run: Run, details_parts: Callable[[Run, str, str], int]
+              ) -> list[tuple[str, Any]]:
+    """The page list: (kind, argument) in output order; ``details_parts(run, theorem,
+    scenario)`` is how many pages a scenario's details take (the details module's count)."""
     n_groups = sum(len(g) for g in run.groups.values())
     pages: list[tuple[str, Any]] = []
     for i in range(max(1, math.ceil(n_groups / SUMMARY_ROWS))):
@@ -92,11 +93,6 @@ def page_plan(run: Run) -> list[tuple[str, Any]]:
             pages.append(("repr", (th, scs[i * REPR_PER_PAGE:(i + 1) * REPR_PER_PAGE])))
     pages += [("worstcase", th) for th in worst_case_theorems(run.verdicts)]  # issue 32
     return pages
-
-
-def expected_pages(run_dir: str | os.PathLike) -> int:
-    """Number of pages :func:`build_report` will write for ``run_dir`` (see module doc)."""
-    return len(page_plan(load_run(run_dir)))
 
 
 def draw_footer(fig: Figure, i: int, n: int, run: Run) -> None:
