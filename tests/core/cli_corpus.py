@@ -251,12 +251,10 @@ def run_case(case: Case, python: str = sys.executable,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True,
                              preexec_fn=_limits)
-        try:
-            out, err = p.communicate(timeout=time_limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
+        res = communicate_or_kill(p, time_limit)
+        if res is None:
             return False, f"hang: still running after {time_limit:.0f} s"
+        out, err = res
         secs = time.monotonic() - t0
         deadline = time.monotonic() + 5
         while group_alive(p.pid) and time.monotonic() < deadline:
@@ -281,6 +279,17 @@ def run_case(case: Case, python: str = sys.executable,
         if "device" in case.setup and not _is_node(d / "dev"):
             return False, "replaced a device node with a file"
         return True, f"exit {p.returncode} in {secs:.1f} s: {lines[0] if lines else ''}"
+
+
+def communicate_or_kill(p: subprocess.Popen, time_limit: float) -> tuple[str, str] | None:
+    """``p``'s ``(stdout, stderr)``, or ``None`` once ``time_limit`` seconds have passed (its
+    whole process group killed with SIGKILL first, and reaped)."""
+    try:
+        return p.communicate(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
 
 
 def corpus_main(argv: list[str], cases, run, *, time_limit: float, width: int = 28,

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cli_corpus import corpus_main, group_alive, make_device
+from cli_corpus import communicate_or_kill, corpus_main, group_alive, make_device
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -387,14 +387,13 @@ def run_hostile(case: Hostile, python: str = sys.executable,
                                  stderr=subprocess.PIPE, text=True, start_new_session=True,
                                  preexec_fn=pre)
             try:
-                out, err = p.communicate(timeout=time_limit)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
-                return False, f"hang: still running after {time_limit:.0f} s"
+                res = communicate_or_kill(p, time_limit)
             finally:
                 if out_target is not subprocess.PIPE:
                     out_target.close()  # type: ignore[union-attr]
+            if res is None:
+                return False, f"hang: still running after {time_limit:.0f} s"
+            out, err = res
             secs = time.monotonic() - t0
             deadline = time.monotonic() + 5
             while group_alive(p.pid) and time.monotonic() < deadline:
