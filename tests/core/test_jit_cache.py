@@ -268,7 +268,7 @@ def make(k):
 
 #: the key before options and constants counted: the digest without them
 OLD_KEY = """
-import fedsim.jit as J
+import fedsim.jit_digest as J
 J.compile_options = lambda fn: ""
 setattr(J, "_frozen", lambda value: False)
 """
