@@ -3,9 +3,12 @@
 :func:`estimate_bytes` adds the arrays a run allocates that grow with the scenario's sizes
 (float64, 8 bytes each):
 
-* the problem: quadratic ``6 n d^2`` (Hessians, eigenvectors, noise factors and the MAML /
-  Moreau caches), logistic ``2 n (m + 2d) d`` (features and the 2d anchor rows, with one
-  working copy), norm ``n d``, digits the bundled 1797 x 64 set per client;
+* the problem: quadratic ``6 n d^2`` with client-specific Hessians (Hessians,
+  eigenvectors, noise factors and the MAML / Moreau caches), ``n d^2 + 4 n d`` with a shared
+  one (the per-client layout its reductions read once, then the optima, eigenvalues,
+  gradients at ``x*`` and noise scales; the compiled view reads the one Hessian),
+  logistic ``2 n (m + 2d) d`` (features and the 2d anchor rows, with one working copy),
+  norm ``n d``, digits the bundled 1797 x 64 set per client;
 * the client rule's round buffer ``Q d`` and the server and client models ``3 n d``;
 * the trace: 6 numbers per recorded step (``horizon.steps``);
 * what the scenario's execution model declares it adds (``model_memory``: its home's
@@ -90,7 +93,8 @@ def estimate_bytes(scenario: Any, model_memory: MemoryFn | None = None) -> dict[
     n = float(pc.n)
     if pc.kind == "quadratic":
         d = _num(p.get("dim"), 1.0)
-        prob = 6.0 * n * d * d
+        shared = p.get("shared_hessian", True) is True
+        prob = n * d * d + 4.0 * n * d if shared else 6.0 * n * d * d
     elif pc.kind == "logistic":
         d, m = _num(p.get("dim"), 1.0), _num(p.get("samples_per_client"), 1.0)
         prob = 2.0 * n * (m + 2.0 * d) * d

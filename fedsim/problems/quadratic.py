@@ -141,16 +141,19 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         a_sym, a_ev, a_vec = symmetric_psd_eigen_stack("A", am)
         s_sym, s_ev, s_vec = symmetric_psd_eigen_stack("noise_cov", sm)
         self._a = am.map(lambda _: a_vec)
-        self._a_sym = readonly(a_sym)
         self._s = sm.map(lambda _: s_sym)
         self._f = sm.map(lambda _: sqrt_factor_stack(s_sym, s_ev, s_vec))
         self._lazy: dict[str, np.ndarray] = {}
-        a_stack = materialize(am.map(lambda _: a_sym))
-        self.A_stack = readonly(a_stack)
+        # the reductions below read the per-client stack laid out (NumPy's einsum order,
+        # hence its last bits, depends on the strides: on a broadcast view of a shared
+        # Hessian they differ for d <= 2); it is dropped after them and laid out again
+        # only where an interpreted oracle reads it (A_stack: n d^2 floats), never for
+        # the compiled view, which indexes the distinct values (hessians_distinct)
+        self._hess = am.map(lambda _: readonly(a_sym))
+        a_stack = materialize(self._hess)
         self.b_stack = readonly(b_arr.copy())
         self.c = readonly(c_arr.copy())
         self.eigvals = readonly(materialize(am.map(lambda _: a_ev)))
-        self.A = StackRows(self.A_stack)
         self.b = StackRows(self.b_stack)
         self.shared_hessian = all_equal(a_sym)
 
@@ -163,6 +166,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
+        del a_stack
 
     # --- per-client stacks, laid out on first use (n d^2 floats each) ----------------------
     def _stack(self, name: str) -> np.ndarray:
@@ -172,6 +176,8 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         return out
 
     def _build_stack(self, name: str) -> np.ndarray:
+        if name == "A_stack":
+            return materialize(self._hess)
         if name == "eigvecs":
             return materialize(self._a)
         if name == "S_stack":
@@ -185,6 +191,17 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
             return 0.5 * (c_stack + np.swapaxes(c_stack, 1, 2))
         # diag(V_i^T C_i V_i): the noise in each client's eigenbasis (estimator MSE traces)
         return np.einsum("nji,njk,nki->ni", self.eigvecs, self.C_stack, self.eigvecs)
+
+    @property
+    def A_stack(self) -> np.ndarray:
+        """``(n, d, d)`` the Hessians ``A_i``, symmetrised (read-only; laid out on first
+        use, ``n d^2`` floats: the compiled view reads :meth:`hessians_distinct`)."""
+        return self._stack("A_stack")
+
+    @property
+    def A(self) -> StackRows:
+        """The ``A_i`` as a sequence of ``d x d`` matrices."""
+        return StackRows(self.A_stack)
 
     @property
     def eigvecs(self) -> np.ndarray:
@@ -214,7 +231,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
     def hessians_distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """``(values, index)``: the distinct ``A_i`` (``(k, d, d)``, symmetrised) and each
         client's (``A_i = values[index[i]]``)."""
-        return self._a_sym, self._a.index
+        return self._hess.values, self._hess.index
 
     def noise_distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """``(values, index)``: the distinct ``C_i`` (``(k, d, d)``) and each client's

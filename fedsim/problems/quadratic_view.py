@@ -4,9 +4,10 @@ A view is a plain tuple of arrays (what numba passes to compiled code); the orac
 compiled function of the view, so the rules in :mod:`fedsim.local` and the replay in
 :mod:`fedsim.engine.replay` call it without knowing the problem.
 
-``view = (At, b, mode, scale, F)`` for batch size ``m``: ``At`` (n, d, d) the clients'
-Hessians transposed (``At[i, j] `` is column ``j`` of ``A_i``, contiguous) and ``b`` (n, d)
-their optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
+``view = (At, hix, b, mode, scale, F, zero)`` for batch size ``m``: ``At`` (k, d, d) the
+``k`` distinct Hessians transposed (``At[hix[i], j]`` is column ``j`` of ``A_i``,
+contiguous; ``hix`` (n,) each client's, so a Hessian all clients share is stored once, not
+``n`` times) and ``b`` (n, d) the clients' optima (THEORY_SPEC 9.1, ``f_i(w) = (w - b_i)^T A_i
 (w - b_i)/2 + c_i``); the gradient noise ``e ~ N(0, C_i / m)`` with ``C_i =
 grad_noise_cov(i)`` is ``mode`` 0 (no noise, no draw), 1 (additive and isotropic, ``C_i =
 s_i^2 I``: ``e = scale_i z``, ``scale_i = sqrt(s_i^2 / m)``) or 2 (``e = F_i z`` with the
@@ -45,8 +46,9 @@ METRIC_CODES = ("grad_sq", "dist_sq", "f_gap")
 
 
 def quadratic_view(problem, batch: int) -> tuple:
-    """``(At, b, mode, scale, F, zero)`` of ``problem`` for batches of ``batch`` samples
-    (``At[i, j, k] = A[i, k, j]``: the columns of ``A_i`` contiguous; ``zero`` the zero
+    """``(At, hix, b, mode, scale, F, zero)`` of ``problem`` for batches of ``batch``
+    samples (``At[hix[i], j, k] = A_i[k, j]``: the columns of ``A_i`` contiguous, one copy
+    per distinct Hessian, ``QuadraticProblem.hessians_distinct``; ``zero`` the zero
     vector)."""
     n, d = problem.n, problem.dim
     # the distinct C_i and each client's: the checks read each value once
@@ -70,19 +72,19 @@ def quadratic_view(problem, batch: int) -> tuple:
         if problem.noise != "additive":
             L = -(np.asarray(problem.A_stack, dtype=np.float64) @ L)
         F = np.ascontiguousarray(L * (1.0 / math.sqrt(batch)))
-    A = np.ascontiguousarray(problem.A_stack, dtype=np.float64)
-    # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then A is its own At
-    # (checked on the distinct A_i)
-    H = problem.hessians_distinct()[0] if hasattr(problem, "hessians_distinct") else A
-    At = A if np.array_equal(H, H.transpose(0, 2, 1)) else np.ascontiguousarray(
-        A.transpose(0, 2, 1))
-    return (At, np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
+    H, hix = problem.hessians_distinct()
+    H = np.ascontiguousarray(H, dtype=np.float64)
+    # A_i is symmetric bit for bit (QuadraticProblem symmetrises it): then H is its own At
+    At = H if np.array_equal(H, H.transpose(0, 2, 1)) else np.ascontiguousarray(
+        H.transpose(0, 2, 1))
+    return (At, np.ascontiguousarray(hix, dtype=np.int64),
+            np.ascontiguousarray(problem.b_stack, dtype=np.float64), mode, scale, F,
             np.zeros(d))
 
 
 def draws_per_step(view: tuple) -> int:
     """Standard normals one local step takes from the client's ``noise`` stream."""
-    return 0 if view[2] == 0 else view[0].shape[1]
+    return 0 if view[3] == 0 else view[0].shape[1]
 
 
 @jit(inline=True)
@@ -144,9 +146,9 @@ def quadratic_sample_grad(view, i, w, z, g):
     ``(A_i r)_k = sum_j A_ikj r_j`` (``r = w - b_i``) is summed over ``j`` in order, from
     0.0, for every ``k`` (:func:`affine_rows`), then ``e_k`` is added.
     """
-    At, b, mode, scale, F, zero = view
+    At, hix, b, mode, scale, F, zero = view
     d = w.shape[0]
-    affine_rows(At[i], w, b[i], zero, g)
+    affine_rows(At[hix[i]], w, b[i], zero, g)
     if mode == 1:
         s = scale[i]
         for k in range(d):
@@ -162,11 +164,12 @@ def quadratic_sample_grad(view, i, w, z, g):
 
 @jit(inline=True)
 def quadratic_hess_diag(view, i, w, h):
-    """``h = diag(grad^2 f_i(w)) = diag(A_i)`` (independent of ``w``; ``At[i, k, k] =
+    """``h = diag(grad^2 f_i(w)) = diag(A_i)`` (independent of ``w``; ``At[hix[i], k, k] =
     A_i[k, k]`` exactly): the diagonal of ``QuadraticProblem.hess(i, w)``."""
-    At = view[0]
+    At, hix = view[0], view[1]
+    j = hix[i]
     for k in range(h.shape[0]):
-        h[k] = At[i, k, k]
+        h[k] = At[j, k, k]
     return 0
 
 

@@ -39,7 +39,7 @@ def test_quadratic_view_draws_and_gradients_are_the_interpreted_oracles(cov):
         else:  # the view's factor is the symmetric root, sample_batch's Cholesky: the same
             # law N(0, C_i / m), other numbers
             e = g - p.A_stack[i] @ (w - p.b_stack[i])
-            F = cv.data[4][i]
+            F = cv.data[5][i]
             np.testing.assert_allclose(F @ F.T, p.grad_noise_cov(i) / 3, rtol=1e-12)
             np.testing.assert_allclose(e, F @ z, rtol=1e-13, atol=1e-15)
 

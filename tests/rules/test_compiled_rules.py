@@ -45,7 +45,7 @@ def test_two_clients_hand_case_no_noise():
 def test_two_clients_hand_case_isotropic_noise():
     p = two_clients(noise_cov=4.0 * np.eye(2))  # C_i = 4 I, batch 4: e = 1 * z
     view = quadratic_view(p, 4)
-    assert view[2] == 1 and list(view[3]) == [1.0, 1.0]
+    assert view[3] == 1 and list(view[4]) == [1.0, 1.0]
     Z = np.array([[0.5, -0.5]])
     out, g = np.empty(2), np.empty(2)
     # client 0 from w = (0, 0), eta = 0.25: g = diag(1,2) (-1, 1) + (0.5, -0.5) = (-0.5, 1.5)
