@@ -136,17 +136,16 @@ def distinct_matrices(field: str, x: Any, n: int | None = None,
         except TypeError as exc:
             raise ConfigError(f"{field} must be a list of numeric square matrices, got "
                               f"{type(x).__name__}") from exc
-        slot: dict[int, int] = {}
-        index = np.empty(len(raw), dtype=np.intp)
-        keep: list[int] = []
-        for i, a in enumerate(raw):
-            j = slot.get(id(a))
-            if j is None:
-                j = slot[id(a)] = len(keep)
-                keep.append(i)
-            index[i] = j
-        first = np.asarray(keep, dtype=np.intp)
-        items = [raw[i] for i in keep]
+        # clients holding the same object share a slot, numbered in order of first
+        # appearance (one C pass over the objects' ids, not a Python loop over n)
+        ids = np.fromiter(map(id, raw), dtype=np.uint64, count=len(raw))
+        _, first_at, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        order = np.argsort(first_at, kind="stable")
+        rank = np.empty(order.shape[0], dtype=np.intp)
+        rank[order] = np.arange(order.shape[0], dtype=np.intp)
+        index = rank[inverse.reshape(-1)]
+        first = first_at[order].astype(np.intp)
+        items = [raw[int(i)] for i in first]
     try:
         mats = [np.asarray(a, dtype=np.float64) for a in items]
     except (TypeError, ValueError) as exc:

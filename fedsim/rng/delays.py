@@ -276,6 +276,12 @@ class DelayPlan:
                 self.vector = False
         self.per_block = off
 
+    def thinks(self) -> bool:
+        """Whether some client's think time is not the constant 0 (read from the groups of
+        clients, not per client)."""
+        return not all(isinstance(row[3], Constant) and float(row[3].value) == 0.0
+                       for row, _ in self.groups)
+
     def supports_event(self) -> bool:
         """Whether every client's four delay models are ``Constant`` or ``Exponential``."""
         return all(isinstance(m, (Constant, Exponential)) for row, _ in self.groups

@@ -34,7 +34,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.delays import Constant
 from fedsim.engine.models.physical.event_loop import (
     advance_loop,
     delay_params,
@@ -196,8 +195,7 @@ def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: in
     G = len(reps)
     T = int(scenario.horizon.steps)
     q, B = plan.q, plan.B
-    think = not all(isinstance(m[3], Constant) and float(m[3].value) == 0.0
-                    for m in plan.models)
+    think = plan.thinks()
     bcap = 2 * T + n + 1 if think else 0
     check_buffers(f"the FedAsync timeline of {G} replicate(s) ({T} steps)",
                   {"uploads": G * T * upload_row_bytes(False),

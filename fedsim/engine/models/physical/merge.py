@@ -47,7 +47,6 @@ import numpy as np
 
 from fedsim.config import Scenario
 from fedsim.config.runtime import DELAY_KINDS
-from fedsim.delays import Constant
 from fedsim.engine.models.physical.uploads import TimelineChunk
 from fedsim.errors import check_sim_time
 from fedsim.rng.delays import BLOCK as ENGINE_BLOCK
@@ -96,8 +95,7 @@ class FedAsyncTimeline:
         self.H = float(scenario.horizon.time)
         # event slots of a round: [read (arrival)], upload, [think end (unless every
         # client's think is the constant 0)]
-        self.think_slot = not all(isinstance(mm[3], Constant) and float(mm[3].value) == 0.0
-                                  for mm in plan.models)
+        self.think_slot = plan.thinks()
         self.e = 1 + int(self.arrival) + int(self.think_slot)
         # per client: the time of its last generated event (where the next round begins)
         self.t_gen = np.zeros(n)
