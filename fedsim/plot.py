@@ -61,25 +61,24 @@ def client_timeline(scenario: Any, replicate: int = 0, t_end: float | None = Non
                     ) -> list[Interval]:
     """The per-client phases of ``(scenario, replicate)`` up to ``t_end`` (default: the
     scenario's simulated-time horizon; required when that is infinite)."""
-    from fedsim.algorithms import get_algorithm
     from fedsim.engine import problem_for
+    from fedsim.engine.models import model_of
     from fedsim.engine.setup import RunSetup
     from fedsim.rng import Streams
 
     t_end = scenario.horizon.time if t_end is None else float(t_end)
     if not math.isfinite(t_end):
         raise ConfigError("a timeline needs a finite t_end (or horizon.time)")
-    spec = get_algorithm(scenario.algorithm.name)
-    key = spec.runners[scenario.algorithm.model]
-    if key not in ("physical", "sync"):
-        raise ConfigError(f"no timeline for the {key!r} execution model (only asynchronous "
-                          "physical and synchronous runs)")
+    home = model_of(scenario)
+    if home.rounds is None:
+        raise ConfigError(f"no timeline for the {home.key!r} execution model: its clients "
+                          "have no phases in simulated time (ExecutionModel.rounds)")
     streams = Streams(scenario.seed, replicate)
     setup = RunSetup(scenario, problem_for(scenario), streams, False, simulate=False)
     samplers = setup.make_samplers()
     n = setup.n
     out: list[Interval] = []
-    if key == "sync":
+    if home.rounds == "sync":
         sampling = streams.server("sampling")
         m = max(1, int(round(scenario.algorithm.get("participation") * n)))
         t0, k = 0.0, 0
@@ -222,7 +221,6 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
 
 
 def _is_sync(scenario: Any) -> bool:
-    from fedsim.algorithms import get_algorithm
+    from fedsim.engine.models import model_of
 
-    spec = get_algorithm(scenario.algorithm.name)
-    return spec.runners[scenario.algorithm.model] == "sync"
+    return model_of(scenario).rounds == "sync"

@@ -111,29 +111,22 @@ def _x_star_distance(problem: Any, kind: str, w0: np.ndarray) -> tuple[float, st
 
 def _tau(sc: ScenarioConstants, scenario: Any) -> None:
     alg = scenario.algorithm
-    model = alg.get("model")
     if alg.name != "fedasync" and alg.name not in ("fedbuff", "asfedavg"):
         sc.lack("tau", f"[P] Assumption 1's tau is the staleness of asynchronous FedAsync; "
                        f"algorithm {alg.name!r} is not analysed by the theorem")
         return
-    if model == "window":
-        sc.put("tau", int(alg.get("tau")), "window model: staleness in {0..tau} by construction")
-        sc.facts["Asm 1"] = (True, "window model: staleness uniform on {0..tau}, uploader "
-                                   "i.i.d. uniform (by construction)")
-        return
-    from fedsim.engine.setup import trigger_count
-    from fedsim.engine.staleness import physical_staleness_bound
+    from fedsim.engine.models import model_of
 
-    d = scenario.delays
-    bound = physical_staleness_bound(d, scenario.problem.n, int(alg.get("Q") or 1),
-                                     d.compute_per == "step", trigger_count(scenario))
-    if math.isfinite(bound):
-        sc.put("tau", int(bound), "provable staleness of the physical model from the delay "
-                                  "supports (fedsim.engine.staleness)")
+    home = model_of(scenario)
+    if home.staleness is None:
+        sc.lack("tau", f"execution model {home.key!r} declares no provable staleness")
+        return
+    st = home.staleness(scenario)
+    if math.isfinite(st.bound):
+        sc.put("tau", int(st.bound), st.why)
     else:
-        sc.lack("tau", "the physical model's staleness is not bounded: a delay with unbounded "
-                       "support (e.g. exponential) or a timer trigger gives no provable tau; "
-                       "give --tau for a bound conditional on Assumption 1")
+        sc.lack("tau", f"{st.why}; give --tau for a bound conditional on Assumption 1")
+    sc.facts.update(st.facts)
 
 
 def _area(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,

@@ -25,7 +25,13 @@ from fedsim.config import Scenario
 from fedsim.config.budget import estimate_bytes, set_memory_budget
 from fedsim.engine import run, run_batch
 from fedsim.engine.dispatch import check_memory
-from fedsim.engine.models import ExecutionModel, model_of, register_model, unregister_model
+from fedsim.engine.models import (
+    ExecutionModel,
+    Staleness,
+    model_of,
+    register_model,
+    unregister_model,
+)
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.errors import ConfigError
@@ -62,8 +68,13 @@ def round_robin_memory(scenario: Scenario, d: float) -> dict[str, float]:
     return {"round_robin": 8.0 * d}
 
 
+def round_robin_staleness(scenario: Scenario) -> Staleness:
+    """Every client reads the model of the step before its own: staleness 0."""
+    return Staleness(0.0, "round robin: each update is computed from the newest model")
+
+
 ROUND_ROBIN = ExecutionModel(key="round_robin", write=round_robin_tables,
-                             memory=round_robin_memory)
+                             memory=round_robin_memory, staleness=round_robin_staleness)
 
 
 # --- the test ------------------------------------------------------------------------
@@ -125,3 +136,16 @@ def test_the_budget_reads_the_toy_models_estimate(toy) -> None:
             run(sc, 0)
     finally:
         set_memory_budget(None)
+
+
+def test_what_reads_a_model_asks_its_declaration(toy) -> None:
+    """The provable staleness and the per-client phases come from the model's own
+    declaration (``ExecutionModel.staleness`` / ``rounds``), not from its name."""
+    from fedsim.plot import client_timeline
+
+    sc = _scenario(6, dim=2)
+    assert model_of(sc).staleness(sc).bound == 0.0
+    with pytest.raises(ConfigError, match="no phases in simulated time"):
+        client_timeline(sc, t_end=3.0)
+    with pytest.raises(ConfigError, match="rounds"):
+        ExecutionModel(key="bad", write=round_robin_tables, rounds="sometimes")

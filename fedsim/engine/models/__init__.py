@@ -12,6 +12,7 @@ algorithm then names its key in ``Algorithm.runners``.  ``fedsim.engine.run`` an
 from fedsim.engine.models import area, asypfl, physical, recorded, sync, uniform_assign, window
 from fedsim.engine.models.base import (
     ExecutionModel,
+    Staleness,
     get_model,
     model_of,
     models,
@@ -19,8 +20,8 @@ from fedsim.engine.models.base import (
     unregister_model,
 )
 
-__all__ = ["ExecutionModel", "register_model", "unregister_model", "get_model", "model_of",
-           "models"]
+__all__ = ["ExecutionModel", "Staleness", "register_model", "unregister_model", "get_model",
+           "model_of", "models"]
 
 register_model(physical.MODEL)
 register_model(window.MODEL)

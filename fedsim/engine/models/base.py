@@ -13,13 +13,25 @@ reads both registries, so nothing compares a model's or an algorithm's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fedsim.errors import ConfigError, require
 
-__all__ = ["ExecutionModel", "register_model", "unregister_model", "get_model", "model_of",
-           "models"]
+__all__ = ["ExecutionModel", "Staleness", "register_model", "unregister_model", "get_model",
+           "model_of", "models"]
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """A model's provable staleness bound for a scenario: ``bound`` (server steps;
+    ``math.inf``: none), ``why`` (where it comes from, or why there is none) and ``facts``
+    (assumption label -> ``(holds, reason)`` the construction settles, e.g. a uniform
+    delay law)."""
+
+    bound: float
+    why: str
+    facts: Mapping[str, tuple[bool, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -34,19 +46,30 @@ class ExecutionModel:
     chooses, the same for ``run`` and ``run_batch``; ``memory(scenario, d)``: the bytes the
     model adds to :func:`fedsim.config.budget.estimate_bytes` (by part), ``None``: none;
     ``diagnostics(scenario, problem, table, replicate, steps)``: facts a diagnostic run
-    adds to a Trace's ``info`` (``fedsim.engine.run_batch(..., diagnostics=True)``).
+    adds to a Trace's ``info`` (``fedsim.engine.run_batch(..., diagnostics=True)``);
+    ``staleness(scenario)``: the provable bound on the staleness (server steps between a
+    client's read and its update) of every table the model writes for ``scenario``, as a
+    :class:`Staleness` (``math.inf`` when the delays give none), ``None``: the model
+    declares none; ``rounds``: how a client's rounds follow its delays, ``"async"`` (each
+    client starts its next round when its last ends), ``"sync"`` (the chosen clients
+    start together when the server round starts) or ``None`` (the model has no per-client
+    phases in simulated time), which :func:`fedsim.plot.client_timeline` draws.
     """
 
     key: str
     write: Callable[[Any, Any, Sequence[int]], Any]
     memory: Callable[[Any, float], Mapping[str, float]] | None = None
     diagnostics: Callable[..., Mapping[str, Any]] | None = None
+    staleness: Callable[[Any], Staleness] | None = None
+    rounds: str | None = None
     doc: str = ""
 
     def __post_init__(self) -> None:
         require(isinstance(self.key, str) and self.key.isidentifier(), "model.key", self.key,
                 "must be an identifier")
         require(callable(self.write), f"{self.key}.write", self.write, "must be callable")
+        require(self.rounds in (None, "async", "sync"), f"{self.key}.rounds", self.rounds,
+                "must be 'async', 'sync' or None")
 
 
 _REGISTRY: dict[str, ExecutionModel] = {}

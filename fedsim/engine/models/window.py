@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fedsim.config import Scenario
-from fedsim.engine.models.base import ExecutionModel
+from fedsim.engine.models.base import ExecutionModel, Staleness
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.steplog import TableLog
 from fedsim.rng import Streams
@@ -94,4 +94,14 @@ def memory(scenario: Scenario, d: float) -> dict[str, float]:
     return {"window": 8.0 * (tau + 1.0) * (d + 3.0)}
 
 
-MODEL = ExecutionModel(key="window", write=window_tables, memory=memory, doc=__doc__)
+def staleness(scenario: Scenario) -> Staleness:
+    """``tau`` by construction: every staleness is drawn on ``{0..tau}``, the uploader
+    uniformly and independently ([P] Assumption 1 holds by construction)."""
+    return Staleness(float(int(scenario.algorithm.get("tau"))),
+                     "window model: staleness in {0..tau} by construction",
+                     {"Asm 1": (True, "window model: staleness uniform on {0..tau}, uploader "
+                                      "i.i.d. uniform (by construction)")})
+
+
+MODEL = ExecutionModel(key="window", write=window_tables, memory=memory, staleness=staleness,
+                       doc=__doc__)

@@ -21,12 +21,13 @@ simulates (tests only).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
-from fedsim.engine.models.base import ExecutionModel
+from fedsim.engine.models.base import ExecutionModel, Staleness
 from fedsim.engine.models.physical.group_writer import group_table_set, group_writes
 from fedsim.engine.models.physical.simpy_writer import AsyncRun
 from fedsim.engine.models.physical.upload_tables import upload_tables
@@ -65,4 +66,19 @@ def write(scenario: Scenario, problem: Any, replicates: Sequence[int]
                          plan=plan)
 
 
-MODEL = ExecutionModel(key="physical", write=write, doc=__doc__)
+def staleness(scenario: Scenario) -> Staleness:
+    """The provable staleness of the scenario's physical timelines, from the delay
+    supports (:func:`fedsim.engine.staleness.physical_staleness_bound`)."""
+    d = scenario.delays
+    bound = physical_staleness_bound(d, scenario.problem.n, int(scenario.algorithm.get("Q") or 1),
+                                     d.compute_per == "step", trigger_count(scenario))
+    if math.isfinite(bound):
+        return Staleness(float(int(bound)), "provable staleness of the physical model from the "
+                                            "delay supports (fedsim.engine.staleness)")
+    return Staleness(math.inf, "the physical model's staleness is not bounded: a delay with "
+                               "unbounded support (e.g. exponential) or a timer trigger gives "
+                               "no provable tau")
+
+
+MODEL = ExecutionModel(key="physical", write=write, staleness=staleness, rounds="async",
+                       doc=__doc__)

@@ -49,4 +49,4 @@ def sync_tables(scenario: Scenario, problem: Any, replicates: Sequence[int]
             for r in replicates]
 
 
-MODEL = ExecutionModel(key="sync", write=sync_tables, doc=__doc__)
+MODEL = ExecutionModel(key="sync", write=sync_tables, rounds="sync", doc=__doc__)
