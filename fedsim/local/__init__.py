@@ -6,7 +6,9 @@
   problem and its solvers in :mod:`fedsim.local.moreau_inner`);
 * :mod:`fedsim.local.area`   -- [A] Algorithm 2 (memory y_i, message x^M - y_i);
 * :mod:`fedsim.local.asypfl` -- AsyPFL Algorithm 1 ClientUpdate (local model omega_k and
-  persistent personal model beta_k; its ``round`` also takes ``beta``, ``tau`` and ``E``).
+  persistent personal model beta_k; its ``round`` also takes ``beta``, ``tau`` and ``E``);
+* :mod:`fedsim.local.xie_prox` -- FedAsync's regularised local step (Xie et al. 2019, the
+  authors' code's ``--rho``).
 
 One shape (:mod:`fedsim.local.base`, optax style): ``init(w0) -> state`` and
 ``update(i, w_read, out, rng, state) -> (out, state)``.  Behind it every rule offers
@@ -36,8 +38,10 @@ from fedsim.local.registry import (
     unregister_client_rule,
 )
 from fedsim.local.sgd import SGDRule
+from fedsim.local.xie_prox import XieProxRule
 
 __all__ = ["StepRule", "SGDRule", "MAMLRule", "MoreauRule", "AreaClients", "AsyPFLRule",
+           "XieProxRule",
            "make_client_rule", "ClientRuleSpec", "register_client_rule",
            "unregister_client_rule", "get_client_rule", "client_rules"]
 
@@ -51,6 +55,7 @@ register_client_rule("moreau", MoreauRule, ("Q", "eta", "batch", "lam", "nu", "i
 register_client_rule("area", AreaClients, ("batch",))
 register_client_rule("upload", SGDRule, ("Q", "eta", "batch"))
 register_client_rule("asypfl", AsyPFLRule, ("E", "eta", "delta", "gamma", "lam", "batch"))
+register_client_rule("xie_prox", XieProxRule, ("Q", "eta", "batch"))
 
 
 def make_client_rule(alg: Any, problem: Any):

@@ -15,7 +15,8 @@ from fedsim.config.io import load
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples" / "literature").glob("*.toml"))
 ALGORITHMS = {"async_sgd_adaptive": "async_sgd", "picky_sgd": "picky_sgd",
-              "fedasync_xie": "fedasync_xie", "recorded_schedule": "async_sgd"}
+              "fedasync_xie": "fedasync_xie", "fedasync_xie_prox": "fedasync_xie",
+              "recorded_schedule": "async_sgd"}
 
 
 def test_one_example_per_algorithm():

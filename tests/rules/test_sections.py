@@ -71,7 +71,7 @@ def test_check_hook_is_the_algorithms_own():
 
 def test_client_rule_registry_names_class_and_keys():
     assert client_rules() == ("sgd", "maml", "fomaml", "hfmaml", "moreau", "area", "upload",
-                              "asypfl")
+                              "asypfl", "xie_prox")
     assert get_client_rule("hfmaml").keys == ("Q", "eta", "batch", "alpha", "hf_delta",
                                               "batch_inner", "batch_hess")
     with pytest.raises(ConfigError, match=r"algorithm\.client_rule"):

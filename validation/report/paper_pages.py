@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from fedsim.validation.report.layout import FONT, draw_table, draw_wrapped, new_page  # noqa: E402
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from fedsim.safefile import atomic_writer  # noqa: E402
 
@@ -94,6 +95,7 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
     for c in s["curves"].values():
         colour.setdefault(c["label"].split(" (")[0], f"C{len(colour) % 10}")
     unit = s["curve_metric"] == "busy" or "acc" in s["curve_metric"]
+    panels: list[plt.Axes] = []
     for j, name in enumerate(names):
         ax = fig.add_axes([x0 + j * w / k + 0.03, y0, w / k - 0.045, h])
         for c in settings[name]:
@@ -114,6 +116,9 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
             ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         if s["curve_log"]:
             ax.set_yscale("log")
+            lo_y, hi_y = ax.get_ylim()
+            if lo_y > 0 and hi_y >= 10 * lo_y:  # a decade shown: its powers of 10 suffice
+                ax.yaxis.set_minor_formatter(NullFormatter())  # (long minor labels overflow)
         if unit:
             ax.set_ylim(0.0, 1.02)
         for fk, fv in s["extra"].get("floor", {}).items():  # the untrained model's score
@@ -124,9 +129,16 @@ def _curves(fig: Figure, s: dict, rect: tuple[float, float, float, float]) -> No
         ax.set_xlabel("simulated time", fontsize=7)
         if j == 0:
             ax.set_ylabel(s["curve_metric"], fontsize=7)
-        ax.tick_params(labelsize=6)
-        if j == k - 1:
+        ax.tick_params(which="both", labelsize=6)  # a log axis labels its minor ticks too
+        panels.append(ax)
+    # the last panel's legend, and one on each panel naming an arm no legend names yet
+    last = panels[-1] if panels else None
+    shown = set(last.get_legend_handles_labels()[1]) if last is not None else set()
+    for ax in panels:
+        labels = ax.get_legend_handles_labels()[1]
+        if ax is last or any(lb not in shown for lb in labels):
             ax.legend(fontsize=6, loc="upper right")
+            shown.update(labels)
 
 
 def _gantt(fig: Figure, s: dict, rect: tuple[float, float, float, float],
