@@ -69,7 +69,11 @@ class Algorithm:
     ``default_trigger(config)``: the ``[trigger]`` table implied when it is omitted (or
     ``None`` for the default ``every_upload``); ``aliases``: a client-rule key -> this
     algorithm's section key that sets it when the client-rule key is not given (Per-FedAvg's
-    ``beta`` is the MAML rule's ``eta``).
+    ``beta`` is the MAML rule's ``eta``); ``mode_keys``: an execution mode -> the extra
+    ``[algorithm]`` keys it accepts (FedAsync's ``window``: ``tau``, ``delay_pmf``);
+    ``timeless_modes``: the modes whose time is the step index (no delays, so a time horizon
+    need not advance); ``synchronous``: every round waits for all its chosen clients (a time
+    horizon is stuck only when every client's delays are all 0).
     """
 
     name: str
@@ -81,6 +85,9 @@ class Algorithm:
     default_trigger: Callable[[Any], Mapping[str, Any] | None] | None = None
     step_per_upload: bool = False
     aliases: Mapping[str, str] = field(default_factory=dict)
+    mode_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    timeless_modes: tuple[str, ...] = ()
+    synchronous: bool = False
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -91,6 +98,12 @@ class Algorithm:
         require(len(self.runners) >= 1, f"{self.name}.runners", dict(self.runners),
                 "must name at least one execution model")
         object.__setattr__(self, "runners", dict(self.runners))
+        for name, modes in (("mode_keys", tuple(self.mode_keys)),
+                            ("timeless_modes", tuple(self.timeless_modes))):
+            require(set(modes) <= set(self.runners), f"{self.name}.{name}", list(modes),
+                    f"must name execution modes of {self.name} ({list(self.runners)})")
+        object.__setattr__(self, "mode_keys", {k: tuple(v) for k, v in self.mode_keys.items()})
+        object.__setattr__(self, "timeless_modes", tuple(self.timeless_modes))
         if isinstance(self.section, Mapping):
             object.__setattr__(self, "section", section_from_mapping(self.name, self.section))
         require(isinstance(self.section, type) and issubclass(self.section, Section),

@@ -61,6 +61,19 @@ def exp_cycle(scenario: Any) -> None:
                 dd["compute"].to_dict(), f"must be exponential for model={m!r}")
 
 
+def window_config(scenario: Any) -> None:
+    """THEORY_SPEC 10.2(a)'s keys: ``tau`` (an integer >= 0, checked with the section) is
+    required, and
+    ``delay_pmf``, when given, is a distribution on ``{0..tau}``."""
+    a, f = scenario.algorithm, "algorithm"
+    require(a.tau is not None, f"{f}.tau", None, "is required for model='window'")
+    if a.delay_pmf is not None:
+        pmf = a.delay_pmf  # numbers >= 0 (fedsim.config.algorithm)
+        require(len(pmf) == a.tau + 1, f"{f}.delay_pmf", list(pmf),
+                f"must have tau+1 = {a.tau + 1} entries")
+        require(abs(sum(pmf) - 1.0) <= 1e-9, f"{f}.delay_pmf", list(pmf), "must sum to 1")
+
+
 def window_horizon(scenario: Any) -> None:
     """THEORY_SPEC 10.2(a): time is the step index, so ``horizon.steps`` is needed."""
     require(scenario.horizon.steps is not None, "horizon.steps", None,

@@ -39,6 +39,7 @@ def _check(scenario: Any) -> None:
     if scenario.algorithm.model == "expcycle":
         checks.exp_cycle(scenario)
     if scenario.algorithm.model == "window":
+        checks.window_config(scenario)
         checks.window_horizon(scenario)
 
 
@@ -46,4 +47,5 @@ FEDASYNC = Algorithm(
     name="fedasync", client_rules=PERSONAL_RULES,
     runners={"physical": "physical", "window": "window", "expcycle": "physical"},
     server=lambda cfg, problem: FedAsyncRule(problem.dim, float(cfg.get("beta"))),
-    section=FedAsyncSection, check=_check, step_per_upload=True, doc=__doc__)
+    section=FedAsyncSection, check=_check, step_per_upload=True,
+    mode_keys={"window": ("tau", "delay_pmf")}, timeless_modes=("window",), doc=__doc__)

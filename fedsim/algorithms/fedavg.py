@@ -64,5 +64,6 @@ def _check(scenario: Any) -> None:
 
 FEDAVG = Algorithm(
     name="fedavg", client_rules=PERSONAL_RULES, runners={"physical": "sync"},
+    synchronous=True,
     server=lambda cfg, problem: FedAvgRule(float(cfg.get("server_mix"))),
     section=FedAvgSection, check=_check, aliases={"eta": "beta"}, doc=__doc__)

@@ -17,7 +17,6 @@ from fedsim.algorithms.area import StepSchedule
 from fedsim.config.schema import (
     ALGORITHMS,
     CLIENT_RULES,
-    MODEL_KEYS,
     check_keys,
 )
 from fedsim.errors import check_integer, check_number, require
@@ -96,7 +95,7 @@ class AlgorithmConfig:
         object.__setattr__(self, "client_rule", rule)
         rule_spec = CLIENT_RULES[rule]
         section_keys = spec.section.keys()
-        allowed = set(rule_spec.keys) | set(section_keys) | set(MODEL_KEYS.get(model, ()))
+        allowed = set(rule_spec.keys) | set(section_keys) | set(spec.mode_keys.get(model, ()))
         for fl in fields(self):
             if fl.name in _NOT_KEYS:
                 continue
@@ -122,18 +121,13 @@ class AlgorithmConfig:
         object.__setattr__(self, "section",
                            spec.section(**{k: v for k, v in given.items() if v is not None}))
         rule_spec.check(self)
-        if model == "window":
-            require(self.tau is not None, f"{f}.tau", None, "is required for model='window'")
+        if self.tau is not None:
             check_integer(f"{f}.tau", self.tau, low=0)
-            if self.delay_pmf is not None:
-                pmf = tuple(self.delay_pmf)
-                require(len(pmf) == self.tau + 1, f"{f}.delay_pmf", list(pmf),
-                        f"must have tau+1 = {self.tau + 1} entries")
-                for k, x in enumerate(pmf):
-                    check_number(f"{f}.delay_pmf[{k}]", x, low=0.0)
-                require(abs(sum(pmf) - 1.0) <= 1e-9, f"{f}.delay_pmf", list(pmf),
-                        "must sum to 1")
-                object.__setattr__(self, "delay_pmf", tuple(float(x) for x in pmf))
+        if self.delay_pmf is not None:
+            pmf = tuple(self.delay_pmf)
+            for k, x in enumerate(pmf):
+                check_number(f"{f}.delay_pmf[{k}]", x, low=0.0)
+            object.__setattr__(self, "delay_pmf", tuple(float(x) for x in pmf))
 
     # -- resolved values -------------------------------------------------------------
     def get(self, key: str) -> Any:

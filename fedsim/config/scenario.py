@@ -75,11 +75,12 @@ class Scenario:
         probability 1 (upper end of every support 0) makes an asynchronous run loop at time
         0 forever; a synchronous run loops when every client does.  Refused with the reason
         (the window model counts time in steps and has no delays)."""
-        if self.horizon.steps is not None or self.algorithm.get("model") == "window":
+        if (self.horizon.steps is not None
+                or self.algorithm.get("model") in getattr(spec, "timeless_modes", ())):
             return
         zero = [all(float(d.upper) == 0.0 for d in self.delays.for_client(i).values())
                 for i in range(self.n)]
-        sync = getattr(spec, "runners", {}).get(self.algorithm.get("model")) == "sync"
+        sync = bool(getattr(spec, "synchronous", False))
         stuck = all(zero) if sync else any(zero)
         if stuck:
             who = "every client" if all(zero) else f"client {zero.index(True)}"

@@ -12,8 +12,7 @@ from typing import Any
 
 from fedsim.errors import require
 
-__all__ = ["ALGORITHMS", "CLIENT_RULES", "MODELS", "TRIGGERS", "PROBLEM_KINDS", "check_keys",
-           "MODEL_KEYS"]
+__all__ = ["ALGORITHMS", "CLIENT_RULES", "MODELS", "TRIGGERS", "PROBLEM_KINDS", "check_keys"]
 
 
 class _RegistryView(Mapping):
@@ -48,8 +47,6 @@ ALGORITHMS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm")
 # name -> fedsim.local.ClientRuleSpec (class + keys)
 CLIENT_RULES = _RegistryView("fedsim.local", "client_rules", "get_client_rule")
 MODELS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm", lambda a: a.models)
-#: model name -> the extra ``[algorithm]`` keys that model accepts
-MODEL_KEYS: dict[str, tuple[str, ...]] = {"window": ("tau", "delay_pmf")}
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
 PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm", "softmax")
 def check_keys(section: str, d: Mapping[str, Any], allowed: tuple[str, ...] | set[str],
