@@ -184,3 +184,23 @@ def test_round_trip_property(name, Q, eta, beta, rate, steps, every, seed):
                    "upload": {"kind": "uniform", "low": 0.0, "high": rate}},
            record={"every": every, "metrics": ["grad_sq", "f_gap"]})
     assert config.loads(config.dumps(s)) == s
+
+
+def test_an_algorithms_mode_declarations_name_its_own_modes():
+    """``mode_keys`` / ``timeless_modes`` name modes of ``runners``; config reads them (the
+    window's keys are accepted only in that mode) instead of comparing model names."""
+    import dataclasses
+
+    from fedsim.algorithms import get_algorithm
+
+    fa = get_algorithm("fedasync")
+    assert fa.mode_keys == {"window": ("tau", "delay_pmf")} and fa.timeless_modes == ("window",)
+    assert get_algorithm("fedavg").synchronous and not fa.synchronous
+    with pytest.raises(ConfigError, match=r"fedasync\.mode_keys"):
+        dataclasses.replace(fa, mode_keys={"nowhere": ("tau",)})
+    with pytest.raises(ConfigError, match=r"fedasync\.timeless_modes"):
+        dataclasses.replace(fa, timeless_modes=("nowhere",))
+    with pytest.raises(ConfigError, match="tau"):
+        sc(algorithm={"name": "fedasync", "model": "physical", "tau": 2})
+    with pytest.raises(ConfigError, match=r"algorithm\.tau is required"):
+        sc(algorithm={"name": "fedasync", "model": "window"}, horizon={"steps": 5})
