@@ -75,6 +75,19 @@ def random_client_data(n: int, dim: int, mu: float, L: float, heterogeneity: flo
         a0 = build(spectrum(True, True))
         mats = [a0] * n
     else:
-        mats = [build(spectrum(i == 0, i == n - 1)) for i in range(n)]
+        # each client's spectrum, then its rotation's Gaussian, drawn in the order of the
+        # client-by-client loop (the stream's numbers); the QR and the products run
+        # stacked, one LAPACK / BLAS call per matrix as the loop's, so the bits are the
+        # loop's (tests/problems/test_quadratic_vector_setup.py)
+        spec, gauss = np.empty((n, dim)), np.empty((n, dim, dim))
+        for i in range(n):
+            spec[i] = rng.uniform(mu, L, size=dim)
+            gauss[i] = rng.standard_normal((dim, dim))
+        spec[0, 0] = mu
+        spec[n - 1, -1] = L
+        q, r = np.linalg.qr(gauss)
+        q = q * np.where(np.diagonal(r, axis1=1, axis2=2) < 0, -1.0, 1.0)[:, None, :]
+        a = (q * spec[:, None, :]) @ np.swapaxes(q, 1, 2)
+        mats = list(0.5 * (a + np.swapaxes(a, 1, 2)))
     b = heterogeneity * rng.standard_normal((n, dim))
     return mats, b, noise_sd ** 2 * np.eye(dim)

@@ -153,3 +153,39 @@ def test_the_memory_estimate_reads_whether_the_hessian_is_shared(monkeypatch) ->
     shared, own = estimate_bytes(sc(True))["problem"], estimate_bytes(sc(False))["problem"]
     assert shared == 8.0 * (10**8 + 4 * 10**7) and own == 8.0 * 6 * 10**8
     assert shared < DEFAULT_BUDGET < own
+
+
+def loop_client_data(n, dim, mu, L, heterogeneity, seed):
+    """The client-by-client generator of client-specific Hessians (the reference)."""
+    rng = np.random.default_rng(int(seed))
+    mats = []
+    for i in range(n):
+        s = rng.uniform(mu, L, size=dim)
+        if i == 0:
+            s[0] = mu
+        if i == n - 1:
+            s[-1] = L
+        q, r = np.linalg.qr(rng.standard_normal((dim, dim)))
+        q = q * np.where(np.diag(r) < 0, -1.0, 1.0)[None, :]
+        a = (q * s[None, :]) @ q.T
+        mats.append(0.5 * (a + a.T))
+    return mats, heterogeneity * rng.standard_normal((n, dim))
+
+
+def test_ten_thousand_client_specific_hessians_are_the_loops_bits() -> None:
+    mats, b, _ = random_client_data(10_000, 10, 0.1, 1.0, 1.5, 0.1, "additive", False, 11)
+    ref, ref_b = loop_client_data(10_000, 10, 0.1, 1.0, 1.5, 11)
+    assert np.stack(mats).tobytes() == np.stack(ref).tobytes()
+    assert b.tobytes() == ref_b.tobytes()
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 9), dim=st.integers(1, 6), seed=st.integers(0, 2**16),
+       mu=st.floats(0.0, 1.0), width=st.floats(0.0, 10.0))
+def test_client_specific_hessians_are_the_loops_bits_at_any_size(n, dim, seed, mu, width):
+    L = mu + width
+    if mu != L and dim < 2 and n < 2:
+        return  # refused: one 1 x 1 matrix cannot carry both mu and L
+    mats, b, _ = random_client_data(n, dim, mu, L, 1.0, 0.1, "additive", False, seed)
+    ref, ref_b = loop_client_data(n, dim, mu, L, 1.0, seed)
+    assert np.stack(mats).tobytes() == np.stack(ref).tobytes() and b.tobytes() == ref_b.tobytes()
