@@ -261,3 +261,29 @@ def test_details_page_never_hides_a_failing_hypothesis(run_dir):
         plt.close(fig)
     assert all(f"ok{i}" in every for i in range(20))
     assert not any("not shown" in t for t in every)
+
+
+def test_pages_drawn_by_two_processes_are_the_pages_one_draws(run_dir, tmp_path):
+    """``write_pages`` over forked processes joins the chunks in plan order, and each page
+    is what one process draws: the same PNG bytes, the same text, the same page count."""
+    import io
+
+    from pypdf import PdfReader
+
+    from fedsim.validation.report.render import write_pages
+
+    run = report.load_run(run_dir)
+    plan = report._plan(run)[:2]
+    out = {}
+    for w in (1, 2):
+        png = tmp_path / f"png{w}"
+        png.mkdir()
+        buf = io.BytesIO()
+        ticks = []
+        write_pages(run, plan, buf, rc={}, metadata={"Title": "t"}, png_dir=png, png_dpi=20,
+                    workers=w, tick=ticks.append)
+        pages = PdfReader(io.BytesIO(buf.getvalue())).pages
+        out[w] = ([p.extract_text() for p in pages],
+                  [(png / f"page-{i:02d}.png").read_bytes() for i in range(1, 3)])
+        assert len(pages) == 2 and sum(ticks) == 2
+    assert out[1] == out[2]

@@ -46,7 +46,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
 from fedsim.validation.report.details import details_page, details_parts  # noqa: E402
 from fedsim.validation.report.layout import (  # noqa: E402
     FILL,
@@ -63,18 +62,16 @@ from fedsim.validation.report.plan import (  # noqa: E402
     REPR_PER_PAGE,
     SUMMARY_ROWS,
     Run,
-    draw_footer,
     load_run,
     page_plan,
 )
 from fedsim.validation.report.plots import meta_for, plots_page  # noqa: E402
+from fedsim.validation.report.render import default_workers, write_pages  # noqa: E402
 from fedsim.validation.report.representative import representative_page  # noqa: E402
 from fedsim.validation.report.summary import control_cell, summary_page  # noqa: E402
 from fedsim.validation.rundir import check_run_dir  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
 from fedsim.safefile import atomic_writer  # noqa: E402
-from fedsim.worstcase.report import worst_case_page  # noqa: E402
 
 __all__ = [
     "build_report",
@@ -109,7 +106,7 @@ def expected_pages(run_dir: str | os.PathLike) -> int:
 
 def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None = None, *,
                  png_dir: str | os.PathLike | None = None, png_dpi: int = 60,
-                 progress: bool = False) -> int:
+                 progress: bool = False, workers: int | None = None) -> int:
     """Write the PDF report of ``run_dir`` to ``pdf_path`` (default ``run_dir/report.pdf``).
 
     Returns the number of pages (== :func:`expected_pages`).  With ``png_dir`` every
@@ -118,7 +115,10 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
     The run directory is checked first (:func:`fedsim.validation.rundir.check_run_dir`: against
     its ``suite.json``, structure of verdicts.csv and meta/*.json); a damaged one raises
     :class:`fedsim.errors.FedsimError` with a one-line reason and nothing is drawn.
-    ``progress``: a ``report pages`` bar on stderr (``fedsim report``).
+    ``progress``: a ``report pages`` bar on stderr (``fedsim report``).  ``workers``:
+    processes drawing the pages (default :func:`~fedsim.validation.report.render.
+    default_workers`: the cores, for a report of a dozen pages or more; the pages are the
+    same whatever the number).
     """
     check_run_dir(run_dir)
     run = load_run(run_dir)
@@ -138,26 +138,11 @@ def build_report(run_dir: str | os.PathLike, pdf_path: str | os.PathLike | None 
         bar = tqdm(total=len(plan), desc="report pages", unit="page", file=sys.stderr,
                    mininterval=0.5, leave=False)
     with atomic_writer(pdf_path, "wb") as fh:
-        with plt.rc_context(rc), PdfPages(fh, metadata={"Title": "fedsim validation report",
-                                                         "Creator": "fedsim"}) as pdf:
-            for i, (kind, arg) in enumerate(plan, start=1):
-                if bar is not None:
-                    bar.update(1)
-                if kind == "summary":
-                    fig = summary_page(run, arg)
-                elif kind == "plots":
-                    fig = plots_page(run, *arg)
-                elif kind == "details":
-                    fig = details_page(run, *arg)
-                elif kind == "worstcase":
-                    fig = worst_case_page(run.verdicts, arg)
-                else:
-                    fig = representative_page(run, *arg)
-                draw_footer(fig, i, len(plan), run)
-                pdf.savefig(fig)
-                if png_dir is not None:
-                    fig.savefig(Path(png_dir) / f"page-{i:02d}.png", dpi=png_dpi)
-                plt.close(fig)
+        write_pages(run, plan, fh, rc=rc,
+                    metadata={"Title": "fedsim validation report", "Creator": "fedsim"},
+                    png_dir=Path(png_dir) if png_dir is not None else None, png_dpi=png_dpi,
+                    workers=default_workers(len(plan)) if workers is None else int(workers),
+                    tick=bar.update if bar is not None else None)
     if bar is not None:
         bar.close()
     return len(plan)
