@@ -83,9 +83,10 @@ ROUND_ROBIN = ExecutionModel(key="round_robin", write=round_robin_tables,
 @pytest.fixture()
 def toy():
     register_model(ROUND_ROBIN)  # the one registration line of the model
-    register_algorithm(dataclasses.replace(  # an algorithm reusing FedAsync's rules
-        get_algorithm("fedasync"), name="rr_fedasync", runners={"physical": "round_robin"}))
     try:
+        register_algorithm(dataclasses.replace(  # an algorithm reusing FedAsync's rules
+            get_algorithm("fedasync"), name="rr_fedasync", runners={"physical": "round_robin"},
+            mode_keys={}, timeless_modes=()))
         yield
     finally:
         unregister_algorithm("rr_fedasync")
