@@ -42,9 +42,12 @@ from fedsim.worstcase.schedule import Schedule
 __all__ = ["Certificate", "PEPResult", "MEASURES", "SOLVERS", "solve_pep", "build_pep"]
 
 MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
-#: solver name -> cvxpy keyword arguments
+#: solver name -> cvxpy keyword arguments.  Clarabel 0.11 factors its KKT system with faer
+#: on every core by default; on a shared machine its two threads wait for each other at
+#: every synchronisation (benchmarks/worst_case.py, docs/theory/worst-case.md "Solver
+#: time"), and one thread costs the same CPU time and gives the same bits run to run.
 SOLVERS: dict[str, dict[str, Any]] = {
-    "CLARABEL": {},
+    "CLARABEL": {"max_threads": 1},
     "SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 200_000},
 }
 
@@ -69,7 +72,10 @@ class Certificate:
 class PEPResult:
     """One solve: ``value`` (NaN when the solver gave none), ``status``, ``solver``,
     ``seconds`` (set-up and solve), ``certificate`` (``None`` without duals), the primal
-    ``gram`` and ``values`` (function values), and the problem's size."""
+    ``gram`` and ``values`` (function values), the problem's size (``gram``: its dimension,
+    ``values``, ``interpolation_rows``, ``constraints``: the scalar rows cvxpy hands the
+    solver, the PSD cone's triangle included) and ``timing`` (``assembly``: the Gram rows,
+    ``canonicalisation``: cvxpy's, ``solve``: the solver's own, in seconds)."""
 
     value: float
     status: str
@@ -81,6 +87,7 @@ class PEPResult:
     size: dict[str, int] = field(default_factory=dict)
     #: the interpolation points the Gram matrix's basis describes (solved at ``L = 1``)
     points: Points | None = field(repr=False, default=None)
+    timing: dict[str, float] = field(default_factory=dict)
 
     @property
     def accurate(self) -> bool:
@@ -213,11 +220,17 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
         cons.append(data.zeta_G @ g <= data.zeta_sq)
     prob = cp.Problem(cp.Maximize(t), cons)
     size = {"gram": m, "values": nF, "interpolation_rows": int(data.QG.shape[0])}
+    timing: dict[str, float] = {}
     try:
         with warnings.catch_warnings():  # "may be inaccurate": the status says so
             warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])
+            t1 = time.perf_counter()
+            stuff = prob.get_problem_data(getattr(cp, solver))[0]
+            timing["canonicalisation"] = time.perf_counter() - t1
+            size["constraints"] = int(stuff["A"].shape[0])
+            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])  # reuses the cache
         status = str(prob.status)
+        timing["solve"] = float(prob.solver_stats.solve_time or float("nan"))
     except cp.error.SolverError as exc:
         status = f"solver_error: {str(exc).splitlines()[0] if str(exc) else exc!r}"
     seconds = time.perf_counter() - t0
@@ -235,7 +248,8 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
     gram = None if G.value is None else np.asarray(G.value, dtype=np.float64)
     vals = None if F.value is None else np.asarray(F.value, dtype=np.float64)
     return PEPResult(value=value, status=status, solver=solver, seconds=seconds,
-                     certificate=cert, gram=gram, values=vals, size=size, points=data.points)
+                     certificate=cert, gram=gram, values=vals, size=size, points=data.points,
+                     timing=timing)
 
 
 #: measures whose value scales like L under f -> f / L (the others are invariant)
@@ -261,8 +275,10 @@ def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     m1 = replace(method, eta=method.eta * L)
     z1 = None if zeta_sq is None else zeta_sq / (L * L)
     data = build_pep(m1, unit, schedule, measure, z1)
+    assembly = time.perf_counter() - t0
     res = solve_data(data, solver)
     value = res.value * (L if measure in SCALE_WITH_L else 1.0)
     return PEPResult(value=value, status=res.status, solver=res.solver,
                      seconds=time.perf_counter() - t0, certificate=res.certificate,
-                     gram=res.gram, values=res.values, size=res.size, points=res.points)
+                     gram=res.gram, values=res.values, size=res.size, points=res.points,
+                     timing={"assembly": assembly, **res.timing})
