@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from typing import Any
 
 __all__ = ["add_parser", "main_worstcase"]
 
@@ -73,6 +74,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main_worstcase)
     return p
+
+
+def _simulate_gram(wc: Any, scenario: Any, out: dict[str, Any]) -> str:
+    """The Gram interpolant run by fedsim's engine along the schedule
+    (:func:`fedsim.worstcase.engine_witness.simulate_interpolant`); fills ``out``."""
+    from fedsim.errors import FedsimError
+    from fedsim.worstcase.engine_witness import simulate_interpolant
+
+    try:
+        ew = simulate_interpolant(wc.method, wc.function_class, wc.schedule, wc.measure,
+                                  wc.pep, scenario=scenario)
+    except FedsimError as exc:
+        out["gram_simulated"] = None
+        return f"fedsim does not simulate the Gram interpolant: {exc}"
+    out["gram_simulated"] = ew.replayed
+    out["gram_simulated_schedule_same"] = ew.same_schedule
+    return (f"fedsim simulates the Gram interpolant: {wc.measure} {ew.replayed:.6g} "
+            f"(schedule {'the same' if ew.same_schedule else 'DIFFERENT'}; "
+            f"{'reproduces' if ew.reproduces else 'does NOT reproduce'} the PEP value)")
 
 
 def main_worstcase(args: argparse.Namespace) -> int:
@@ -150,6 +170,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
                  f"(schedule {'the same' if same else 'DIFFERENT'})")
         out["simulated"] = value
         out["simulated_schedule_same"] = same
+    if args.simulate and wc.gram is not None:
+        line += "\n" + _simulate_gram(wc, scenario, out)
     print(json.dumps(out) if args.json else line)
     failed = not math.isfinite(wc.value) or wc.agree is False
     return 3 if failed else 0
