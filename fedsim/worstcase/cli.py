@@ -39,7 +39,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         epilog="exit codes: 0 solved (an inaccurate solve is shown as such); 2 bad input; "
                "3 the solve failed or the two solvers disagree")
     p.add_argument("--method", default="delayed_gd", choices=["delayed_gd", "fedasync",
-                                                               "fedbuff"])
+                                                               "fedbuff", "async_sgd"])
     p.add_argument("--class", dest="function_class", default="strongly_convex",
                    choices=["strongly_convex", "nonconvex"])
     p.add_argument("--L", type=float, default=1.0)
@@ -48,6 +48,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--Q", type=int, default=1, help="local steps")
     p.add_argument("--beta", type=float, default=1.0, help="FedAsync's server weight")
     p.add_argument("--server-lr", type=float, default=1.0, help="FedBuff's server step")
+    p.add_argument("--tau-c", type=int, default=None,
+                   help="async_sgd's concurrency tau_C (its delay-adaptive step rule)")
+    p.add_argument("--step-rule", default="koloskova",
+                   choices=["koloskova", "koloskova_drop", "mishchenko"],
+                   help="async_sgd's step rule (fedsim.servers.delay_adaptive)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--delays", type=_ints, default=None,
                    help="tau_0,...,tau_{K-1}: step k applies the gradient at x_{k - tau_k}")
@@ -114,7 +119,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
         if pattern is None:
             raise ConfigError("--rate needs --tau or --cyclic")
         rc = rate_certificate(build_method(args.method, args.step, args.Q, args.beta,
-                                           args.server_lr),
+                                           args.server_lr, tau_c=args.tau_c,
+                                           step_rule=args.step_rule),
                               FunctionClass(kind=args.function_class, L=args.L, mu=args.mu),
                               pattern)
         rate_line = (f"rate certificate: rho = {rc.rho:.6g} per step, ||x_k - x*||^2 <= "
@@ -139,7 +145,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
     wc = worst_case(args.method, args.function_class, L=args.L, mu=args.mu, step=args.step,
                     delays=args.delays, schedule=schedule, measure=args.measure, Q=args.Q,
                     beta=args.beta, server_lr=args.server_lr, zeta_sq=args.zeta_sq,
-                    solver=args.solver, check=args.check, scenario=scenario, K=args.K)
+                    solver=args.solver, check=args.check, scenario=scenario, K=args.K,
+                    tau_c=args.tau_c, step_rule=args.step_rule)
     out = {"value": wc.value, "status": wc.status, "solver": wc.solver,
            "seconds": round(wc.seconds, 3), "K": wc.schedule.K, "measure": wc.measure,
            "check": None if wc.check is None else {"solver": wc.check.solver,
