@@ -37,7 +37,7 @@ from fedsim.errors import require
 from fedsim.problems.base import Problem
 from fedsim.problems.constants import ConstantsTable
 from fedsim.worstcase.classes import FunctionClass
-from fedsim.worstcase.gram_witness import GRAM_MATCH_RTOL
+from fedsim.worstcase.gram_witness import GRAM_MATCH_RTOL, pep_denominator
 from fedsim.worstcase.interpolant import ClassInterpolant, interpolants_of
 from fedsim.worstcase.schedule import Schedule
 
@@ -169,6 +169,7 @@ def simulate_interpolant(method: Any, fclass: FunctionClass, schedule: Schedule,
                                  funcs[0], V, pep, schedule.K)
     m = trace.metrics
     K = schedule.K
+    trace_x0 = V @ pep.points.x0.dense(V.shape[1])
     steps = np.asarray(trace.metric_steps)
     require(steps.size > K and steps[K] == K, "record.every", 1, "must record every step")
     gap0 = float(m["f_gap"][0])
@@ -182,7 +183,8 @@ def simulate_interpolant(method: Any, fclass: FunctionClass, schedule: Schedule,
         value = float(np.mean(m["grad_sq"][:K]) / gap0)
     replayed = value
     if fclass.kind == "nonconvex":
-        replayed = value * gap0 / float(m["f_gap"][0] - m["f_gap"][K])
+        replayed = value * gap0 / pep_denominator(funcs[0], pep, np.asarray(trace_x0),
+                                                  trace.final_w)
     return EngineWitness(replayed=replayed, value=value, pep_value=float(pep.value),
                          schedule=got, same_schedule=got.reads() == schedule.reads(),
                          trace=trace)

@@ -15,6 +15,15 @@ constraints so that the K = 40 cell is cheap).  Measures (``x_*`` minimises
   ``f(x_0) - f(x_K) <= 1``
   (nonconvex, PEPit's ``examples/nonconvex_optimization/gradient_descent.py``; since
   ``f(x_K) >= f_*`` the value bounds the worst case over ``f(x_0) - f_* <= 1`` from above).
+  ``nonconvex_norm = "f_star"`` (nonconvex only) normalises by ``f(x_0) - f_* <= 1``
+  instead: one more point ``x_*`` with ``grad f(x_*) = 0`` and value ``f_*`` (the origin,
+  value 0), its interpolation rows with every other point, and at every point, ``x_K``
+  included, ``f_* <= f(x_i) - ||grad f(x_i)||^2 / (2L)`` (the descent lemma at
+  ``x_i - grad f(x_i)/L``: every L-smooth function has a point that low, so its infimum
+  is too).  Every L-smooth function with a minimiser satisfies these constraints, so the value
+  is again an upper bound of the worst case over ``f(x_0) - inf f <= 1``, and no larger than
+  ``"f_K"``'s (``f_* <= f(x_K)``).  It is a **relaxation**: ``f_*`` is asked to be below
+  what the method's points and the descent lemma force, not below the function everywhere.
 
 Heterogeneity at ``x_*`` (``zeta_sq``): one function per client with
 ``(1/n) sum_i ||grad f_i(x_*)||^2 <= zeta^2``, PEPit's ``stochastic_and_randomized_convex_
@@ -39,9 +48,12 @@ from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.gram import Lin, Points
 from fedsim.worstcase.schedule import Schedule
 
-__all__ = ["Certificate", "PEPResult", "MEASURES", "SOLVERS", "solve_pep", "build_pep"]
+__all__ = ["Certificate", "PEPResult", "MEASURES", "NONCONVEX_NORMS", "SOLVERS", "solve_pep",
+           "build_pep"]
 
 MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+#: the nonconvex class's normalisations (module doc)
+NONCONVEX_NORMS = ("f_K", "f_star")
 #: solver name -> cvxpy keyword arguments.  Clarabel 0.11 factors its KKT system with faer
 #: on every core by default; on a shared machine its two threads wait for each other at
 #: every synchronisation (benchmarks/worst_case.py, docs/theory/worst-case.md "Solver
@@ -114,6 +126,9 @@ class PEPData:
     #: the interpolation points (:class:`~fedsim.worstcase.gram.Points`): what the Gram
     #: matrix's basis means (:mod:`fedsim.worstcase.interpolant` reads it)
     points: Points | None = None
+    #: ``nonconvex_norm = "f_star"``: rows ``||g_i||^2/(2L) - f_i <= 0`` (``f_* = 0``)
+    star_G: np.ndarray | None = None
+    star_F: np.ndarray | None = None
 
 
 def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -121,18 +136,21 @@ def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
-              zeta_sq: float | None = None) -> PEPData:
+              zeta_sq: float | None = None, nonconvex_norm: str = "f_K") -> PEPData:
     """The PEP of ``method`` along ``schedule`` over ``fclass`` (module doc)."""
     require(measure in MEASURES, "measure", measure, f"must be one of {MEASURES}")
+    require(nonconvex_norm in NONCONVEX_NORMS, "nonconvex_norm", nonconvex_norm,
+            f"must be one of {NONCONVEX_NORMS}")
     if fclass.kind == "nonconvex":
         require(measure in ("min_grad_sq", "avg_grad_sq"), "measure", measure,
                 "must be min_grad_sq or avg_grad_sq for the nonconvex class")
     hetero = zeta_sq is not None
     nonconvex = fclass.kind == "nonconvex"
+    star_bound = nonconvex and nonconvex_norm == "f_star"
     if hetero:
         require(zeta_sq >= 0 and not nonconvex, "zeta_sq", zeta_sq,
                 "must be >= 0, and only with the strongly convex class")
-    pts = Points(functions=schedule.n if hetero else 1, star=not nonconvex)
+    pts = Points(functions=schedule.n if hetero else 1, star=not nonconvex or star_bound)
     xs = method.iterates(schedule, pts.grad, pts.x0)
     K = len(xs) - 1
     # the measure's points first, so that they exist when the sizes are fixed
@@ -148,8 +166,10 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     init_f = None
     if measure not in ("dist_sq", "f_gap_over_dist"):
         init_f = [pts.mean_value(xs[0])]
-        if nonconvex:
+        if nonconvex and not star_bound:
             init_f.append(pts.mean_value(xs[K]))
+        elif star_bound:  # x_K a point too, so that f_* <= f(x_K): no looser than "f_K"
+            pts.mean_value(xs[K])
     m, nF = pts.size, pts.n_values
 
     blocks = [fclass.rows(p, m) for p in pts.per_function]
@@ -190,6 +210,15 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     else:
         init_G = np.zeros(m * m)
         init_F = f_row(init_f[0]) - (f_row(init_f[1]) if len(init_f) > 1 else 0.0)
+    star_G, star_F = [], []
+    for p in (pts.per_function[0] if star_bound else []):
+        if p.f >= 0:  # f_* <= f_i - ||g_i||^2 / (2L), the descent lemma (module doc)
+            gv = p.g.dense(m)
+            star_G.append(_vec(gv, gv) / (2.0 * fclass.L))
+            row = np.zeros(nF)
+            row[p.f] = -1.0
+            star_F.append(row)
+    star_G, star_F = np.array(star_G).reshape(-1, m * m), np.array(star_F).reshape(-1, nF)
     zeta_G = None
     if hetero:
         zeta_G = np.zeros(m * m)
@@ -198,7 +227,8 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
             zeta_G += _vec(g, g) / pts.functions
     return PEPData(m=m, nF=nF, QG=QG, QF=QF, pairs=pairs, metric_G=metric_G,
                    metric_F=metric_F, init_G=init_G, init_F=init_F, zeta_G=zeta_G,
-                   zeta_sq=float(zeta_sq or 0.0), points=pts)
+                   zeta_sq=float(zeta_sq or 0.0), points=pts,
+                   star_G=star_G if star_bound else None, star_F=star_F if star_bound else None)
 
 
 def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
@@ -218,6 +248,8 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
             G >> 0]
     if data.zeta_G is not None:
         cons.append(data.zeta_G @ g <= data.zeta_sq)
+    if data.star_G is not None:
+        cons.append(data.star_G @ g + data.star_F @ F <= 0)
     prob = cp.Problem(cp.Maximize(t), cons)
     size = {"gram": m, "values": nF, "interpolation_rows": int(data.QG.shape[0])}
     timing: dict[str, float] = {}
@@ -257,7 +289,8 @@ SCALE_WITH_L = ("f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
 
 
 def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str = "dist_sq",
-              zeta_sq: float | None = None, solver: str = "CLARABEL") -> PEPResult:
+              zeta_sq: float | None = None, solver: str = "CLARABEL",
+              nonconvex_norm: str = "f_K") -> PEPResult:
     """Build and solve the PEP (:func:`build_pep`, :func:`solve_data`); the time includes
     the assembly.
 
@@ -274,7 +307,7 @@ def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     unit = FunctionClass(kind=fclass.kind, L=1.0, mu=fclass.mu / L)
     m1 = replace(method, eta=method.eta * L)
     z1 = None if zeta_sq is None else zeta_sq / (L * L)
-    data = build_pep(m1, unit, schedule, measure, z1)
+    data = build_pep(m1, unit, schedule, measure, z1, nonconvex_norm)
     assembly = time.perf_counter() - t0
     res = solve_data(data, solver)
     value = res.value * (L if measure in SCALE_WITH_L else 1.0)

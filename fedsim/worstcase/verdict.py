@@ -63,6 +63,10 @@ CORE_REASONS = {
     "perfedavg_theorem4_5": "MAML step needs the Hessian: not first-order",
     "asypfl_theorem1": "tick model equals fedsim's only at n = 1: not wired to suite rows",
     "asypfl_theorem2": "tick model equals fedsim's only at n = 1: not wired to suite rows",
+    "koloskova_theorem6": "a rate shape with unread constants: no bound value to compare "
+                          "(the method's PEP: fedsim.worst_case(method='delayed_gd'))",
+    "koloskova_theorem8": "a rate shape with unread constants: no bound value to compare "
+                          "(the method's PEP: fedsim.worst_case(method='async_sgd'))",
 }
 
 
