@@ -45,3 +45,31 @@ def test_only_known_normalisations():
     with pytest.raises(FedsimError, match="nonconvex_norm"):
         solve_pep(delayed_gd(0.25), NC, Schedule.constant(1, 3), "avg_grad_sq",
                   nonconvex_norm="f_min")
+
+
+def test_matches_pepit_written_point_by_point():
+    """The same relaxation in PEPit 0.5.1: a stationary point, f_* <= f(x_k) - ||g_k||^2/(2L)
+    at every iterate, f(x_0) - f_* <= 1 (delayed GD, tau = 1, K = 6: 0.680985)."""
+    from PEPit import PEP
+    from PEPit.functions import SmoothFunction
+
+    L, gamma, delays = 1.0, 0.25, [0, 1, 1, 1, 1, 1]
+    problem = PEP()
+    f = problem.declare_function(SmoothFunction, L=L)
+    fs = f(f.stationary_point())
+    x = [problem.set_initial_point()]
+    for k, tau in enumerate(delays):
+        x.append(x[-1] - gamma * f.gradient(x[max(0, k - tau)]))
+    for xk in x:
+        g, fk = f.oracle(xk)
+        problem.add_constraint(fs <= fk - g ** 2 / (2 * L))
+    problem.set_initial_condition(f(x[0]) - fs <= 1)
+    avg = None
+    for xk in x[:-1]:
+        t = f.gradient(xk) ** 2 / len(delays)
+        avg = t if avg is None else avg + t
+    problem.set_performance_metric(avg)
+    ref = problem.solve(wrapper="cvxpy", solver="CLARABEL", verbose=0)
+    ours = solve_pep(delayed_gd(gamma), NC, Schedule.from_delays(delays), "avg_grad_sq",
+                     nonconvex_norm="f_star")
+    assert ours.value == pytest.approx(ref, rel=1e-3)
