@@ -13,15 +13,18 @@ whatever share of a core the scheduler gives.
     .venv/bin/python benchmarks/worst_case.py            # K = 20 and 40, the rates
     .venv/bin/python benchmarks/worst_case.py --quick    # K = 10 and 20
 
-Reference figures (worstcase helper, round twelve, nice -n 19, load average 5.7-5.9;
-L = 1, mu = 0.1, gamma = 1/(2(tau+1)); wall / CPU seconds):
-    delayed GD tau=1 K=20: 0.354041, Clarabel optimal 0.77 / 0.13 s, SCS optimal 0.23 / 0.06 s
-    delayed GD tau=1 K=40: 0.125171, Clarabel optimal 9.97 / 3.87 s, SCS optimal 2.39 / 0.82 s
+Reference figures (worstcase helper, round twelve, nice -n 19, load average 1.4 at the start
+and 4.3 at the end; L = 1, mu = 0.1, gamma = 1/(2(tau+1)); wall / CPU seconds):
+    delayed GD tau=1 K=20: 0.354041, Clarabel optimal 0.09 / 0.09 s, SCS optimal 0.05 / 0.05 s
+    delayed GD tau=1 K=40: 0.125171, Clarabel optimal 4.20 / 3.96 s, SCS optimal 0.88 / 0.88 s
         (Gram 40, 2382 constraints, 1560 interpolation rows)
-    3 clients zeta^2=0.01 tau=2 K=40: 0.267289, Clarabel optimal_inaccurate 6.46 / 3.33 s,
-        SCS optimal 1.37 / 0.56 s
-    FedAsync Q=2 beta=0.5 tau=1 K=20: 0.358845, Clarabel optimal 3.97 / 2.54 s, SCS 1.07 s
-    rate certificates tau = 0, 1, 2, 4: 0.902500, 0.949342, 0.965784, 0.979253, 0.3-1.0 s
+    3 clients zeta^2=0.01 tau=2 K=40: 0.267289, Clarabel optimal_inaccurate 3.88 / 3.86 s,
+        SCS optimal 0.62 / 0.62 s
+    FedAsync Q=2 beta=0.5 tau=1 K=20: 0.358845, Clarabel optimal 2.82 / 2.80 s, SCS 0.59 s
+    nonconvex f_star, delayed GD 1/4, tau=1: K=20 0.215330 (Clarabel optimal_inaccurate
+        0.28 s, SCS optimal 1.69 s); K=40 0.107839 (Clarabel optimal 9.67 s, SCS optimal
+        80.9 s wall / 25.8 CPU s)
+    rate certificates tau = 0, 1, 2, 4: 0.902500, 0.949342, 0.965784, 0.979253, 0.26-0.84 s
 Clarabel runs on one thread (fedsim.worstcase.pep.SOLVERS): its default, faer on every core,
 spends the same CPU but waits for its second thread under contention (K = 40 at load 6:
 11-16 s wall against 5-7.5 s on one thread, both about 3.5 CPU s).
@@ -40,6 +43,7 @@ from fedsim.worstcase.rate import rate_certificate
 __all__ = ["main"]
 
 SC = FunctionClass(kind="strongly_convex", L=1.0, mu=0.1)
+NC = FunctionClass(kind="nonconvex", L=1.0)
 
 
 def _cells(K_small: int, K_big: int) -> list[tuple[str, object, Schedule, float | None]]:
@@ -54,6 +58,12 @@ def _cells(K_small: int, K_big: int) -> list[tuple[str, object, Schedule, float 
     ]
 
 
+def _nonconvex_cells(K_small: int, K_big: int) -> list[tuple[str, object, Schedule]]:
+    """avg ||grad f||^2 over f(x_0) - f_* (``nonconvex_norm = "f_star"``), L = 1."""
+    return [(f"nonconvex f_star, delayed GD 1/4, tau=1, K={K}", delayed_gd(0.25),
+             Schedule.constant(1, K)) for K in (K_small, K_big)]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -65,10 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"warm-up (cvxpy import, first compile): {time.perf_counter() - t0:.2f} s")
     print(f"{'cell':62s} {'solver':9s} {'status':19s} {'value':>9s} {'total s':>8s} "
           f"{'cpu s':>7s} {'canon s':>8s} {'solve s':>8s}  Gram  constraints (interp.)")
-    for name, method, sched, zeta in _cells(K_small, K_big):
+    cells = [(n, m, s, z, SC, "dist_sq", "f_K") for n, m, s, z in _cells(K_small, K_big)]
+    cells += [(n, m, s, None, NC, "avg_grad_sq", "f_star")
+              for n, m, s in _nonconvex_cells(K_small, K_big)]
+    for name, method, sched, zeta, fclass, measure, norm in cells:
         for solver in ("CLARABEL", "SCS"):
             c0 = time.process_time()
-            r = solve_pep(method, SC, sched, "dist_sq", zeta_sq=zeta, solver=solver)
+            r = solve_pep(method, fclass, sched, measure, zeta_sq=zeta, solver=solver,
+                          nonconvex_norm=norm)
             cpu = time.process_time() - c0
             print(f"{name:62s} {solver:9s} {r.status:19s} {r.value:9.6f} {r.seconds:8.2f} "
                   f"{cpu:7.2f} {r.timing['canonicalisation']:8.2f} {r.timing['solve']:8.2f}"
