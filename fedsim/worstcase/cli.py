@@ -41,7 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--method", default="delayed_gd", choices=["delayed_gd", "fedasync",
                                                                "fedbuff", "async_sgd"])
     p.add_argument("--class", dest="function_class", default="strongly_convex",
-                   choices=["strongly_convex", "nonconvex"])
+                   choices=["strongly_convex", "nonconvex", "convex_lipschitz"])
     p.add_argument("--L", type=float, default=1.0)
     p.add_argument("--mu", type=float, default=0.0)
     p.add_argument("--step", type=float, default=None, help="the step (eta for fedasync/fedbuff)")
@@ -65,8 +65,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--zeta-sq", type=float, default=None,
                    help="one function per client with (1/n) sum ||grad f_i(x*)||^2 <= zeta^2")
     p.add_argument("--measure", default="dist_sq",
-                   choices=["dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq",
-                            "avg_grad_sq"])
+                   choices=["dist_sq", "f_gap", "f_gap_over_dist", "min_f_gap_over_dist",
+                            "min_grad_sq", "avg_grad_sq"])
     p.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])
     p.add_argument("--check", default=None, choices=["CLARABEL", "SCS"],
                    help="solve again with this solver; the two must agree to 1e-3 relative")

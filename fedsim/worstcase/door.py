@@ -150,7 +150,9 @@ def worst_case(method: str = "delayed_gd", function_class: str = "strongly_conve
     res = solve_pep(m, fclass, sched, measure, zeta_sq, solver)
     chk = solve_pep(m, fclass, sched, measure, zeta_sq, check) if check else None
     wit, gram = None, None
-    if witness and zeta_sq is None:
+    if witness and zeta_sq is None and fclass.kind != "convex_lipschitz":
+        # (no quadratic is globally Lipschitz, and the interpolant is built for the smooth
+        # classes only: a convex Lipschitz worst case has no witness here)
         wit = make_witness(m, fclass, sched, measure, res.value, base)
         if wit.kind != "quadratic" and res.status.startswith("optimal") and \
                 math.isfinite(res.value):

@@ -8,7 +8,10 @@ constraints so that the K = 40 cell is cheap).  Measures (``x_*`` minimises
 
 * ``dist_sq``: ``||x_K - x_*||^2`` over ``||x_0 - x_*||^2 <= 1``;
 * ``f_gap``: ``f(x_K) - f_*`` over ``f(x_0) - f_* <= 1`` (strongly convex only);
-* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex);
+* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex,
+  convex Lipschitz); ``min_f_gap_over_dist``: ``min_{k <= K} f(x_k) - f_*`` over the same
+  (PEPit's ``subgradient_method`` example; for the convex Lipschitz class the value at
+  ``||x_0 - x_*|| = R`` is ``R`` times this one, for the smooth classes ``R^2`` times);
 * ``min_grad_sq``: the minimum of ``||grad f(x_k)||^2`` over ``k = 0..K`` (PEPit's
   example); ``avg_grad_sq``: ``(1/K) sum_{k<K} ||grad f(x_k)||^2`` ([P]'s Theorem 1
   quantity, THEORY_SPEC 3.a); both over ``f(x_0) - f_* <= 1`` (strongly convex) or
@@ -51,7 +54,8 @@ from fedsim.worstcase.schedule import Schedule
 __all__ = ["Certificate", "PEPResult", "MEASURES", "NONCONVEX_NORMS", "SOLVERS", "solve_pep",
            "build_pep"]
 
-MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_f_gap_over_dist", "min_grad_sq",
+            "avg_grad_sq")
 #: the nonconvex class's normalisations (module doc)
 NONCONVEX_NORMS = ("f_K", "f_star")
 #: solver name -> cvxpy keyword arguments.  Clarabel 0.11 factors its KKT system with faer
@@ -129,6 +133,10 @@ class PEPData:
     #: ``nonconvex_norm = "f_star"``: rows ``||g_i||^2/(2L) - f_i <= 0`` (``f_* = 0``)
     star_G: np.ndarray | None = None
     star_F: np.ndarray | None = None
+    #: the class's single-point rows ``point_G . vec(G) <= point_rhs``
+    #: (:meth:`~fedsim.worstcase.classes.FunctionClass.point_rows`)
+    point_G: np.ndarray | None = None
+    point_rhs: np.ndarray | None = None
 
 
 def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -144,6 +152,10 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     if fclass.kind == "nonconvex":
         require(measure in ("min_grad_sq", "avg_grad_sq"), "measure", measure,
                 "must be min_grad_sq or avg_grad_sq for the nonconvex class")
+    if fclass.kind == "convex_lipschitz":
+        require(measure in ("f_gap_over_dist", "min_f_gap_over_dist"), "measure", measure,
+                "must be f_gap_over_dist or min_f_gap_over_dist for the convex Lipschitz "
+                "class")
     hetero = zeta_sq is not None
     nonconvex = fclass.kind == "nonconvex"
     star_bound = nonconvex and nonconvex_norm == "f_star"
@@ -159,12 +171,14 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
         metric_lins = [(xs[K], None)]
     elif measure in ("f_gap", "f_gap_over_dist"):
         metric_lins = [(None, pts.mean_value(xs[K]))]
+    elif measure == "min_f_gap_over_dist":
+        metric_lins = [(None, pts.mean_value(x)) for x in xs]
     elif measure == "min_grad_sq":
         metric_lins = [(pts.mean_grad(x), None) for x in xs]
     else:
         metric_lins = [(pts.mean_grad(x), None) for x in xs[:K]]
     init_f = None
-    if measure not in ("dist_sq", "f_gap_over_dist"):
+    if measure not in ("dist_sq", "f_gap_over_dist", "min_f_gap_over_dist"):
         init_f = [pts.mean_value(xs[0])]
         if nonconvex and not star_bound:
             init_f.append(pts.mean_value(xs[K]))
@@ -210,6 +224,9 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     else:
         init_G = np.zeros(m * m)
         init_F = f_row(init_f[0]) - (f_row(init_f[1]) if len(init_f) > 1 else 0.0)
+    pr = [fclass.point_rows(p, m) for p in pts.per_function]
+    point_G = np.concatenate([r[0] for r in pr])
+    point_rhs = np.concatenate([r[1] for r in pr])
     star_G, star_F = [], []
     for p in (pts.per_function[0] if star_bound else []):
         if p.f >= 0:  # f_* <= f_i - ||g_i||^2 / (2L), the descent lemma (module doc)
@@ -228,7 +245,8 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     return PEPData(m=m, nF=nF, QG=QG, QF=QF, pairs=pairs, metric_G=metric_G,
                    metric_F=metric_F, init_G=init_G, init_F=init_F, zeta_G=zeta_G,
                    zeta_sq=float(zeta_sq or 0.0), points=pts,
-                   star_G=star_G if star_bound else None, star_F=star_F if star_bound else None)
+                   star_G=star_G if star_bound else None, star_F=star_F if star_bound else None,
+                   point_G=point_G if len(point_rhs) else None, point_rhs=point_rhs)
 
 
 def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
@@ -250,6 +268,8 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
         cons.append(data.zeta_G @ g <= data.zeta_sq)
     if data.star_G is not None:
         cons.append(data.star_G @ g + data.star_F @ F <= 0)
+    if data.point_G is not None:
+        cons.append(data.point_G @ g <= data.point_rhs)
     prob = cp.Problem(cp.Maximize(t), cons)
     size = {"gram": m, "values": nF, "interpolation_rows": int(data.QG.shape[0])}
     timing: dict[str, float] = {}
@@ -285,7 +305,7 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
 
 
 #: measures whose value scales like L under f -> f / L (the others are invariant)
-SCALE_WITH_L = ("f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+SCALE_WITH_L = ("f_gap_over_dist", "min_f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
 
 
 def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str = "dist_sq",
