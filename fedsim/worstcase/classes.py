@@ -12,7 +12,9 @@ the Gram matrix and the function values (one row per ordered pair of points).
   ``f_a - f_b >= -L/4 ||x_a - x_b||^2 + <g_a + g_b, x_a - x_b>/2 + ||g_a - g_b||^2/(4L)``.
 
 * convex and L-Lipschitz (``convex_lipschitz``; ``L`` is the Lipschitz constant, a bound
-  on every subgradient's norm): Taylor, Hendrickx & Glineur 2017, Theorem 3.5, as PEPit
+  on every subgradient's norm): Taylor, Hendrickx & Glineur (2017), "Exact worst-case
+  performance of first-order methods for composite convex optimization", SIAM J. Optim.
+  27(3), Theorem 3.5, as PEPit
   0.5.1's ``ConvexLipschitzFunction`` writes it -- ``f_a >= f_b + <g_b, x_a - x_b>`` for every
   pair and ``||g_i||^2 <= L^2`` at every point (:meth:`FunctionClass.point_rows`); the
   oracle is a subgradient, one per point (a deterministic oracle, as fedsim's problems

@@ -1,5 +1,6 @@
-"""The convex L-Lipschitz class (Taylor, Hendrickx & Glineur 2017, Thm 3.5; PEPit's
-ConvexLipschitzFunction): the subgradient method's tight value and PEPit's formulation."""
+"""The convex L-Lipschitz class (Taylor, Hendrickx & Glineur 2017, SIAM J. Optim. 27(3),
+Thm 3.5; PEPit's ConvexLipschitzFunction): the subgradient method's tight value and
+PEPit's formulation."""
 
 import math
 
@@ -12,8 +13,8 @@ from fedsim.worstcase import FunctionClass, Schedule, delayed_gd, solve_pep
 @pytest.mark.parametrize("M, K", [(1.0, 3), (2.0, 5)])
 def test_subgradient_method_is_M_R_over_sqrt_K_plus_1(M, K):
     """Step R/(M sqrt(K+1)) with R = ||x_0 - x_*|| = 1: min_{k<=K} f(x_k) - f_* <= M R /
-    sqrt(K+1), and the bound is attained (PEPit 0.5.1, examples/nonsmooth_convex_
-    optimization/subgradient_method.py: "the bound is tight")."""
+    sqrt(K+1), and the bound is attained (PEPit 0.5.1, examples/unconstrained_convex_
+    minimization/subgradient_method.py: "The **tight** bound ... M/sqrt(n+1) ||x_0 - x_*||")."""
     fc = FunctionClass(kind="convex_lipschitz", L=M)
     step = 1.0 / (M * math.sqrt(K + 1))
     for solver in ("CLARABEL", "SCS"):
