@@ -43,6 +43,9 @@ from fedsim.worstcase.schedule import Schedule
 
 __all__ = ["InterpolantProblem", "EngineWitness", "simulate_interpolant"]
 
+NO_HESSIAN = ("the Gram interpolant is C^{1,1}: it has no Hessian oracle (first-order client "
+              "rules only)")
+
 
 class InterpolantProblem(Problem):
     """``f_i = f`` for every client ``i < n``: one :class:`ClassInterpolant` in ``R^dim``,
@@ -71,8 +74,7 @@ class InterpolantProblem(Problem):
         return self.grad(0, w)
 
     def hess(self, i: int, w: np.ndarray) -> np.ndarray:
-        raise NotImplementedError("the Gram interpolant is C^{1,1}: it has no Hessian oracle "
-                                  "(first-order client rules only)")
+        raise NotImplementedError(NO_HESSIAN)
 
     def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> Any:
         return None
@@ -81,7 +83,7 @@ class InterpolantProblem(Problem):
         return self.grad(i, w)
 
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
-        return self.hess(i, w) @ v
+        raise NotImplementedError(NO_HESSIAN)
 
     def theta_hat(self, i: int, w: np.ndarray, lam: float) -> np.ndarray:
         raise NotImplementedError("the Gram interpolant's proximal step is not built "
