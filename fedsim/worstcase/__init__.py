@@ -23,10 +23,10 @@ Importing this package does not import cvxpy (the solve does).
 from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.declare import FirstOrderForm, register_first_order
 from fedsim.worstcase.door import WorstCase, worst_case
-from fedsim.worstcase.methods import FedAsync, FedBuff, delayed_gd
+from fedsim.worstcase.methods import DelayAdaptive, FedAsync, FedBuff, delayed_gd
 from fedsim.worstcase.pep import solve_pep
 from fedsim.worstcase.schedule import Contribution, Schedule
 
 __all__ = ["FunctionClass", "FirstOrderForm", "register_first_order", "WorstCase", "worst_case",
-           "FedAsync", "FedBuff", "delayed_gd",
+           "FedAsync", "FedBuff", "DelayAdaptive", "delayed_gd",
            "solve_pep", "Contribution", "Schedule"]

@@ -11,6 +11,16 @@ the Gram matrix and the function values (one row per ordered pair of points).
   writes it (its ``set_smoothness_i_j``, citing Taylor et al. 2017 [1, Theorem 3.10]):
   ``f_a - f_b >= -L/4 ||x_a - x_b||^2 + <g_a + g_b, x_a - x_b>/2 + ||g_a - g_b||^2/(4L)``.
 
+* convex and L-Lipschitz (``convex_lipschitz``; ``L`` is the Lipschitz constant, a bound
+  on every subgradient's norm): Taylor, Hendrickx & Glineur (2017), "Exact worst-case
+  performance of first-order methods for composite convex optimization", SIAM J. Optim.
+  27(3), Theorem 3.5, as PEPit
+  0.5.1's ``ConvexLipschitzFunction`` writes it -- ``f_a >= f_b + <g_b, x_a - x_b>`` for every
+  pair and ``||g_i||^2 <= L^2`` at every point (:meth:`FunctionClass.point_rows`); the
+  oracle is a subgradient, one per point (a deterministic oracle, as fedsim's problems
+  have: PEPit's ``reuse_gradient=True``; PEPit's default for this class draws a new
+  subgradient at every call).
+
 A row is ``q_ab . vec(G) - f_a + f_b <= 0``.
 """
 
@@ -33,8 +43,9 @@ def _outer_rows(U: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FunctionClass:
-    """``kind`` ``"strongly_convex"`` (needs ``0 <= mu < L``) or ``"nonconvex"`` (L-smooth;
-    ``mu`` ignored)."""
+    """``kind`` ``"strongly_convex"`` (needs ``0 <= mu < L``), ``"nonconvex"`` (L-smooth;
+    ``mu`` ignored) or ``"convex_lipschitz"`` (``L`` the Lipschitz constant; ``mu``
+    ignored)."""
 
     kind: str
     L: float
@@ -59,7 +70,9 @@ class FunctionClass:
         dx = X[a] - X[b]
         dg = Gr[a] - Gr[b]
         L, mu = self.L, self.mu
-        if self.kind == "strongly_convex":
+        if self.kind == "convex_lipschitz":
+            QG = _outer_rows(Gr[b], dx)
+        elif self.kind == "strongly_convex":
             c = mu / (2.0 * (1.0 - mu / L))
             w = dx - dg / L
             QG = (_outer_rows(Gr[b], dx) + _outer_rows(dg, dg) / (2.0 * L)
@@ -69,5 +82,13 @@ class FunctionClass:
                   + _outer_rows(dg, dg) / (4.0 * L))
         return QG, fidx[a], fidx[b]
 
+    def point_rows(self, points: list[Point], m: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(QG, rhs)``: the class's conditions on single points, ``QG . vec(G) <= rhs``
+        (convex Lipschitz: ``||g_i||^2 <= L^2``; the other classes have none)."""
+        if self.kind != "convex_lipschitz" or not points:
+            return np.zeros((0, m * m)), np.zeros(0)
+        Gr = np.array([p.g.dense(m) for p in points])
+        return _outer_rows(Gr, Gr), np.full(len(points), self.L ** 2)
 
-CLASSES = ("strongly_convex", "nonconvex")
+
+CLASSES = ("strongly_convex", "nonconvex", "convex_lipschitz")

@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from typing import Any
 
 __all__ = ["add_parser", "main_worstcase"]
 
@@ -38,15 +39,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         epilog="exit codes: 0 solved (an inaccurate solve is shown as such); 2 bad input; "
                "3 the solve failed or the two solvers disagree")
     p.add_argument("--method", default="delayed_gd", choices=["delayed_gd", "fedasync",
-                                                               "fedbuff"])
+                                                               "fedbuff", "async_sgd"])
     p.add_argument("--class", dest="function_class", default="strongly_convex",
-                   choices=["strongly_convex", "nonconvex"])
+                   choices=["strongly_convex", "nonconvex", "convex_lipschitz"])
     p.add_argument("--L", type=float, default=1.0)
     p.add_argument("--mu", type=float, default=0.0)
     p.add_argument("--step", type=float, default=None, help="the step (eta for fedasync/fedbuff)")
     p.add_argument("--Q", type=int, default=1, help="local steps")
     p.add_argument("--beta", type=float, default=1.0, help="FedAsync's server weight")
     p.add_argument("--server-lr", type=float, default=1.0, help="FedBuff's server step")
+    p.add_argument("--tau-c", type=int, default=None,
+                   help="async_sgd's concurrency tau_C (its delay-adaptive step rule)")
+    p.add_argument("--step-rule", default="koloskova",
+                   choices=["koloskova", "koloskova_drop", "mishchenko"],
+                   help="async_sgd's step rule (fedsim.servers.delay_adaptive)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--delays", type=_ints, default=None,
                    help="tau_0,...,tau_{K-1}: step k applies the gradient at x_{k - tau_k}")
@@ -59,8 +65,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--zeta-sq", type=float, default=None,
                    help="one function per client with (1/n) sum ||grad f_i(x*)||^2 <= zeta^2")
     p.add_argument("--measure", default="dist_sq",
-                   choices=["dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq",
-                            "avg_grad_sq"])
+                   choices=["dist_sq", "f_gap", "f_gap_over_dist", "min_f_gap_over_dist",
+                            "min_grad_sq", "avg_grad_sq"])
     p.add_argument("--solver", default="CLARABEL", choices=["CLARABEL", "SCS"])
     p.add_argument("--check", default=None, choices=["CLARABEL", "SCS"],
                    help="solve again with this solver; the two must agree to 1e-3 relative")
@@ -73,6 +79,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main_worstcase)
     return p
+
+
+def _simulate_gram(wc: Any, scenario: Any, out: dict[str, Any]) -> str:
+    """The Gram interpolant run by fedsim's engine along the schedule
+    (:func:`fedsim.worstcase.engine_witness.simulate_interpolant`); fills ``out``."""
+    from fedsim.errors import FedsimError
+    from fedsim.worstcase.engine_witness import simulate_interpolant
+
+    try:
+        ew = simulate_interpolant(wc.method, wc.function_class, wc.schedule, wc.measure,
+                                  wc.pep, scenario=scenario)
+    except FedsimError as exc:
+        out["gram_simulated"] = None
+        return f"fedsim does not simulate the Gram interpolant: {exc}"
+    out["gram_simulated"] = ew.replayed
+    out["gram_simulated_schedule_same"] = ew.same_schedule
+    return (f"fedsim simulates the Gram interpolant: {wc.measure} {ew.replayed:.6g} "
+            f"(schedule {'the same' if ew.same_schedule else 'DIFFERENT'}; "
+            f"{'reproduces' if ew.reproduces else 'does NOT reproduce'} the PEP value)")
 
 
 def main_worstcase(args: argparse.Namespace) -> int:
@@ -94,7 +119,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
         if pattern is None:
             raise ConfigError("--rate needs --tau or --cyclic")
         rc = rate_certificate(build_method(args.method, args.step, args.Q, args.beta,
-                                           args.server_lr),
+                                           args.server_lr, tau_c=args.tau_c,
+                                           step_rule=args.step_rule),
                               FunctionClass(kind=args.function_class, L=args.L, mu=args.mu),
                               pattern)
         rate_line = (f"rate certificate: rho = {rc.rho:.6g} per step, ||x_k - x*||^2 <= "
@@ -119,7 +145,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
     wc = worst_case(args.method, args.function_class, L=args.L, mu=args.mu, step=args.step,
                     delays=args.delays, schedule=schedule, measure=args.measure, Q=args.Q,
                     beta=args.beta, server_lr=args.server_lr, zeta_sq=args.zeta_sq,
-                    solver=args.solver, check=args.check, scenario=scenario, K=args.K)
+                    solver=args.solver, check=args.check, scenario=scenario, K=args.K,
+                    tau_c=args.tau_c, step_rule=args.step_rule)
     out = {"value": wc.value, "status": wc.status, "solver": wc.solver,
            "seconds": round(wc.seconds, 3), "K": wc.schedule.K, "measure": wc.measure,
            "check": None if wc.check is None else {"solver": wc.check.solver,
@@ -150,6 +177,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
                  f"(schedule {'the same' if same else 'DIFFERENT'})")
         out["simulated"] = value
         out["simulated_schedule_same"] = same
+    if args.simulate and wc.gram is not None:
+        line += "\n" + _simulate_gram(wc, scenario, out)
     print(json.dumps(out) if args.json else line)
     failed = not math.isfinite(wc.value) or wc.agree is False
     return 3 if failed else 0

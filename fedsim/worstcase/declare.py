@@ -52,7 +52,7 @@ _FORMS: dict[str, FormFunction] = {}
 
 @dataclass(frozen=True, kw_only=True)
 class FirstOrderForm:
-    """One row's PEP: ``method`` (:mod:`fedsim.worstcase.methods`: FedAsync, FedBuff,
+    """One row's PEP: ``method`` (:mod:`fedsim.worstcase.methods`: FedAsync, FedBuff, DelayAdaptive,
     ``delayed_gd``), ``function_class``, ``schedule``, ``measure``
     (:data:`~fedsim.worstcase.pep.MEASURES`), ``scale`` (row quantity = ``scale`` x PEP
     value), ``zeta_sq`` (heterogeneity at x*, or None), ``witness`` (a label)."""

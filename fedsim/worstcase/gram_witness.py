@@ -8,7 +8,8 @@ minimum: ``dist_sq`` ``||x_K - x_*||^2 / ||x_0 - x_*||^2``, ``f_gap``, ``f_gap_o
 ``min_grad_sq`` and ``avg_grad_sq`` over ``f(x_0) - f_*``.  The value is then that of a
 concrete function of the class, a certified lower bound of the worst case; the PEP value
 is an upper bound.  For the nonconvex class the PEP's normalisation is ``f(x_0) - f(x_K)
-<= 1`` (:mod:`fedsim.worstcase.pep`): ``replayed`` is the run measured that way, which is
+<= 1``, or ``f(x_0) - f(x_*) <= 1`` at its own point ``x_*`` (``nonconvex_norm = "f_star"``,
+:mod:`fedsim.worstcase.pep`): ``replayed`` is the run measured that way, which is
 what must equal the PEP value (the interpolant passes through the PEP's points), while
 ``value`` divides by ``f(x_0) - f_*`` and may be much lower -- the distance between them is
 the looseness of that normalisation, not a solver error.  ``gap``: ``replayed`` against the
@@ -35,7 +36,7 @@ from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.interpolant import ClassInterpolant, interpolants_of
 from fedsim.worstcase.schedule import Schedule
 
-__all__ = ["GramWitness", "gram_witness", "GRAM_MATCH_RTOL"]
+__all__ = ["GramWitness", "gram_witness", "pep_denominator", "GRAM_MATCH_RTOL"]
 
 #: the relative agreement of the simulated interpolant with the PEP value that counts as
 #: "reproduces it to solver tolerance" (the 1e-3 asked of two solvers, issue 32)
@@ -74,6 +75,15 @@ class GramWitness:
                 f"vs {self.pep_value:.6g}; certified value {self.value:.6g})")
 
 
+def pep_denominator(f: ClassInterpolant, pep: Any, x0: np.ndarray, xK: np.ndarray) -> float:
+    """The nonconvex PEP's normalisation on the interpolant ``f``: ``f(x_0) - f(x_K)``, or
+    ``f(x_0) - f(x_*)`` at the PEP's own point ``x_*`` (the basis origin) when it was solved
+    with ``nonconvex_norm = "f_star"`` (:mod:`fedsim.worstcase.pep`)."""
+    if pep.points is not None and pep.points.star:
+        return f.value(x0) - f.value(np.zeros_like(x0))
+    return f.value(x0) - f.value(xK)
+
+
 def gram_witness(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
                  pep: Any) -> GramWitness:
     """The interpolant of ``pep`` (a solved :class:`~fedsim.worstcase.pep.PEPResult` of
@@ -100,7 +110,7 @@ def gram_witness(method: Any, fclass: FunctionClass, schedule: Schedule, measure
         v = float(g2.min() if measure == "min_grad_sq" else g2[:K].mean()) / gap0
     replayed = v
     if fclass.kind == "nonconvex":
-        replayed = v * gap0 / (f.value(x0) - f.value(xs[K]))
+        replayed = v * gap0 / pep_denominator(f, pep, x0, xs[K])
     return GramWitness(value=float(v), replayed=float(replayed), pep_value=float(pep.value),
                        f_gap0=float(gap0),
                        dim=int(V.shape[0]), iterates=xs, functions=(f,))

@@ -41,6 +41,7 @@ import numpy as np
 
 from fedsim.errors import require
 from fedsim.worstcase.classes import FunctionClass
+from fedsim.worstcase.pep import SOLVERS
 
 __all__ = ["ConvexInterpolant", "ClassInterpolant", "gram_vectors", "interpolants_of"]
 
@@ -67,7 +68,7 @@ def _simplex_qp(H: np.ndarray, q: np.ndarray) -> np.ndarray:
     Hs = 0.5 * (H + H.T) + 1e-14 * np.trace(H) / P * np.eye(P)
     prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(a, cp.psd_wrap(Hs)) + q @ a),
                       [a >= 0, cp.sum(a) == 1])
-    prob.solve(solver=cp.CLARABEL)
+    prob.solve(solver=cp.CLARABEL, **SOLVERS["CLARABEL"])
     a0 = np.clip(np.asarray(a.value, dtype=np.float64), 0.0, None)
     a0 /= a0.sum()
     sup = np.nonzero(a0 > 1e-7)[0]

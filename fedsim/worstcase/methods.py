@@ -14,7 +14,15 @@ under ``+``, ``-`` and multiplication by a float: a symbolic linear form in the 
 * FedBuff (:mod:`fedsim.servers.fedbuff`): ``x <- x - server_lr (1/k) sum s(stale) Delta``
   over the step's ``k`` uploads;
 * delayed gradient descent ``x_{k+1} = x_k - step grad f(x_{k - tau_k})``: FedAsync with
-  ``Q = 1``, ``beta = 1``, ``eta = step``.
+  ``Q = 1``, ``beta = 1``, ``eta = step``;
+* asynchronous SGD with delay-adaptive steps (:mod:`fedsim.servers.delay_adaptive`, the
+  ``async_sgd`` algorithm): ``x <- x - beta f(tau) eta grad f_i(x_read)`` with the factor
+  ``f`` of the upload's delay ``tau`` -- Koloskova, Stich & Jaggi 2022 eq. (11) with §4.4's
+  ``eta_t = eta / tau_t`` beyond ``tau_C`` (``koloskova``), or ``eta_t = 0`` there
+  (``koloskova_drop``), or ``konstmish/asynchronous_sgd``'s ``lr M / max(M, delay)`` with
+  ``M = tau_C`` (``mishchenko``).  The factor is the engine's own function
+  (:func:`fedsim.servers.delay_adaptive.delay_factor`, run interpreted); it depends on the
+  schedule only, so the method stays a fixed linear first-order method and its PEP is exact.
 """
 
 from __future__ import annotations
@@ -24,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedsim.errors import require
+from fedsim.servers.delay_adaptive import RULES, delay_factor
 from fedsim.servers.fedbuff import staleness_weight
 from fedsim.worstcase.schedule import Schedule
 
-__all__ = ["Method", "FedAsync", "FedBuff", "delayed_gd", "METHODS"]
+__all__ = ["Method", "FedAsync", "FedBuff", "DelayAdaptive", "delayed_gd", "METHODS"]
 
 Oracle = Callable[[int, Any], Any]
 
@@ -105,7 +114,46 @@ class FedBuff:
         return xs
 
 
-Method = FedAsync | FedBuff
+@dataclass(frozen=True)
+class DelayAdaptive:
+    """Asynchronous SGD with the delay-adaptive step ``beta f(tau) eta`` (module doc):
+    ``rule`` one of :data:`fedsim.servers.delay_adaptive.RULES`, ``tau_c`` its
+    concurrency ``tau_C``; one local step (``Q = 1``, Koloskova et al. Algorithm 1 line 4)."""
+
+    eta: float
+    tau_c: int
+    rule: str = "koloskova"
+    beta: float = 1.0
+    Q: int = 1
+    name: str = "async_sgd"
+
+    def __post_init__(self) -> None:
+        require(self.rule in RULES, "step_rule", self.rule, f"must be one of {list(RULES)}")
+        require(int(self.tau_c) >= 1, "tau_C", self.tau_c, "must be an integer >= 1")
+        require(self.Q == 1, "Q", self.Q, "must be 1 (one SGD step per upload)")
+        require(self.eta > 0, "eta", self.eta, "must be > 0")
+
+    def factor(self, tau: int) -> float:
+        """``f(tau)``: the engine's :func:`~fedsim.servers.delay_adaptive.delay_factor`."""
+        return float(delay_factor.py_func(RULES.index(self.rule), int(tau),
+                                          float(self.tau_c)))
+
+    def iterates(self, schedule: Schedule, grad: Oracle, x0: Any,
+                 history: list[Any] | None = None) -> list[Any]:
+        """``[x_0, ..., x_K]`` along ``schedule`` (each upload with its own delay
+        ``stale``); ``history``: as :meth:`FedAsync.iterates`."""
+        xs = [x0] if history is None else list(history)
+        for contribs in schedule.steps:
+            x = xs[-1]
+            for c in contribs:
+                s = self.beta * self.factor(c.stale)
+                if s != 0.0:
+                    x = x - (s * self.eta) * grad(c.client, xs[c.read])
+            xs.append(x)
+        return xs
+
+
+Method = FedAsync | FedBuff | DelayAdaptive
 
 
 def delayed_gd(step: float) -> FedAsync:
@@ -118,4 +166,5 @@ METHODS: dict[str, Callable[..., Any]] = {
     "delayed_gd": delayed_gd,
     "fedasync": FedAsync,
     "fedbuff": FedBuff,
+    "async_sgd": DelayAdaptive,
 }

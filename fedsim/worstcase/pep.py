@@ -8,13 +8,25 @@ constraints so that the K = 40 cell is cheap).  Measures (``x_*`` minimises
 
 * ``dist_sq``: ``||x_K - x_*||^2`` over ``||x_0 - x_*||^2 <= 1``;
 * ``f_gap``: ``f(x_K) - f_*`` over ``f(x_0) - f_* <= 1`` (strongly convex only);
-* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex);
+* ``f_gap_over_dist``: ``f(x_K) - f_*`` over ``||x_0 - x_*||^2 <= 1`` (strongly convex,
+  convex Lipschitz); ``min_f_gap_over_dist``: ``min_{k <= K} f(x_k) - f_*`` over the same
+  (PEPit's ``subgradient_method`` example; for the convex Lipschitz class the value at
+  ``||x_0 - x_*|| = R`` is ``R`` times this one, for the smooth classes ``R^2`` times);
 * ``min_grad_sq``: the minimum of ``||grad f(x_k)||^2`` over ``k = 0..K`` (PEPit's
   example); ``avg_grad_sq``: ``(1/K) sum_{k<K} ||grad f(x_k)||^2`` ([P]'s Theorem 1
   quantity, THEORY_SPEC 3.a); both over ``f(x_0) - f_* <= 1`` (strongly convex) or
   ``f(x_0) - f(x_K) <= 1``
   (nonconvex, PEPit's ``examples/nonconvex_optimization/gradient_descent.py``; since
   ``f(x_K) >= f_*`` the value bounds the worst case over ``f(x_0) - f_* <= 1`` from above).
+  ``nonconvex_norm = "f_star"`` (nonconvex only) normalises by ``f(x_0) - f_* <= 1``
+  instead: one more point ``x_*`` with ``grad f(x_*) = 0`` and value ``f_*`` (the origin,
+  value 0), its interpolation rows with every other point, and at every point, ``x_K``
+  included, ``f_* <= f(x_i) - ||grad f(x_i)||^2 / (2L)`` (the descent lemma at
+  ``x_i - grad f(x_i)/L``: every L-smooth function has a point that low, so its infimum
+  is too).  Every L-smooth function with a minimiser satisfies these constraints, so the value
+  is again an upper bound of the worst case over ``f(x_0) - inf f <= 1``, and no larger than
+  ``"f_K"``'s (``f_* <= f(x_K)``).  It is a **relaxation**: ``f_*`` is asked to be below
+  what the method's points and the descent lemma force, not below the function everywhere.
 
 Heterogeneity at ``x_*`` (``zeta_sq``): one function per client with
 ``(1/n) sum_i ||grad f_i(x_*)||^2 <= zeta^2``, PEPit's ``stochastic_and_randomized_convex_
@@ -39,12 +51,19 @@ from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.gram import Lin, Points
 from fedsim.worstcase.schedule import Schedule
 
-__all__ = ["Certificate", "PEPResult", "MEASURES", "SOLVERS", "solve_pep", "build_pep"]
+__all__ = ["Certificate", "PEPResult", "MEASURES", "NONCONVEX_NORMS", "SOLVERS", "solve_pep",
+           "build_pep"]
 
-MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
-#: solver name -> cvxpy keyword arguments
+MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "min_f_gap_over_dist", "min_grad_sq",
+            "avg_grad_sq")
+#: the nonconvex class's normalisations (module doc)
+NONCONVEX_NORMS = ("f_K", "f_star")
+#: solver name -> cvxpy keyword arguments.  Clarabel 0.11 factors its KKT system with faer
+#: on every core by default; on a shared machine its two threads wait for each other at
+#: every synchronisation (benchmarks/worst_case.py, docs/theory/worst-case.md "Solver
+#: time"), and one thread costs the same CPU time and gives the same bits run to run.
 SOLVERS: dict[str, dict[str, Any]] = {
-    "CLARABEL": {},
+    "CLARABEL": {"max_threads": 1},
     "SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 200_000},
 }
 
@@ -69,7 +88,10 @@ class Certificate:
 class PEPResult:
     """One solve: ``value`` (NaN when the solver gave none), ``status``, ``solver``,
     ``seconds`` (set-up and solve), ``certificate`` (``None`` without duals), the primal
-    ``gram`` and ``values`` (function values), and the problem's size."""
+    ``gram`` and ``values`` (function values), the problem's size (``gram``: its dimension,
+    ``values``, ``interpolation_rows``, ``constraints``: the scalar rows cvxpy hands the
+    solver, the PSD cone's triangle included) and ``timing`` (``assembly``: the Gram rows,
+    ``canonicalisation``: cvxpy's, ``solve``: the solver's own, in seconds)."""
 
     value: float
     status: str
@@ -81,6 +103,7 @@ class PEPResult:
     size: dict[str, int] = field(default_factory=dict)
     #: the interpolation points the Gram matrix's basis describes (solved at ``L = 1``)
     points: Points | None = field(repr=False, default=None)
+    timing: dict[str, float] = field(default_factory=dict)
 
     @property
     def accurate(self) -> bool:
@@ -107,6 +130,13 @@ class PEPData:
     #: the interpolation points (:class:`~fedsim.worstcase.gram.Points`): what the Gram
     #: matrix's basis means (:mod:`fedsim.worstcase.interpolant` reads it)
     points: Points | None = None
+    #: ``nonconvex_norm = "f_star"``: rows ``||g_i||^2/(2L) - f_i <= 0`` (``f_* = 0``)
+    star_G: np.ndarray | None = None
+    star_F: np.ndarray | None = None
+    #: the class's single-point rows ``point_G . vec(G) <= point_rhs``
+    #: (:meth:`~fedsim.worstcase.classes.FunctionClass.point_rows`)
+    point_G: np.ndarray | None = None
+    point_rhs: np.ndarray | None = None
 
 
 def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -114,18 +144,25 @@ def _vec(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
-              zeta_sq: float | None = None) -> PEPData:
+              zeta_sq: float | None = None, nonconvex_norm: str = "f_K") -> PEPData:
     """The PEP of ``method`` along ``schedule`` over ``fclass`` (module doc)."""
     require(measure in MEASURES, "measure", measure, f"must be one of {MEASURES}")
+    require(nonconvex_norm in NONCONVEX_NORMS, "nonconvex_norm", nonconvex_norm,
+            f"must be one of {NONCONVEX_NORMS}")
     if fclass.kind == "nonconvex":
         require(measure in ("min_grad_sq", "avg_grad_sq"), "measure", measure,
                 "must be min_grad_sq or avg_grad_sq for the nonconvex class")
+    if fclass.kind == "convex_lipschitz":
+        require(measure in ("f_gap_over_dist", "min_f_gap_over_dist"), "measure", measure,
+                "must be f_gap_over_dist or min_f_gap_over_dist for the convex Lipschitz "
+                "class")
     hetero = zeta_sq is not None
     nonconvex = fclass.kind == "nonconvex"
+    star_bound = nonconvex and nonconvex_norm == "f_star"
     if hetero:
         require(zeta_sq >= 0 and not nonconvex, "zeta_sq", zeta_sq,
                 "must be >= 0, and only with the strongly convex class")
-    pts = Points(functions=schedule.n if hetero else 1, star=not nonconvex)
+    pts = Points(functions=schedule.n if hetero else 1, star=not nonconvex or star_bound)
     xs = method.iterates(schedule, pts.grad, pts.x0)
     K = len(xs) - 1
     # the measure's points first, so that they exist when the sizes are fixed
@@ -134,15 +171,19 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
         metric_lins = [(xs[K], None)]
     elif measure in ("f_gap", "f_gap_over_dist"):
         metric_lins = [(None, pts.mean_value(xs[K]))]
+    elif measure == "min_f_gap_over_dist":
+        metric_lins = [(None, pts.mean_value(x)) for x in xs]
     elif measure == "min_grad_sq":
         metric_lins = [(pts.mean_grad(x), None) for x in xs]
     else:
         metric_lins = [(pts.mean_grad(x), None) for x in xs[:K]]
     init_f = None
-    if measure not in ("dist_sq", "f_gap_over_dist"):
+    if measure not in ("dist_sq", "f_gap_over_dist", "min_f_gap_over_dist"):
         init_f = [pts.mean_value(xs[0])]
-        if nonconvex:
+        if nonconvex and not star_bound:
             init_f.append(pts.mean_value(xs[K]))
+        elif star_bound:  # x_K a point too, so that f_* <= f(x_K): no looser than "f_K"
+            pts.mean_value(xs[K])
     m, nF = pts.size, pts.n_values
 
     blocks = [fclass.rows(p, m) for p in pts.per_function]
@@ -183,6 +224,18 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     else:
         init_G = np.zeros(m * m)
         init_F = f_row(init_f[0]) - (f_row(init_f[1]) if len(init_f) > 1 else 0.0)
+    pr = [fclass.point_rows(p, m) for p in pts.per_function]
+    point_G = np.concatenate([r[0] for r in pr])
+    point_rhs = np.concatenate([r[1] for r in pr])
+    star_G, star_F = [], []
+    for p in (pts.per_function[0] if star_bound else []):
+        if p.f >= 0:  # f_* <= f_i - ||g_i||^2 / (2L), the descent lemma (module doc)
+            gv = p.g.dense(m)
+            star_G.append(_vec(gv, gv) / (2.0 * fclass.L))
+            row = np.zeros(nF)
+            row[p.f] = -1.0
+            star_F.append(row)
+    star_G, star_F = np.array(star_G).reshape(-1, m * m), np.array(star_F).reshape(-1, nF)
     zeta_G = None
     if hetero:
         zeta_G = np.zeros(m * m)
@@ -191,7 +244,9 @@ def build_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
             zeta_G += _vec(g, g) / pts.functions
     return PEPData(m=m, nF=nF, QG=QG, QF=QF, pairs=pairs, metric_G=metric_G,
                    metric_F=metric_F, init_G=init_G, init_F=init_F, zeta_G=zeta_G,
-                   zeta_sq=float(zeta_sq or 0.0), points=pts)
+                   zeta_sq=float(zeta_sq or 0.0), points=pts,
+                   star_G=star_G if star_bound else None, star_F=star_F if star_bound else None,
+                   point_G=point_G if len(point_rhs) else None, point_rhs=point_rhs)
 
 
 def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
@@ -211,13 +266,23 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
             G >> 0]
     if data.zeta_G is not None:
         cons.append(data.zeta_G @ g <= data.zeta_sq)
+    if data.star_G is not None:
+        cons.append(data.star_G @ g + data.star_F @ F <= 0)
+    if data.point_G is not None:
+        cons.append(data.point_G @ g <= data.point_rhs)
     prob = cp.Problem(cp.Maximize(t), cons)
     size = {"gram": m, "values": nF, "interpolation_rows": int(data.QG.shape[0])}
+    timing: dict[str, float] = {}
     try:
         with warnings.catch_warnings():  # "may be inaccurate": the status says so
             warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])
+            t1 = time.perf_counter()
+            stuff = prob.get_problem_data(getattr(cp, solver))[0]
+            timing["canonicalisation"] = time.perf_counter() - t1
+            size["constraints"] = int(stuff["A"].shape[0])
+            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])  # reuses the cache
         status = str(prob.status)
+        timing["solve"] = float(prob.solver_stats.solve_time or float("nan"))
     except cp.error.SolverError as exc:
         status = f"solver_error: {str(exc).splitlines()[0] if str(exc) else exc!r}"
     seconds = time.perf_counter() - t0
@@ -235,15 +300,17 @@ def solve_data(data: PEPData, solver: str = "CLARABEL") -> PEPResult:
     gram = None if G.value is None else np.asarray(G.value, dtype=np.float64)
     vals = None if F.value is None else np.asarray(F.value, dtype=np.float64)
     return PEPResult(value=value, status=status, solver=solver, seconds=seconds,
-                     certificate=cert, gram=gram, values=vals, size=size, points=data.points)
+                     certificate=cert, gram=gram, values=vals, size=size, points=data.points,
+                     timing=timing)
 
 
 #: measures whose value scales like L under f -> f / L (the others are invariant)
-SCALE_WITH_L = ("f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
+SCALE_WITH_L = ("f_gap_over_dist", "min_f_gap_over_dist", "min_grad_sq", "avg_grad_sq")
 
 
 def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str = "dist_sq",
-              zeta_sq: float | None = None, solver: str = "CLARABEL") -> PEPResult:
+              zeta_sq: float | None = None, solver: str = "CLARABEL",
+              nonconvex_norm: str = "f_K") -> PEPResult:
     """Build and solve the PEP (:func:`build_pep`, :func:`solve_data`); the time includes
     the assembly.
 
@@ -260,9 +327,11 @@ def solve_pep(method: Any, fclass: FunctionClass, schedule: Schedule, measure: s
     unit = FunctionClass(kind=fclass.kind, L=1.0, mu=fclass.mu / L)
     m1 = replace(method, eta=method.eta * L)
     z1 = None if zeta_sq is None else zeta_sq / (L * L)
-    data = build_pep(m1, unit, schedule, measure, z1)
+    data = build_pep(m1, unit, schedule, measure, z1, nonconvex_norm)
+    assembly = time.perf_counter() - t0
     res = solve_data(data, solver)
     value = res.value * (L if measure in SCALE_WITH_L else 1.0)
     return PEPResult(value=value, status=res.status, solver=res.solver,
                      seconds=time.perf_counter() - t0, certificate=res.certificate,
-                     gram=res.gram, values=res.values, size=res.size, points=res.points)
+                     gram=res.gram, values=res.values, size=res.size, points=res.points,
+                     timing={"assembly": assembly, **res.timing})

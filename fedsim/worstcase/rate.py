@@ -34,6 +34,7 @@ import numpy as np
 from fedsim.errors import require
 from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.gram import Lin, Points
+from fedsim.worstcase.pep import SOLVERS
 from fedsim.worstcase.schedule import Contribution
 
 __all__ = ["RateCertificate", "rate_certificate"]
@@ -106,7 +107,7 @@ def _feasible(d: dict, rho: float, solver: str) -> tuple[bool, str, Any, Any]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            prob.solve(solver=getattr(cp, solver))
+            prob.solve(solver=getattr(cp, solver), **SOLVERS[solver])
         status = str(prob.status)
     except cp.error.SolverError as exc:
         status = f"solver_error: {exc}"

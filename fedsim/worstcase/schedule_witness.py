@@ -3,7 +3,8 @@
 For a one-upload-per-step schedule (a delay list) of FedAsync with ``Q = 1`` (delayed
 gradient descent) the fedsim scenario is ``async_sgd`` with ``tau_C`` at least the largest
 delay (Koloskova's step factor is then 1: PersA-FL's server rule, the same iterates,
-:mod:`fedsim.servers.delay_adaptive`) on the ``recorded``
+:mod:`fedsim.servers.delay_adaptive`); of :class:`~fedsim.worstcase.methods.DelayAdaptive`
+it is ``async_sgd`` with the method's own ``tau_C`` and step rule; either on the ``recorded``
 execution model (:mod:`fedsim.engine.models.recorded`): a file of per-step staleness,
 clients reconstructed as in Koloskova et al. 2022, Example 3 (every version ``v >= 1`` read
 at most once -- a schedule that reads one twice is not such a timeline, and no scenario is
@@ -30,6 +31,14 @@ from fedsim.worstcase.witness import curvature_grid
 __all__ = ["recorded_witness"]
 
 
+def _step_rule(method: Any, stale: np.ndarray) -> dict[str, Any]:
+    """``tau_C`` and ``step_rule`` of the scenario: the method's own (async_sgd), else
+    ``tau_C`` at least the largest delay, where every rule's factor is 1 (FedAsync)."""
+    if getattr(method, "name", "") == "async_sgd":
+        return {"tau_C": int(method.tau_c), "step_rule": method.rule}
+    return {"tau_C": max(1, int(stale.max())), "step_rule": "koloskova"}
+
+
 def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
                      f_gap: float, out_dir: str | Path, name: str = "schedule-witness",
                      points: int = 2001) -> dict[str, Any]:
@@ -45,8 +54,9 @@ def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, mea
     if any(len(cs) != 1 for cs in schedule.steps):
         return {"reason": "not one upload per step"}
     if int(getattr(method, "Q", 1)) != 1 or getattr(method, "name", "") not in (
-            "fedasync", "delayed_gd"):
-        return {"reason": "the recorded timeline runs async_sgd: FedAsync with Q = 1 only"}
+            "fedasync", "delayed_gd", "async_sgd"):
+        return {"reason": "the recorded timeline runs async_sgd: FedAsync with Q = 1 or "
+                "async_sgd only"}
     stale = np.array([cs[0].stale for cs in schedule.steps], dtype=np.int64)
     n = int(np.sum(np.arange(len(stale)) - stale == 0))
     try:
@@ -69,7 +79,7 @@ def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, mea
                        "schedule": str(sched_path.resolve()), "client_rule": "sgd",
                        "Q": 1, "eta": float(method.eta), "batch": 1,
                        "beta": float(getattr(method, "beta", 1.0)),
-                       "tau_C": max(1, int(stale.max())), "step_rule": "koloskova",
+                       **_step_rule(method, stale),
                        "w0": math.sqrt(2.0 * f_gap / h)},
          "trigger": {"kind": "every_upload"},
          "horizon": {"steps": schedule.K},

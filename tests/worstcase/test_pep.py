@@ -147,3 +147,15 @@ def test_solved_at_unit_L_is_the_direct_solve(measure, kind):
     direct = solve_data(build_pep(delayed_gd(0.1), fc, s, measure), "SCS")
     scaled = solve_pep(delayed_gd(0.1), fc, s, measure, solver="SCS")
     assert rel(direct.value, scaled.value) < AGREE_RTOL
+
+
+def test_result_reports_its_size_and_where_the_time_went():
+    """Hand count at tau = 1, K = 10: step k reads x_{k-1} (x_{-1} = x_0), so the gradients
+    are taken at x_0 .. x_8; with x_* that is 10 points of one function, 10 * 9 ordered
+    pairs, and a Gram of the basis x_0 - x_* and 9 gradients; cvxpy's rows are the pairs,
+    the metric's epigraph, the initial condition and the PSD cone's triangle 10 * 11 / 2."""
+    r = solve_pep(delayed_gd(0.25), SC, Schedule.constant(1, 10), "dist_sq")
+    assert r.size["gram"] == 10 and r.size["interpolation_rows"] == 90
+    assert r.size["constraints"] == 90 + 1 + 1 + 55
+    assert set(r.timing) == {"assembly", "canonicalisation", "solve"}
+    assert all(0 <= v <= r.seconds for v in r.timing.values())

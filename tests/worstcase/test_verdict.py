@@ -44,8 +44,9 @@ def test_theorem1_core_row_gets_its_worst_case_and_a_rerun_reads_the_cache(tmp_p
     t = verdict.worst_case_columns(table, [case], tmp_path)
     r = t.iloc[0]
     assert r["worst_case_status"].startswith("optimal"), r["worst_case_note"]
-    # the theorem holds on its sigma = 0 core with its ~4 looseness (worst-case.md)
-    assert 3.5 < r["bound_over_worst"] < 4.5
+    # the theorem holds on its sigma = 0 core, about 20 times loose at T = 12 (worst-case.md:
+    # the PEP normalised by f(x0) - f*, whose worst case here is the best 1-D quadratic)
+    assert 19.5 < r["bound_over_worst"] < 21.0
     assert r["worst_over_measured"] == pytest.approx(r["worst_case"] / 1e-6)
     assert len(list((tmp_path / "worstcase").glob("*.json"))) == 1
 
