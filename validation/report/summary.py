@@ -18,6 +18,8 @@ from fedsim.validation.compare import (
 from fedsim.validation.report.layout import (
     FILL,
     FONT,
+    FOOTER_TOP,
+    PAGE_SIZE,
     SMALL,
     STATUS_ORDER,
     STATUS_SHORT,
@@ -28,6 +30,7 @@ from fedsim.validation.report.layout import (
     fmt_value,
     new_page,
     wrap_ident,
+    wrapped_lines,
 )
 from fedsim.validation.report.plan import SUMMARY_ROWS, Run, unique
 from matplotlib.figure import Figure
@@ -134,5 +137,22 @@ def summary_page(run: Run, idx: int) -> Figure:
             f"counterexample no simulation reaches), no CI: holds = exact <= bound, violated = "
             f"exact > bound, beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; "
             f"tightness = bound / exact.")
-    draw_wrapped(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
+    note, size = _fitting_note(note, y - 0.03, idx)
+    draw_wrapped(fig, 0.03, y - 0.03, note, 0.94, size=size, max_lines=None, color="#333333")
     return fig
+
+
+def _fitting_note(note: str, y: float, idx: int) -> tuple[str, float]:
+    """The note under the table and its font size, kept clear of the footer: the full note
+    at the largest size from SMALL down to 6 pt that fits between ``y`` and the footer; on a
+    later summary page where none fits, a pointer to the first page's note."""
+    room = y - FOOTER_TOP - 0.015
+    size = float(SMALL)
+    while size >= 6:
+        if len(wrapped_lines(note, 0.94, size)) * size * 1.45 / 72 / PAGE_SIZE[1] <= room:
+            return note, size
+        size -= 0.5
+    if idx > 0:
+        return ("Columns, verdict rules, tightness and control: see the note under the table "
+                "on the first summary page."), float(SMALL)
+    return note, 6.0
