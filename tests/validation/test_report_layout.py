@@ -261,3 +261,16 @@ def test_summary_caption_keeps_clear_of_the_footer(tmp_path):
         draw_footer(fig, i + 1, 2, run)
         assert above_the_footer(fig, FOOTER_TOP + 0.01) == [], i
         plt.close(fig)
+
+
+def test_representative_rows_keep_their_height(run):
+    """A page with one representative run draws it as tall as a full page's rows, not
+    stretched over the page."""
+    from fedsim.validation.report.representative import representative_page
+
+    one = representative_page(run, LONG_TH, ["quad-L1"])
+    three = representative_page(run, LONG_TH, ["quad-L1", "single", "grow"])
+    h1, h3 = (f.axes[0].get_position().height for f in (one, three))
+    assert h1 == pytest.approx(h3)
+    for f in (one, three):
+        plt.close(f)
