@@ -360,7 +360,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if latex is not None:
         from fedsim.validation.report.latex import write_latex
 
-        files = write_latex(args.run_dir, latex)
+        files = write_latex(args.run_dir, latex,
+                            progress=not getattr(args, "no_progress", False))
         print(f"latex: {latex} ({sum(f.suffix == '.tex' for f in files)} tables, "
               f"{sum(f.suffix == '.pdf' for f in files)} figures as PDF and SVG)")
     return 0
