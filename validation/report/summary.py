@@ -23,13 +23,11 @@ from fedsim.validation.report.layout import (
     SMALL,
     STATUS_ORDER,
     STATUS_SHORT,
-    chars_fitting,
     draw_table,
     draw_wrapped,
     fmt_range,
     fmt_value,
     new_page,
-    wrap_ident,
     wrapped_lines,
 )
 from fedsim.validation.report.plan import SUMMARY_ROWS, Run, unique
@@ -114,13 +112,11 @@ def summary_page(run: Run, idx: int) -> Figure:
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
-    # names wrap (at _ - . boundaries), never cut: as many lines as the longest needs (<= 3)
-    need = max((len(wrap_ident(c, chars_fitting(w) - 1)) for r in rows
-                for c, w in zip(r, widths, strict=True)), default=1)
+    # names wrap, never cut: each row as tall as its tallest cell
     y = draw_table(fig, 0.03, 0.835, widths,
                ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na/e",
                 "overall", "tightness", "slope (exp)", "control"], rows, fills,
-               lines=min(3, need))
+               lines=None)
     note = (f"#T/K: number of horizons; h/v/i/na/e: how many of them hold, are violated, "
             f"inconclusive, not applicable, error (every replicate failed; the details page "
             f"gives the first failure). "
