@@ -151,8 +151,12 @@ def outside_the_page(fig) -> list[str]:
 
 
 def test_every_text_inside_the_page(run):
-    for kind, fig in _pages(run, kinds=("plots", "repr")):
-        assert outside_the_page(fig) == [], kind
+    from fedsim.validation.report.layout import FOOTER_TOP
+
+    for kind, fig in _pages(run, kinds=("summary", "plots", "repr")):
+        if kind != "summary":
+            assert outside_the_page(fig) == [], kind
+        assert above_the_footer(fig, FOOTER_TOP + 0.01) == [], kind   # clear of the footer
         plt.close(fig)
 
 
