@@ -33,7 +33,8 @@ bound:
 * [Y] AsyPFL Theorems 1-2 (as the ``asypfl*-quad`` families): ``L, mu, p, sigma2, Gamma,
   chi2`` (:func:`fedsim.problems.asypfl_constants.asypfl_constants_table`), ``E``,
   ``D2 = ||w0 - x*||^2`` and, for one client only, ``pi = [1]`` (with n >= 2 the engine's
-  server sets pi_k from the measured delays and is not the theorems' tick model).
+  server sets pi_k from the measured delays and is not the theorems' tick model; with
+  E != 1 a failing "tick model" fact: server step t is tick t E).
 """
 
 from __future__ import annotations
@@ -325,10 +326,15 @@ def _asypfl(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) 
             if all(c is not None for c in per):
                 sc.put(k, [float(c.value) for c in per], f"per client ({per[0].tag.name}): "
                                                           f"{per[0].reason}")
-    sc.put("E", int(alg.get("E") or 1), "algorithm.E (local epochs)")
+    e = int(alg.get("E") or 1)
+    sc.put("E", e, "algorithm.E (local epochs)")
     if n == 1:
-        sc.put("pi", [1], "one client: pi = 1, the engine is the theorems' tick model "
-                          "(docs/theory/asypfl.md 6)")
+        sc.put("pi", [1], "one client: pi = 1 (docs/theory/asypfl.md 6)")
+        if e != 1:   # server step t is tick t E, and the decay index r_k is the server step
+            sc.facts["tick model"] = (False, f"E = {e}: server step t is tick t E and the "
+                                             "step decay counts server steps; the engine is "
+                                             "the theorems' tick model for n = 1, E = 1 only "
+                                             "(validation/families/asypfl.py)")
     else:
         sc.lack("pi", f"n = {n}: the engine's server sets pi_k from the measured delays at "
                       "run time and is not the theorems' tick model (sequential reads; "

@@ -59,3 +59,13 @@ def test_a_rule_the_theorem_does_not_analyse_is_named():
     got = scenario_constants(config.load(EX / "fedasync_quadratic.toml"),
                              "perfedavg_theorem4_5")
     assert "synchronous FedAvg rounds with a MAML client rule" in got.missing["tau"]
+
+
+def test_asypfl_one_client_with_e_above_one_is_not_the_tick_model():
+    sc = config.load(EX / "asypfl_logistic.toml").replace(
+        {"problem.n_clients": 1, "delays.override": []})
+    got = scenario_constants(sc, "asypfl_theorem1")
+    assert got.values["pi"] == [1] and got.values["E"] == 2 and got.missing == {}
+    res = got.resolve(theorem1(**got.values))
+    fails = [h.name for h in res.hypotheses if h.holds is False]
+    assert "tick model (scenario)" in fails and res.status.name == "NOT_APPLICABLE"
