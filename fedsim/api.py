@@ -38,6 +38,9 @@ def run(scenario: Scenario | Mapping[str, Any] | str | os.PathLike, *, replicate
     "problem.n": 20}`` (dotted keys of the scenario file, checked by its schema:
     :meth:`fedsim.config.Scenario.replace`).
     """
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(f"overrides must be a mapping of dotted keys to values, e.g. "
+                          f"{{'algorithm.eta': 0.05}}, got {type(overrides).__name__}")
     from fedsim.environment import check_environment
 
     check_environment()

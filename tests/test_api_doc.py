@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "API.md").read_text(), re.S)
 
 
-def test_the_page_has_its_three_blocks():
-    assert len(BLOCKS) == 3
+def test_the_page_has_its_four_blocks():
+    assert len(BLOCKS) == 4
 
 
 def test_every_block_runs(monkeypatch):
@@ -25,6 +25,7 @@ def test_every_block_runs(monkeypatch):
         exec(compile(block, "docs/API.md", "exec"), namespace)
     assert len(namespace["df"]) == namespace["trace"].steps_done + 1
     assert namespace["result"].status
+    assert (namespace["bigger"].algorithm.eta, namespace["bigger"].problem.n) == (0.05, 20)
 
 
 def test_import_fedsim_theory_loads_neither_the_engine_nor_simpy():

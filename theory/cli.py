@@ -256,7 +256,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             if o.kind == "flag":
                 sp.add_argument(o.flag, dest=o.name, action="store_true", help=o.help)
             elif o.kind == "choice":
-                sp.add_argument(o.flag, dest=o.name, default=o.default, choices=o.choices,
+                # None when not given: the function's default applies, or the scenario's
+                # value (--scenario fills e.g. Per-FedAvg's variant from the client rule)
+                sp.add_argument(o.flag, dest=o.name, default=None, choices=o.choices,
                                 help=o.help + (f" (default {o.default})" if o.default else ""))
             else:
                 sp.add_argument(o.flag, dest=o.name, type=_PARSERS[o.kind], default=None,

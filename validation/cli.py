@@ -138,6 +138,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--batched", action="store_true",
                    help="accepted, no effect: the replay is the default path (as is "
                    "FEDSIM_BATCHED=1)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help=f"refused, with the reason: {NO_SET}")
     p.set_defaults(func=cmd_validate)
 
     r = subparsers.add_parser("report", help="rebuild the PDF report of a run directory",
@@ -212,6 +214,14 @@ def dask_security(args: argparse.Namespace) -> Any:
                     tls_client_key=str(given["--dask-tls-key"]), require_encryption=True)
 
 
+#: why ``fedsim validate`` changes no scenario value, and what to use instead
+NO_SET = ("a suite row derives its scenario, bound and hypotheses together from its family's "
+          "point, so a changed scenario value would leave the row's constants stale; the "
+          "suite's own overrides are --replicates, --workers, --theorem and --family; for one "
+          "scenario use fedsim run FILE --set KEY=VALUE --bound THEOREM, for a family at "
+          "another point fedsim search THEOREM --family FAMILY --fixed KEY=VALUE")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Run ``fedsim.validation.suites.run_suite`` with the parsed options; print the outputs.
 
@@ -219,6 +229,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     report) ends it with one line on stderr and exit code 130; pool and Dask workers
     ignore SIGINT, so they print nothing (see :mod:`fedsim.validation.montecarlo_backends`).
     """
+    if getattr(args, "overrides", None):
+        raise FedsimError(f"fedsim validate takes no --set (got --set {args.overrides[0]}): "
+                          f"{NO_SET}")
     out = args.out if args.out is not None else Path("runs") / args.suite
     from fedsim.validation.montecarlo_backends import set_dask_timeout
 
@@ -347,7 +360,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if latex is not None:
         from fedsim.validation.report.latex import write_latex
 
-        files = write_latex(args.run_dir, latex)
+        files = write_latex(args.run_dir, latex,
+                            progress=not getattr(args, "no_progress", False))
         print(f"latex: {latex} ({sum(f.suffix == '.tex' for f in files)} tables, "
               f"{sum(f.suffix == '.pdf' for f in files)} figures as PDF and SVG)")
     return 0

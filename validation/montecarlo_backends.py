@@ -31,6 +31,7 @@ from fedsim.validation.montecarlo_plan import cut_chunks, plan_chunks, resolve_t
 from fedsim.validation.montecarlo_store import Task, canonical_json
 
 from fedsim.errors import FedsimError
+from fedsim.progress import note_line
 
 __all__ = ["execute_task", "execute_batch", "new_record",
            "run_inprocess", "run_pool", "run_dask", "PRELOAD", "DASK_STALL_SECONDS",
@@ -405,10 +406,9 @@ def _watched(client: Any, address: str, futures: list) -> Iterator[Any]:
                                   f"{address} ({n} workers); finished records are saved, "
                                   "re-run to resume")
             if not warned:
-                sys.stderr.write(f"fedsim: no progress for {stalled:.0f} s on the Dask cluster "
-                                 f"{address} ({n} workers connected); still waiting "
-                                 "(--dask-timeout SECONDS gives up instead)\n")
-                sys.stderr.flush()
+                note_line(f"fedsim: no progress for {stalled:.0f} s on the Dask cluster "
+                          f"{address} ({n} workers connected); still waiting "
+                          "(--dask-timeout SECONDS gives up instead)")
                 warned = True
             continue
         last, warned = time.monotonic(), False
@@ -473,8 +473,8 @@ def _quiet_close(client: Any, cluster: Any) -> None:
             except Exception as exc:  # noqa: BLE001 -- nothing is lost at this point
                 failed.append(f"{type(what).__name__}: {type(exc).__name__}")
         if failed:
-            sys.stderr.write(f"fedsim: note: closing Dask failed ({'; '.join(failed)}); "
-                             "every record was saved\n")
+            note_line(f"fedsim: note: closing Dask failed ({'; '.join(failed)}); "
+                      "every record was saved")
     finally:
         for lg, lv in zip(quiet, levels, strict=True):
             lg.setLevel(lv)

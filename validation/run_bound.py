@@ -18,7 +18,8 @@ violation.
 Metric of each theorem (the suite families' choice, :mod:`fedsim.validation.families`):
 [P] Theorems 1/2/3 the running averages ``avg_grad_sq`` / ``avg_grad_maml_sq`` /
 ``avg_grad_me_sq`` (``(1/T) sum_{t<T}``); [A] Theorem 7 ``dist_sq`` (``E||x_{s,K} -
-x*||^2``); Theorem 8 ``ergodic_f_gap``; [F] Theorem 4.5 ``avg_grad_maml_sq``; [Y] Theorems
+x*||^2``); Theorem 8 ``ergodic_f_gap``; [F] Theorem 4.5 ``avg_grad_maml_sq`` (Q = 1 only:
+then the server model is the theorem's wbar_{k+1,0}); [Y] Theorems
 1/2 ``f_gap``.
 """
 
@@ -103,6 +104,12 @@ def prepare(scenario: Any, spec: str) -> BoundOverRun:
         raise ConfigError(f"--bound {name} bounds {quantity}: record.metrics must include "
                           f"{raw!r} (--set 'record.metrics=[\"{raw}\"]')")
     filled = scenario_constants(scenario, th)
+    tau = filled.values.get("tau", 1)
+    if name == "perfedavg_theorem4_5" and tau != 1:
+        raise ConfigError(f"--bound {name} needs algorithm.Q = 1 (--set algorithm.Q=1): with "
+                          f"tau = Q = {tau} local steps the theorem bounds the average of "
+                          "||grad F||^2 over the local iterates wbar_{k+1,t}, t < tau, which "
+                          "the trace does not record (it records the server model w_k)")
     opt = _mode_option(th)
     kw = dict(filled.values)
     if mode:

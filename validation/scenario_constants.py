@@ -23,7 +23,18 @@ bound:
   construction; physical model: :func:`fedsim.engine.staleness.physical_staleness_bound`,
   [P] Assumption 1); ``f_gap = f(w0) - f_star_P``, ``F_gap = F_maml(w0, alpha) - f_star_P``
   (Theorem 2), ``F_me(w0, lam) - f_star_P`` (Theorem 3), ``f_star_P <= inf`` of the
-  objective (the families' gaps).
+  objective (the families' gaps);
+* [F] Per-FedAvg Theorem 4.5 (as the ``perfedavg-quad`` family): ``sigma_G2, gamma_G2,
+  sigma_H2, gamma_H2, rho, B`` and ``f_gap = F(w0) - F_inf`` of the MAML objective
+  (:func:`fedsim.problems.perfedavg_constants.perfedavg_constants_table` at the run's
+  ``alpha`` and ``w0``), ``tau = Q`` local steps, ``n``, ``r = participation``, ``beta = eta``,
+  the batches ``D = batch_inner`` (fedsim's D', the inner step), ``Dp = batch`` (the outer
+  gradient), ``Dpp = batch_hess`` (:mod:`fedsim.local.maml`), ``variant`` from the rule;
+* [Y] AsyPFL Theorems 1-2 (as the ``asypfl*-quad`` families): ``L, mu, p, sigma2, Gamma,
+  chi2`` (:func:`fedsim.problems.asypfl_constants.asypfl_constants_table`), ``E``,
+  ``D2 = ||w0 - x*||^2`` and, for one client only, ``pi = [1]`` (with n >= 2 the engine's
+  server sets pi_k from the measured delays and is not the theorems' tick model; with
+  E != 1 a failing "tick model" fact: server step t is tick t E).
 """
 
 from __future__ import annotations
@@ -223,6 +234,111 @@ def _gaps(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
     sc.facts[label] = (rule in want, f"the run's client rule is {rule!r}")
 
 
+_MAML_VARIANT = {"maml": "MAML", "fomaml": "FO", "hfmaml": "HF"}
+
+
+def _perfedavg(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) -> None:
+    alg = scenario.algorithm
+    rule = alg.client_rule
+    if alg.name != "fedavg" or rule not in _MAML_VARIANT:
+        why = (f"[F] Theorem 4.5 analyses synchronous FedAvg rounds with a MAML client rule; "
+               f"the run is {alg.name!r} with client rule {rule!r}")
+        for k in ("sigma_G2", "gamma_G2", "f_gap", "tau", "n"):
+            sc.lack(k, why)
+        sc.facts["Per-FedAvg algorithm"] = (False, why)
+        return
+    from fedsim.problems.perfedavg_constants import perfedavg_constants_table
+
+    alpha = sc.values.get("alpha")
+    try:
+        tab = perfedavg_constants_table(problem, alpha=alpha, w0=w0)
+    except TypeError as exc:
+        for k in ("sigma_G2", "gamma_G2", "f_gap"):
+            sc.lack(k, str(exc))
+        tab = None
+    if tab is not None:
+        cs = dict(tab.items())
+        for k in ("sigma_G2", "gamma_G2", "sigma_H2", "gamma_H2", "rho", "B"):
+            if k in cs:
+                sc.put(k, float(cs[k].value), f"Per-FedAvg constant ({cs[k].tag.name}): "
+                                              f"{cs[k].reason}")
+        if "f_gap_maml" in cs:
+            sc.put("f_gap", float(cs["f_gap_maml"].value), f"F(w0) - F_inf of the MAML "
+                                                           f"objective at alpha = {alpha:g}")
+        else:
+            sc.lack("f_gap", "no exact MAML-objective gap for this problem kind (quadratics "
+                             "only)")
+    sc.put("tau", int(alg.get("Q") or 1), "algorithm.Q (local steps per round)")
+    sc.put("n", int(scenario.problem.n), "problem.n")
+    sc.put("r", float(alg.get("participation") or 1.0), "algorithm.participation")
+    if "eta" in sc.values:
+        sc.put("beta", float(sc.values["eta"]), "algorithm.eta (the local step beta)")
+    b = int(alg.get("batch") or 1)
+    sc.put("Dp", b, "algorithm.batch (|D|: the outer gradient, fedsim.local.maml)")
+    sc.put("D", int(alg.get("batch_inner") or b), "algorithm.batch_inner (|D'|: the inner "
+                                                   "step; default batch)")
+    if rule != "fomaml":
+        sc.put("Dpp", int(alg.get("batch_hess") or b), "algorithm.batch_hess (|D''|; default "
+                                                       "batch)")
+    sc.put("variant", _MAML_VARIANT[rule], f"client_rule = {rule!r}")
+    if rule == "hfmaml" and isinstance(alg.get("hf_delta"), int | float):
+        sc.put("hf_delta", float(alg.get("hf_delta")), "algorithm.hf_delta")
+    if rule == "maml":
+        sc.facts["H10"] = (True, "fedsim's maml rule draws D, D', D'' fresh and independent "
+                                 "per local step")
+    mix = float(alg.get("server_mix") or 1.0)
+    if mix != 1.0:
+        sc.facts["server average"] = (False, f"server_mix = {mix:g}: the server does not "
+                                             "replace its model by the clients' average")
+
+
+def _asypfl(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) -> None:
+    alg = scenario.algorithm
+    if alg.name != "asypfl":
+        for k in ("p", "sigma2", "Gamma", "E", "pi", "chi2", "D2"):
+            sc.lack(k, f"[Y]'s theorems analyse AsyPFL; the run is {alg.name!r}")
+        return
+    from fedsim.problems.asypfl_constants import asypfl_constants_table
+
+    n = int(scenario.problem.n)
+    b = int(alg.get("batch") or 1)
+    try:
+        tab = asypfl_constants_table(problem, batch=b, pi=[1] if n == 1 else None)
+    except (TypeError, ValueError) as exc:
+        for k in ("p", "sigma2", "Gamma", "chi2"):
+            sc.lack(k, str(exc))
+        tab = None
+    if tab is not None:
+        cs = dict(tab.items())
+        for k in ("L", "mu", "Gamma", "chi2"):
+            if k in cs:
+                sc.put(k, float(cs[k].value), f"AsyPFL constant ({cs[k].tag.name}): "
+                                              f"{cs[k].reason}")
+        for k in ("p", "sigma2", "Sigma2"):
+            per = [cs.get(f"{k}_{i}") for i in range(n)]
+            if all(c is not None for c in per):
+                sc.put(k, [float(c.value) for c in per], f"per client ({per[0].tag.name}): "
+                                                          f"{per[0].reason}")
+    e = int(alg.get("E") or 1)
+    sc.put("E", e, "algorithm.E (local epochs)")
+    if n == 1:
+        sc.put("pi", [1], "one client: pi = 1 (docs/theory/asypfl.md 6)")
+        if e != 1:   # server step t is tick t E, and the decay index r_k is the server step
+            sc.facts["tick model"] = (False, f"E = {e}: server step t is tick t E and the "
+                                             "step decay counts server steps; the engine is "
+                                             "the theorems' tick model for n = 1, E = 1 only "
+                                             "(validation/families/asypfl.py)")
+    else:
+        sc.lack("pi", f"n = {n}: the engine's server sets pi_k from the measured delays at "
+                      "run time and is not the theorems' tick model (sequential reads; "
+                      "docs/theory/asypfl.md 6); give --pi for a bound of the tick model")
+    dist = _x_star_distance(problem, scenario.problem.kind, w0)
+    if isinstance(dist, str):
+        sc.lack("D2", dist)
+    else:
+        sc.put("D2", dist[0] ** 2, f"({dist[1]})^2")
+
+
 def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> ScenarioConstants:
     """The keyword arguments of ``theorem`` (a registry entry or its name) that ``scenario``
     determines; ``names`` (default: the function's keywords) restricts the output, and the
@@ -262,6 +378,10 @@ def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> Scenar
     if th.name in _PERSAFL:
         _tau(sc, scenario)
         _gaps(sc, scenario, problem, w0, th.name)
+    if th.name == "perfedavg_theorem4_5":
+        _perfedavg(sc, scenario, problem, w0)
+    if th.name in ("asypfl_theorem1", "asypfl_theorem2"):
+        _asypfl(sc, scenario, problem, w0)
     for k, par in sig.items():
         if k in names and par.default is inspect.Parameter.empty and k not in sc.values:
             sc.lack(k, "not determined by the scenario: fedsim has no derivation of it for "

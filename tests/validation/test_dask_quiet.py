@@ -39,3 +39,26 @@ def test_clean_close_prints_nothing(capsys):
 
     mb._quiet_close(_Ok(), None)
     assert capsys.readouterr().err == ""
+
+
+def _visible_line_before(err: str, needle: str) -> str:
+    """What a terminal shows left of ``needle`` on its line (a carriage return goes back to
+    the start of the line, a newline starts a new one)."""
+    head = err[:err.index(needle)].rsplit("\n", 1)[-1]
+    return head.rsplit("\r", 1)[-1]
+
+
+def test_close_note_is_on_its_own_line_beside_a_live_bar(capsys):
+    import sys
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=4, desc="replicates", file=sys.stderr, disable=False)
+    bar.update(4)                            # 100 %, the bar's line not ended yet
+    mb._quiet_close(_Boom(), None)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "closing Dask failed" in err
+    assert _visible_line_before(err, "fedsim: note: closing Dask failed").strip() == ""
+    note = [ln for ln in err.replace("\r", "\n").split("\n") if "closing Dask" in ln]
+    assert len(note) == 1 and note[0].startswith("fedsim: note:")

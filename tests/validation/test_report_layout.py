@@ -151,8 +151,12 @@ def outside_the_page(fig) -> list[str]:
 
 
 def test_every_text_inside_the_page(run):
-    for kind, fig in _pages(run, kinds=("plots", "repr")):
-        assert outside_the_page(fig) == [], kind
+    from fedsim.validation.report.layout import FOOTER_TOP
+
+    for kind, fig in _pages(run, kinds=("summary", "plots", "repr")):
+        if kind != "summary":
+            assert outside_the_page(fig) == [], kind
+        assert above_the_footer(fig, FOOTER_TOP + 0.01) == [], kind   # clear of the footer
         plt.close(fig)
 
 
@@ -169,8 +173,8 @@ def test_text_inside_the_page_check_fails_on_a_cut_label():
 def test_growing_bound_names_its_rising_term(run):
     figs = [f for k, f in _pages(run, kinds=("plots",))]
     grow = [ax for f in figs for ax in f.axes if ax.get_title().startswith("grow")]
-    note = "".join(t.get_text() for t in grow[0].texts).replace("\n", "")
-    assert "bound grows with T: term noise_ball: 0.05 -> 0.29" in note  # wrapped whole
+    note = " ".join(t.get_text() for t in grow[0].texts).replace("\n", " ")
+    assert "bound grows with T: term noise_ball: 0.05 -> 0.29" in note  # wrapped at spaces
     falls = [ax for f in figs for ax in f.axes if ax.get_title().startswith("quad-L1")]
     assert not any("grows" in t.get_text() for t in falls[0].texts)   # 0.2 -> 0.02: no note
     for f in figs:
@@ -198,3 +202,79 @@ def test_growing_term_by_hand():
         "term f (the bound is no sum of its terms): 1 -> 4"
     assert growing_term(one_two, meta([2, 3], a=[2, 1]), "m").startswith(
         "no single term rises")
+
+
+def test_wrap_breaks_at_spaces_before_splitting_a_word():
+    """A word that fits on a line is never split at its ``_`` ("[paper_" / "literal]" on a
+    panel title); only a word longer than a line is broken inside."""
+    assert wrap_ident("counterexample-EF1-tau10000 [paper_literal]", 36) == \
+        ["counterexample-EF1-tau10000", "[paper_literal]"]
+    assert wrap_ident("bound grows with T: term noise_ball: 0.0609 -> 0.125", 34) == \
+        ["bound grows with T: term", "noise_ball: 0.0609 -> 0.125"]
+    long = wrap_ident("x counterexample-R2-4-periods-5-8", 14)
+    assert all(len(ln) <= 14 for ln in long) and "".join(long).replace(" ", "") == \
+        "xcounterexample-R2-4-periods-5-8"
+
+
+def range_cut(fig) -> list[str]:
+    """Texts of ``fig`` with a line that starts with a dash and a number: a range
+    "a - b" wrapped before its dash reads as a negative number ("- 4.34")."""
+    import re
+
+    return [t for t in _texts(fig) if any(re.match(r"\s*[-\u2013]\s+[-\d.]", ln)
+                                          for ln in t.split("\n"))]
+
+
+def test_no_range_wrapped_into_a_negative_number(tmp_path):
+    rows = [_row("quad-L1-with-a-longer-name", "corrected", h, 0.2 / h) for h in (10, 100)]
+    rows[0]["tightness"], rows[1]["tightness"] = 3.67, 4.34
+    rows[0]["slope"] = rows[1]["slope"] = -0.288
+    write_verdicts(pd.DataFrame(rows)[VERDICT_COLUMNS], tmp_path / "verdicts.csv")
+    run = report.load_run(tmp_path)
+    for kind, fig in _pages(run, kinds=("summary", "plots")):
+        assert range_cut(fig) == [], kind
+        plt.close(fig)
+    fig = plt.figure()
+    fig.text(0.1, 0.5, "slope -0.288 (order -1), bound/mean 3.67\n- 4.34")
+    assert range_cut(fig) != []                     # the check itself catches the defect
+    plt.close(fig)
+
+
+def above_the_footer(fig, footer_top: float) -> list[str]:
+    """Texts of ``fig`` (other than the footer line itself, drawn at y = 0.015) that reach
+    below ``footer_top`` (page fraction): a caption run into the footer."""
+    r = fig.canvas.get_renderer()
+    h = fig.bbox.height
+    return [t.get_text()[:40] for t in fig.texts if t.get_text().strip()
+            and t.get_position()[1] > 0.02 and t.get_window_extent(r).y0 < footer_top * h]
+
+
+def test_summary_caption_keeps_clear_of_the_footer(tmp_path):
+    """Ten summary rows that each wrap to three lines (long scenario names, modes such as
+    paper_literal/1000) leave the full caption no room: it must not run into the footer."""
+    from fedsim.validation.report.layout import FOOTER_TOP
+    from fedsim.validation.report.plan import draw_footer
+
+    rows = [_row(f"counterexample-R2-4-periods-{k}-8-long", "paper_literal/1000", 10, 0.1)
+            for k in range(20)]
+    write_verdicts(pd.DataFrame(rows)[VERDICT_COLUMNS], tmp_path / "verdicts.csv")
+    run = report.load_run(tmp_path)
+    pages = [f for k, f in _pages(run, kinds=("summary",))]
+    assert len(pages) == 2
+    for i, fig in enumerate(pages):
+        draw_footer(fig, i + 1, 2, run)
+        assert above_the_footer(fig, FOOTER_TOP + 0.01) == [], i
+        plt.close(fig)
+
+
+def test_representative_rows_keep_their_height(run):
+    """A page with one representative run draws it as tall as a full page's rows, not
+    stretched over the page."""
+    from fedsim.validation.report.representative import representative_page
+
+    one = representative_page(run, LONG_TH, ["quad-L1"])
+    three = representative_page(run, LONG_TH, ["quad-L1", "single", "grow"])
+    h1, h3 = (f.axes[0].get_position().height for f in (one, three))
+    assert h1 == pytest.approx(h3)
+    for f in (one, three):
+        plt.close(f)

@@ -67,6 +67,7 @@ def test_panel_marks_a_bound_that_does_not_apply():
     ("persafl_me_window.toml", "theorem3,bogus", "mode must be one of"),
     ("fedasync_quadratic.toml", "theorem1", "tau is not determined"),
     ("fedasync_quadratic.toml", "theorem3", "grad_me_sq"),
+    ("perfedavg_sync.toml", "perfedavg_theorem4_5", "needs algorithm.Q = 1"),
 ])
 def test_refused_before_simulating(scenario, spec, needle):
     with pytest.raises(ConfigError) as e:
@@ -78,3 +79,9 @@ def test_cli_refusal_is_one_line(capsys):
     rc = main(["run", str(EX / "area_algorithm.toml"), "--bound", "theorem7", "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "p is not determined" in err
+
+
+def test_perfedavg_with_one_local_step_is_prepared():
+    sc = config.load(EX / "perfedavg_sync.toml").replace({"algorithm.Q": 1})
+    b = run_bound.prepare(sc, "perfedavg_theorem4_5")
+    assert b.kwargs["tau"] == 1 and b.column == "avg_grad_maml_sq"

@@ -113,6 +113,24 @@ def test_colour_scale_is_centred_at_one_when_ratios_straddle_it(searched, figure
     assert not isinstance(_heat(figures[1])[1].norm, TwoSlopeNorm)
 
 
+@pytest.mark.parametrize("lo, hi", [(0.1, 1.14), (0.5, 1.5), (0.9, 40.0), (0.02, 1.003)])
+def test_colour_bar_has_ticks_on_both_sides_of_one(searched, figures, tmp_path, lo, hi):
+    """A ratio scale centred at 1 (TwoSlopeNorm) gives each half its own ticks: with the
+    default locator a range [0.1, 1.14] had no tick above 1."""
+    df = searched[0].copy()
+    cell = df.groupby(["K", "p_s"]).ngroup().to_numpy()      # the same ratio for every M
+    df["ratio"] = np.linspace(lo, hi, cell.max() + 1)[cell]
+    sp.search_page(df, tmp_path / "p.pdf", title="t", objective="violation", axes=("K", "p_s"))
+    fig = figures[0]
+    ax, im = _heat(fig)
+    assert isinstance(im.norm, TwoSlopeNorm) and (im.norm.vmin, im.norm.vmax) == (lo, hi)
+    (cax,) = [a for a in fig.axes if a is not ax and a.get_ylim() != (0.0, 1.0)]
+    ticks = [t for t in cax.get_yticks() if im.norm.vmin <= t <= im.norm.vmax]
+    assert any(t > 1 for t in ticks) and any(t < 1 for t in ticks) and 1.0 in ticks
+    labels = [t.get_text() for t in cax.get_yticklabels() if t.get_text()]
+    assert len(labels) == len(set(labels)) >= 3         # distinct, readable labels
+
+
 def test_verdict_and_unconfirmed_lines(searched, figures, tmp_path):
     df = searched[0].copy()
     top = df["ratio"].idxmax()

@@ -60,11 +60,22 @@ def _write(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def write_latex(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:
+def write_latex(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
+                progress: bool = False) -> list[Path]:
     """Write the tables and figures of ``run_dir`` (checked first, as ``build_report``
-    does) into ``out_dir``; returns the files written."""
+    does) into ``out_dir``; returns the files written.  ``progress``: a ``latex figures``
+    bar on stderr, one step per panel (``fedsim report --latex``)."""
     check_run_dir(run_dir)
     run = load_run(run_dir)
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(len(run.groups[th]) for th in run.theorems),
+                   desc="latex figures", unit="figure", file=sys.stderr, mininterval=0.5,
+                   leave=False)
     out = Path(out_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     v = run.verdicts
@@ -94,6 +105,8 @@ def write_latex(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> list[
                     fig.savefig(fh, format=ext)
                 written.append(p)
             plt.close(fig)
+            if bar is not None:
+                bar.update(1)
         p = out / f"verdicts-{file_stem(th)}.tex"
         _write(p, f"% {tex_escape(th)}: fedsim verdicts (needs \\usepackage{{booktabs}})\n"
                + _tabular("llrrlrrll", ["scenario", "mode", "T/K", "mean", "CI", "bound",
@@ -105,4 +118,6 @@ def write_latex(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> list[
                       ["theorem", "scenario", "mode", "#T/K",
                        *[k.replace("_", " ") for k in STATUS_ORDER], "overall"], summary))
     written.append(p)
+    if bar is not None:
+        bar.close()
     return written

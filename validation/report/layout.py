@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 __all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK", "STATUS_ORDER", "STATUS_SHORT",
-           "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle", "wrap_ident",
+           "FOOTER_TOP", "fmt_value", "fmt_horizon", "fmt_range", "truncate", "shorten_middle",
+           "wrap_ident",
            "chars_fitting", "chars_in_axes", "wrapped_lines", "draw_wrapped", "row_lines",
            "row_height", "draw_table", "new_page"]
 
@@ -27,6 +28,8 @@ __all__ = ["PAGE_SIZE", "FONT", "SMALL", "FILL", "INK", "STATUS_ORDER", "STATUS_
 PAGE_SIZE = (11.69, 8.27)  # A4 landscape, inches
 FONT = 9
 SMALL = 8
+#: the top of the footer line (:func:`fedsim.validation.report.plan.draw_footer`, at y = 0.015)
+FOOTER_TOP = 0.03
 
 FILL = {"holds": "#b9e3b2", "violated": "#f4a9a8", "inconclusive": "#fde3a7",
         "not_applicable": "#dcdcdc", "error": "#c9a0dc"}
@@ -82,29 +85,32 @@ _BREAKS = re.compile(r"(?<=[/ ])|(?<=_)(?![{(])|(?<=-)(?=[A-Za-z])")
 
 
 def wrap_ident(text: str, n: int, lines: int | None = None) -> list[str]:
-    """``text`` in lines of at most ``n`` characters, broken at spaces and after ``_ /`` or a
-    ``-`` before a letter, never inside a subscript such as ``x_{k+1}``
-    (identifiers such as ``counterexample-M50-K9`` or ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap
-    whole, never cut); a piece longer than a line is split.  With ``lines``, more lines
-    than that end in an ellipsis (callers size their boxes so this does not happen)."""
+    """``text`` in lines of at most ``n`` characters, broken at spaces; a word longer than a
+    line is broken after ``_ /`` or a ``-`` before a letter, never inside a subscript such as
+    ``x_{k+1}`` (identifiers such as ``counterexample-M50-K9`` or
+    ``PAPER_LITERAL_KNOWN_ERRATUM`` wrap whole, never cut, and a word that fits on a line is
+    never split: ``[paper_literal]`` stays whole); a piece longer than a line is split.  With
+    ``lines``, more lines than that end in an ellipsis (callers size their boxes so this does
+    not happen)."""
     s = " ".join(str(text).split())
     if "_" in s and sum(c.isupper() for c in s) > len(s) / 2:  # capitals: wider than 0.62 em
         n = max(3, int(n * 0.62 / 0.72))
     out: list[str] = []
     cur = ""
-    for piece in _BREAKS.split(s):
-        while len(piece) > n:
-            if cur:
-                out.append(cur.rstrip())
-                cur = ""
-            out.append(piece[:n])
-            piece = piece[n:]
-        if len(cur) + len(piece.rstrip()) > n and cur:
-            out.append(cur.rstrip())
-            cur = ""
-        cur += piece
-    if cur.strip() or not out:
-        out.append(cur.rstrip())
+    for word in s.split(" "):
+        pieces = [word] if len(word) <= n else [p for p in _BREAKS.split(word) if p]
+        for k, piece in enumerate(pieces):
+            sep = " " if k == 0 and cur else ""
+            if cur and len(cur) + len(sep) + len(piece) > n:
+                out.append(cur)
+                cur, sep = "", ""
+            while len(cur) + len(sep) + len(piece) > n:     # only when piece alone is too long
+                room = n - len(cur) - len(sep)
+                out.append(cur + sep + piece[:room])
+                cur, sep, piece = "", "", piece[room:]
+            cur += sep + piece
+    if cur or not out:
+        out.append(cur)
     if lines is not None and len(out) > lines:
         out = out[:lines - 1] + [truncate(" ".join(out[lines - 1:]), n)]
     return out
@@ -211,9 +217,11 @@ def new_page(title: str, subtitle: str = "") -> Figure:
 
 
 def fmt_range(x: pd.Series) -> str:
-    """``min - max`` of the finite values (one number when they agree, ``-`` when none)."""
+    """``min to max`` of the finite values (one number when they agree, ``-`` when none);
+    "to", not a dash, so that a range wrapped over two lines never reads as a negative
+    number ("3.67 -" / "- 4.34")."""
     x = x[np.isfinite(x.to_numpy(dtype=float))]
     if x.empty:
         return "-"
     lo, hi = float(x.min()), float(x.max())
-    return fmt_value(lo) if lo == hi else f"{fmt_value(lo)} - {fmt_value(hi)}"
+    return fmt_value(lo) if lo == hi else f"{fmt_value(lo)} to {fmt_value(hi)}"

@@ -16,7 +16,7 @@ from fedsim.validation.report.layout import (
     new_page,
     wrap_ident,
 )
-from fedsim.validation.report.plan import Run
+from fedsim.validation.report.plan import REPR_PER_PAGE, Run
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -38,9 +38,9 @@ def representative_page(run: Run, th: str, scs: list[str]) -> Figure:
     if not scs:
         fig.text(0.03, 0.85, "No scenario recorded for this theorem.", fontsize=FONT)
         return fig
-    n = len(scs)
-    gs = fig.add_gridspec(n, 2, left=0.08, right=0.97, top=0.87, bottom=0.16,
-                          hspace=0.65, wspace=0.22)
+    # rows as tall as on a full page, whatever the count (a lone run is not stretched)
+    gs = fig.add_gridspec(max(REPR_PER_PAGE, len(scs)), 2, left=0.08, right=0.97, top=0.87,
+                          bottom=0.16, hspace=0.65, wspace=0.22)
     for r, sc in enumerate(scs):
         rep = (run.meta.get((th, sc)) or {}).get("representative")
         a1, a2 = fig.add_subplot(gs[r, 0]), fig.add_subplot(gs[r, 1])

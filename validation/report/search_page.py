@@ -49,6 +49,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _distinct_labels(values: list[float]) -> list[str]:
+    """The fewest significant digits (3 to 8) that tell every value apart."""
+    for digits in range(3, 9):
+        out = [f"{v:.{digits}g}" for v in values]
+        if len(set(out)) == len(out):
+            return out
+    return out
+
+
+def _ratio_ticks(vmin: float, vmax: float) -> tuple[list[float], list[str]]:
+    """Colour-bar ticks of a scale centred at ratio 1 (TwoSlopeNorm): 1, the two ends and two
+    more on each half, so each half is labelled however unequal the halves' ranges are."""
+    ticks = sorted({*np.linspace(vmin, 1.0, 4).tolist(), *np.linspace(1.0, vmax, 4).tolist()})
+    return ticks, _distinct_labels(ticks)
+
+
 def _overlay_refinement(ax: Any, df: pd.DataFrame, x: str, y: str, xs: list, ys: list) -> None:
     """Refinement points as dots on the heat map: each coordinate placed between the cells of
     its neighbouring grid levels (linear in the level index); numeric axes only."""
@@ -150,7 +166,11 @@ def search_page(df: pd.DataFrame, pdf: str | os.PathLike, *, title: str, objecti
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=SMALL, zorder=5,
                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.75, pad=1.0))
         _overlay_refinement(ax, df, x, y, list(piv.columns), list(piv.index))
-        fig.colorbar(im, ax=ax, fraction=0.04)
+        cbar = fig.colorbar(im, ax=ax, fraction=0.04)
+        if norm is not None:
+            ticks, labels = _ratio_ticks(norm.vmin, norm.vmax)
+            cbar.set_ticks(ticks, labels=labels, fontsize=SMALL)
+        cbar.set_label("ratio", fontsize=SMALL)
     with atomic_writer(pdf, "wb") as fh, PdfPages(fh) as pp:
         pp.savefig(fig)
     plt.close(fig)

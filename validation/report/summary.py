@@ -18,16 +18,17 @@ from fedsim.validation.compare import (
 from fedsim.validation.report.layout import (
     FILL,
     FONT,
+    FOOTER_TOP,
+    PAGE_SIZE,
     SMALL,
     STATUS_ORDER,
     STATUS_SHORT,
-    chars_fitting,
     draw_table,
     draw_wrapped,
     fmt_range,
     fmt_value,
     new_page,
-    wrap_ident,
+    wrapped_lines,
 )
 from fedsim.validation.report.plan import SUMMARY_ROWS, Run, unique
 from matplotlib.figure import Figure
@@ -111,13 +112,11 @@ def summary_page(run: Run, idx: int) -> Figure:
                      ctext])
         fills.append([None] * 6 + [FILL[overall], None, None, cfill])
     widths = [0.08, 0.14, 0.08, 0.15, 0.04, 0.08, 0.07, 0.1, 0.09, 0.11]
-    # names wrap (at _ - . boundaries), never cut: as many lines as the longest needs (<= 3)
-    need = max((len(wrap_ident(c, chars_fitting(w) - 1)) for r in rows
-                for c, w in zip(r, widths, strict=True)), default=1)
+    # names wrap, never cut: each row as tall as its tallest cell
     y = draw_table(fig, 0.03, 0.835, widths,
                ["theorem", "scenario", "mode", "bound status", "#T/K", "h/v/i/na/e",
                 "overall", "tightness", "slope (exp)", "control"], rows, fills,
-               lines=min(3, need))
+               lines=None)
     note = (f"#T/K: number of horizons; h/v/i/na/e: how many of them hold, are violated, "
             f"inconclusive, not applicable, error (every replicate failed; the details page "
             f"gives the first failure). "
@@ -134,5 +133,22 @@ def summary_page(run: Run, idx: int) -> Figure:
             f"counterexample no simulation reaches), no CI: holds = exact <= bound, violated = "
             f"exact > bound, beyond a rounding band of {EXACT_BOUND_RTOL:g} x |bound|; "
             f"tightness = bound / exact.")
-    draw_wrapped(fig, 0.03, y - 0.03, note, 0.94, size=SMALL, max_lines=8, color="#333333")
+    note, size = _fitting_note(note, y - 0.03, idx)
+    draw_wrapped(fig, 0.03, y - 0.03, note, 0.94, size=size, max_lines=None, color="#333333")
     return fig
+
+
+def _fitting_note(note: str, y: float, idx: int) -> tuple[str, float]:
+    """The note under the table and its font size, kept clear of the footer: the full note
+    at the largest size from SMALL down to 6 pt that fits between ``y`` and the footer; on a
+    later summary page where none fits, a pointer to the first page's note."""
+    room = y - FOOTER_TOP - 0.015
+    size = float(SMALL)
+    while size >= 6:
+        if len(wrapped_lines(note, 0.94, size)) * size * 1.45 / 72 / PAGE_SIZE[1] <= room:
+            return note, size
+        size -= 0.5
+    if idx > 0:
+        return ("Columns, verdict rules, tightness and control: see the note under the table "
+                "on the first summary page."), float(SMALL)
+    return note, 6.0
