@@ -268,9 +268,8 @@ def test_pages_drawn_by_two_processes_are_the_pages_one_draws(run_dir, tmp_path)
     is what one process draws: the same PNG bytes, the same text, the same page count."""
     import io
 
-    from pypdf import PdfReader
-
     from fedsim.validation.report.render import write_pages
+    from pypdf import PdfReader
 
     run = report.load_run(run_dir)
     plan = report._plan(run)[:2]
