@@ -122,7 +122,7 @@ def _x_star_distance(problem: Any, kind: str, w0: np.ndarray) -> tuple[float, st
 
 def _tau(sc: ScenarioConstants, scenario: Any) -> None:
     alg = scenario.algorithm
-    if alg.name != "fedasync" and alg.name not in ("fedbuff", "asfedavg"):
+    if alg.name not in ("fedasync", "fedbuff", "asfedavg"):
         sc.lack("tau", f"[P] Assumption 1's tau is the staleness of asynchronous FedAsync; "
                        f"algorithm {alg.name!r} is not analysed by the theorem")
         return

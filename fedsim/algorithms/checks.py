@@ -63,8 +63,7 @@ def exp_cycle(scenario: Any) -> None:
 
 def window_config(scenario: Any) -> None:
     """THEORY_SPEC 10.2(a)'s keys: ``tau`` (an integer >= 0, checked with the section) is
-    required, and
-    ``delay_pmf``, when given, is a distribution on ``{0..tau}``."""
+    required, and ``delay_pmf``, when given, is a distribution on ``{0..tau}``."""
     a, f = scenario.algorithm, "algorithm"
     require(a.tau is not None, f"{f}.tau", None, "is required for model='window'")
     if a.delay_pmf is not None:

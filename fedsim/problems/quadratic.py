@@ -228,6 +228,12 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         """``(n, d)``: ``diag(V_i^T C_i V_i)`` (read-only)."""
         return self._stack("noise_in_eigenbasis")
 
+    def client_hessian(self, i: int) -> np.ndarray:
+        """``A_i`` (``d x d``, read-only), read from the distinct Hessians: a per-client
+        oracle never lays out the ``n d^2`` stack (the same C-contiguous numbers as
+        ``A_stack[i]``, so the same products, bit for bit)."""
+        return self._hess.values[self._hess.index[i]]
+
     def hessians_distinct(self) -> tuple[np.ndarray, np.ndarray]:
         """``(values, index)``: the distinct ``A_i`` (``(k, d, d)``, symmetrised) and each
         client's (``A_i = values[index[i]]``)."""
@@ -286,19 +292,19 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
     def loss(self, i: int, w: np.ndarray) -> float:
         """f_i(w)."""
         r = w - self.b_stack[i]
-        return float(0.5 * (r @ (self.A_stack[i] @ r)) + self.c[i])
+        return float(0.5 * (r @ (self.client_hessian(i) @ r)) + self.c[i])
 
     def grad(self, i: int, w: np.ndarray) -> np.ndarray:
         """grad f_i(w) = A_i (w - b_i)."""
-        return self.A_stack[i] @ (w - self.b_stack[i])
+        return self.client_hessian(i) @ (w - self.b_stack[i])
 
     def hess(self, i: int, w: np.ndarray) -> np.ndarray:
         """A_i (a read-only view; independent of w)."""
-        return self.A_stack[i]
+        return self.client_hessian(i)
 
     def hvp(self, i: int, w: np.ndarray, v: np.ndarray) -> np.ndarray:
         """A_i v."""
-        return self.A_stack[i] @ v
+        return self.client_hessian(i) @ v
 
     def f(self, w: np.ndarray) -> float:
         """f(w) = mean_i f_i(w) (O(n d^2), no cancellation)."""

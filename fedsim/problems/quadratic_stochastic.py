@@ -2,8 +2,9 @@
 
 :class:`QuadraticStochasticOracles` is the part of
 :class:`~fedsim.problems.quadratic.QuadraticProblem` that draws and uses batches; it reads
-the problem's ``A_stack``, ``b_stack``, ``noise``, ``noise_factor``, ``eigvals``/``eigvecs``,
-``dim`` and its Moreau objective ``me(lam)``.  A batch is one d-vector (docs/INTERNALS.md 1):
+the problem's ``client_hessian(i)``, ``b_stack``, ``noise``, ``noise_factor``,
+``eigvals``/``eigvecs``, ``dim`` and its Moreau objective ``me(lam)``.  A batch is one
+d-vector (docs/INTERNALS.md 1):
 
 * ``"additive"``: the mean noise ``e_D = chol(S_i) z / sqrt(m)``, ``batch_grad = A_i (w -
   b_i) + e_D``;
@@ -58,14 +59,14 @@ class QuadraticStochasticOracles:
     def batch_grad(self, i: int, w: np.ndarray, batch: np.ndarray) -> np.ndarray:
         """additive: A_i (w - b_i) + e_D; sampling: A_i (w - xibar_D)."""
         if self.noise == "additive":
-            out = self.A_stack[i] @ (w - self.b_stack[i])
+            out = self.client_hessian(i) @ (w - self.b_stack[i])
             out += batch
             return out
-        return self.A_stack[i] @ (w - batch)
+        return self.client_hessian(i) @ (w - batch)
 
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
         """A_i v (the per-sample Hessian is exactly A_i)."""
-        return self.A_stack[i] @ v
+        return self.client_hessian(i) @ v
 
     def batch_theta_hat(self, i: int, w: np.ndarray, lam: float, batch: np.ndarray,
                         residual: np.ndarray | None = None) -> np.ndarray:
@@ -81,7 +82,7 @@ class QuadraticStochasticOracles:
         if self.noise == "additive":
             err = batch
         else:
-            err = self.A_stack[i] @ (self.b_stack[i] - batch)
+            err = self.client_hessian(i) @ (self.b_stack[i] - batch)
         if residual is not None:
             err = err - residual
         k = self.eigvecs[i]

@@ -130,6 +130,9 @@ def test_a_shared_hessian_is_held_once_by_the_compiled_view() -> None:
     for i in (0, n // 2, n - 1):
         cv.grad(cv.data, i, w, np.empty(0), g)
         np.testing.assert_allclose(g, p.grad(i, w), rtol=1e-13, atol=1e-14)
+    for i in (0, n - 1):  # the interpreted oracles read the distinct Hessian: the stack's bits
+        assert p.client_hessian(i).tobytes() == p.A_stack[i].tobytes()
+        assert p.grad(i, w).tobytes() == (p.A_stack[i] @ (w - p.b_stack[i])).tobytes()
     q = QuadraticProblem(np.stack(mats[:3]) * [[[1.0]], [[2.0]], [[1.0]]], b[:3])
     At3, hix3 = compiled_view(q, 1).data[:2]
     assert At3.shape == (3, 10, 10) and list(hix3) == [0, 1, 2]
