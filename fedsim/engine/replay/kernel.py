@@ -142,6 +142,7 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
             m0 = moff[g]
             m1 = moff[g + 1]
             r0 = m0 + g
+            r1 = m1 + g + 1
             if pos[2] == 0:  # the replicate's first call: its state from its templates
                 k0 = init[g]
                 for r in range(s_rows):
@@ -169,23 +170,34 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
             t0 = pos[1]
             t1 = min(T, t0 + left)
             # replicate g's rows of the group's columns
-            p0 = s0 + g
-            c0 = coff[g]
+            gptr = ptr[s0 + g:s0 + g + T + 1]
+            gkind = kind[s0:s0 + T]
+            gcli = c_client[coff[g]:coff[g + 1]]
+            gread = c_read[coff[g]:coff[g + 1]]
+            gsteps = c_steps[coff[g]:coff[g + 1]]
+            gstale = c_stale[coff[g]:coff[g + 1]]
             gstates = states[g]
             gccnt = ccnt[g]
             gscnt = scnt[g]
-            nrec = m1 - m0
+            grec = rec[m0:m1]
+            gsnap = snap[r0:r1]
+            gesnap = esnap[r0:r1]
+            gpsnap = psnap[r0:r1]
+            gfills = fills[s0:s0 + T]
+            gmvals = mvals[r0:r1]
+            gevals = evals[r0:r1]
+            nrec = grec.shape[0]
             j = isnap[g]
-            nxt = rec[m0 + j] if j < nrec else -1
+            nxt = grec[j] if j < nrec else -1
             res = t1
             for t in range(t0 + 1, t1 + 1):
-                a = ptr[p0 + t - 1]
-                k = ptr[p0 + t] - a
+                a = gptr[t - 1]
+                k = gptr[t] - a
                 for c in range(k):
-                    p = c0 + a + c
-                    i = c_client[p]
-                    tr = c_read[p]
-                    ns = c_steps[p]
+                    p = a + c
+                    i = gcli[p]
+                    tr = gread[p]
+                    ns = gsteps[p]
                     src = hist[tr & mask, 0]
                     rd = reads[c]
                     for m in range(d):
@@ -193,7 +205,7 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
                     draw_round(vdata, i, get_stream(gstates, i), ns, Z)
                     update(vdata, i, cst[i], rd, tr, Z, ns, cfp, news[c], gccnt)
                     clients[c] = i
-                    stale[c] = c_stale[p]
+                    stale[c] = gstale[p]
                 S = hist[t & mask]
                 prev = hist[(t - 1) & mask]
                 for r in range(s_rows):
@@ -201,35 +213,36 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
                     pr = prev[r]
                     for m in range(d):
                         Sr[m] = pr[m]
-                fills[s0 + t - 1] = apply(S, clients, reads, news, k, stale, kind[s0 + t - 1],
-                                          sfp, gscnt)
+                gfills[t - 1] = apply(S, clients, reads, news, k, stale, gkind[t - 1], sfp,
+                                      gscnt)
                 w = S[0]
                 nrm = 0.0
                 for m in range(d):
                     nrm += w[m] * w[m]
                 bad = not nrm <= div2
                 if bad or t == nxt:
-                    q = r0 + j
+                    sj = gsnap[j]
                     for m in range(d):
-                        snap[q, m] = w[m]
+                        sj[m] = w[m]
                     if ergo:
+                        ej = gesnap[j]
                         for m in range(d):
-                            esnap[q, m] = wsum[m]
+                            ej[m] = wsum[m]
                     if mon:
-                        metrics(mdata, codes, w, mvals[q])
+                        metrics(mdata, codes, w, gmvals[j])
                         if ergo:
                             for m in range(d):
                                 xbar[m] = wsum[m] / t
-                            metrics(mdata, ecodes, xbar, evals[q])
+                            metrics(mdata, ecodes, xbar, gevals[j])
                     if prow >= 0:
                         for i2 in range(n):
                             for m in range(d):
-                                psnap[q, i2, m] = cst[i2, prow, m]
+                                gpsnap[j, i2, m] = cst[i2, prow, m]
                     if bad:
                         res = -t
                         break
                     j += 1
-                    nxt = rec[m0 + j] if j < nrec else -1
+                    nxt = grec[j] if j < nrec else -1
                 if ergo:
                     for m in range(d):
                         wsum[m] = wsum[m] + w[m]
