@@ -27,6 +27,10 @@ from fedsim.engine.setup import problem_for
 from fedsim.rng import Streams
 from fedsim.trace import Trace
 
+# one worker runs this module (make test: --dist loadgroup): the replay kernels of its
+# rule combinations are compiled once, not by both workers at the same time
+pytestmark = pytest.mark.xdist_group("test_area_window_tables")
+
 _REF = Path(__file__).parent / "data" / "area_window_traces.pkl.xz"
 
 

@@ -30,6 +30,10 @@ from fedsim.servers.asypfl import asypfl_apply, client_weights
 from fedsim.trace import DIVERGE_NORM
 from tests.engine.asypfl_cases import CASES, scenario
 
+# one worker runs this module (make test: --dist loadgroup): the replay kernels of its
+# rule combinations are compiled once, not by both workers at the same time
+pytestmark = pytest.mark.xdist_group("test_asypfl_replay")
+
 REF = np.load(Path(__file__).with_name("data") / "asypfl_ref.npz")
 RTOL = 1e-10
 _STEP_COLS = (("time", "time"), ("kind", "kind_code"), ("client", "client"),

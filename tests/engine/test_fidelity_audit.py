@@ -32,6 +32,10 @@ from fedsim.problems.quadratic import QuadraticProblem
 from fedsim.rng import Streams
 from tests.engine.paths import model_path, simpy_path
 
+# one worker runs this module (make test: --dist loadgroup): the replay kernels of its
+# rule combinations are compiled once, not by both workers at the same time
+pytestmark = pytest.mark.xdist_group("test_fidelity_audit")
+
 A = (Fr(1), Fr(2))
 B = (Fr(1), Fr(-1))
 

@@ -21,6 +21,10 @@ from fedsim.engine.models.sync.simpy_writer import sync_timeline
 from fedsim.engine.replay.driver import replay_table
 from fedsim.rng import Streams
 
+# one worker runs this module (make test: --dist loadgroup): the replay kernels of its
+# rule combinations are compiled once, not by both workers at the same time
+pytestmark = pytest.mark.xdist_group("test_sync_table")
+
 _REF = load_reference()
 #: cases whose client rule changed its operation order since the reference (the compiled
 #: Moreau rule's exact solve on quadratics: one Newton step on a Cholesky factor); their
