@@ -1,14 +1,18 @@
 """Entry-point plug-ins as untrusted input: load one group, report a broken entry point in
 one line, go on; check what a plug-in returns before anyone reads it.
 
-fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package"):
+fedsim reads four entry-point groups (``docs/EXTENDING.md``, "A plug-in package";
+``docs/PLUGINS.md``):
 
 * ``fedsim.theorems`` -- a :class:`fedsim.theory.registry.Theorem` (or a callable that
   registers what it wants), read by :func:`fedsim.theory.registry.load_plugins`;
 * ``fedsim.families`` -- a :class:`fedsim.validation.families.Family` (or a list of them),
   read by :func:`fedsim.validation.families.load_family_plugins`;
 * ``fedsim.suite_rows`` -- a list of :class:`fedsim.validation.rows.SuiteRow` (or a callable
-  returning one), read by :func:`fedsim.validation.rows.load_row_plugins`.
+  returning one), read by :func:`fedsim.validation.rows.load_row_plugins`;
+* ``fedsim.problems`` -- a :class:`fedsim.problems.registry.ProblemKind` (or a list of them),
+  read by :func:`fedsim.problems.registry.load_problem_plugins` the first time a scenario
+  names a ``[problem] kind`` that is not built in.
 
 **Loading.**  An entry point that fails to import -- any exception, ``SystemExit`` (a plug-in
 calling ``sys.exit`` at import) or another ``BaseException`` but Ctrl-C, an installed
@@ -22,7 +26,12 @@ an exception it raises, or a result that is not a
 a 1-D array of numbers over the horizons), finite unless the status says there is no bound
 (``VACUOUS``, ``NOT_APPLICABLE``: ``+inf``), is a :class:`PluginError` naming the plug-in --
 never a certified NaN.  A plug-in family's builder runs through
-:func:`checked_family_builder`: it must return an ``Instance``.
+:func:`checked_family_builder`: it must return an ``Instance``.  A problem kind's builder runs
+through :func:`checked_problem_builder` (it must return a
+:class:`~fedsim.problems.base.Problem` with integer ``n >= 1`` and ``dim >= 1``) and its
+client count through :func:`checked_problem_clients` (an integer ``>= 1``).  A plug-in that
+raises a :class:`~fedsim.errors.FedsimError` (a ``ConfigError`` on a bad parameter) is
+passed on as it is: that is its one-line refusal.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ from typing import Any
 from fedsim.errors import FedsimError
 
 __all__ = ["load_group", "broken_plugins", "PluginError", "checked_theorem_function",
-           "checked_family_builder", "check_bound_result"]
+           "checked_family_builder", "check_bound_result", "checked_problem_builder",
+           "checked_problem_clients"]
 
 _BROKEN: dict[tuple[str, str], str] = {}
 
@@ -189,6 +199,59 @@ def checked_family_builder(name: str, fn: Callable[..., Any] | None,
             raise PluginError(f"plug-in {who} built {type(out).__name__}, not an "
                               f"{instance_type.__name__}; refused")
         return out
+
+    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
+    return checked
+
+
+def _positive_int(value: Any) -> bool:
+    import numpy as np
+
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+            and int(value) >= 1)
+
+
+def checked_problem_builder(name: str, fn: Callable[..., Any],
+                            problem_type: type) -> Callable[..., Any]:
+    """A problem kind's builder wrapped so that an exception, or a result that is not a
+    ``problem_type`` (:class:`~fedsim.problems.base.Problem`) with integer ``n >= 1`` and
+    ``dim >= 1``, is a :class:`PluginError` naming the kind (its signature is kept: the
+    config checks the ``[problem]`` keys against it)."""
+    if getattr(fn, "__fedsim_checked__", False):
+        return fn
+    who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        out = _guarded(who, fn, *args, **kwargs)
+        if not isinstance(out, problem_type):
+            raise PluginError(f"plug-in {who} built {type(out).__name__}, not a "
+                              f"{problem_type.__module__}.{problem_type.__name__}; refused")
+        for attr in ("n", "dim"):
+            if not _positive_int(getattr(out, attr, None)):
+                raise PluginError(f"plug-in {who} built a problem whose {attr} = "
+                                  f"{getattr(out, attr, None)!r} is not an integer >= 1; "
+                                  "refused")
+        return out
+
+    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
+    return checked
+
+
+def checked_problem_clients(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], int]:
+    """A problem kind's ``clients(params)`` wrapped: an exception, or a count that is not an
+    integer ``>= 1``, is a :class:`PluginError` naming the kind."""
+    if getattr(fn, "__fedsim_checked__", False):
+        return fn
+    who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
+
+    @functools.wraps(fn)
+    def checked(params: Any) -> int:
+        out = _guarded(who, fn, params)
+        if not _positive_int(out):
+            raise PluginError(f"plug-in {who} counted {out!r} clients, not an integer >= 1; "
+                              "refused")
+        return int(out)
 
     checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
     return checked
