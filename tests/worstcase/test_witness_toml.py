@@ -1,0 +1,105 @@
+"""The Gram-interpolant witness as a TOML anyone can ``fedsim run`` (problem kind
+``gram_interpolant``, :mod:`fedsim.worstcase.interpolant_problem`): written by ``fedsim
+worstcase --witness-out``, run by ``fedsim run`` and ``run_batch``, it gives the PEP value
+back to solver tolerance; a garbled table is refused in one line; another timeline does not
+reproduce (negative control)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fedsim
+from fedsim.cli import main
+from fedsim.errors import ConfigError
+from fedsim.worstcase.gram_witness import GRAM_MATCH_RTOL
+
+#: delayed GD on a delay list of a one-job-per-worker timeline, where no quadratic attains
+#: the nonconvex worst case (the recorded model: no compiled table writer to wait for)
+ARGS = ["worstcase", "--class", "nonconvex", "--delays", "0,1,2,2,1,3", "--step", "0.25",
+        "--measure", "avg_grad_sq", "--json"]
+K = 6
+
+
+def measured(csv) -> float:
+    """The PEP's measure read from ``fedsim run``'s CSV: the mean of ``||grad f||^2`` over
+    steps ``0..K-1`` over ``f(x_0) - f(x_K)`` (the nonconvex PEP's ``"f_K"`` normalisation)."""
+    d = pd.read_csv(csv)
+    return float(d["avg_grad_sq"][K] / (d["f_gap"][0] - d["f_gap"][K]))
+
+
+@pytest.fixture(scope="module")
+def witness(tmp_path_factory):
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("gram-toml")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main([*ARGS, "--witness-out", str(tmp / "w.toml")]) == 0
+    return tmp, json.loads(buf.getvalue())
+
+
+def test_fedsim_run_on_the_witness_toml_gives_the_pep_value(witness):
+    tmp, out = witness
+    assert out["witness_kind"] == "Gram interpolant" and out["gram_witness"]["reproduces"]
+    assert (tmp / "w.staleness").is_file()
+    assert main(["run", str(tmp / "w.toml"), "--out", str(tmp / "t.csv"),
+                 "--no-progress"]) == 0
+    got = measured(tmp / "t.csv")
+    assert abs(got - out["value"]) <= GRAM_MATCH_RTOL * out["value"]
+    # the one path: the door's own simulation is this run, to rounding
+    assert got == pytest.approx(out["gram_witness"]["replayed"], rel=1e-12)
+    # run_batch builds the problem from the scenario too; sigma = 0, so every replicate is one
+    from fedsim.engine import run_batch
+
+    sc = fedsim.load(tmp / "w.toml")
+    traces = run_batch(sc, [0, 1])
+    assert traces[0].equals(fedsim.run(sc))
+    np.testing.assert_array_equal(traces[1].metrics["grad_sq"], traces[0].metrics["grad_sq"])
+
+
+def test_another_timeline_does_not_reproduce(witness):
+    """Negative control: the same interpolant along another schedule (the staleness file
+    edited to constant tau = 1, still a valid timeline) misses the PEP value."""
+    tmp, out = witness
+    (tmp / "w.staleness").write_text("0\n1\n1\n1\n1\n1\n")
+    try:
+        assert main(["run", str(tmp / "w.toml"), "--out", str(tmp / "other.csv"),
+                     "--no-progress"]) == 0
+        assert abs(measured(tmp / "other.csv") - out["value"]) > GRAM_MATCH_RTOL * out["value"]
+    finally:
+        (tmp / "w.staleness").write_text("0\n1\n2\n2\n1\n3\n")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p.pop("points"), r"problem\.points is required"),
+    (lambda p: p.update(points=p["points"][:-1]), r"problem\.gradients.*must have shape"),
+    (lambda p: p.update(values=p["values"] + [0.0]), r"problem\.values.*must have shape"),
+    (lambda p: p["points"][1].append(0.0), r"problem\.points.*rows of one length"),
+    (lambda p: p["gradients"][0].__setitem__(0, "x"), r"problem\.gradients.*list of rows"),
+    (lambda p: p["values"].__setitem__(0, float("nan")), r"problem\.values.*finite"),
+    (lambda p: p.update(function_class="convex_lipschitz"), r"problem\.function_class"),
+    (lambda p: p.update(mu=0.5), r"problem\.mu.*nonconvex"),
+    (lambda p: p.update(L=0.0), r"problem\.L.*> 0"),
+])
+def test_a_garbled_witness_table_is_refused_in_one_line(witness, edit, message):
+    tmp, _ = witness
+    d = fedsim.load(tmp / "w.toml").to_dict()
+    edit(d["problem"])
+    with pytest.raises(ConfigError, match=message) as err:
+        fedsim.run(d)
+    assert "\n" not in str(err.value)
+
+
+def test_a_garbled_witness_file_exits_2_in_one_line(witness, tmp_path, capsys):
+    tmp, _ = witness
+    text = (tmp / "w.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("values = [", "values = [\"oops\", ", 1))
+    assert main(["run", str(bad), "--out", str(tmp_path / "t.csv"), "--no-progress"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and "problem.values" in err[0], err
