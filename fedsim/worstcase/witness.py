@@ -10,7 +10,8 @@ solver tolerance the quadratic of the maximising curvature *is* a worst case, an
 same 1-D quadratic (``kind = "quadratic"``, ``dim = 1``, ``mu = L = h``, no heterogeneity,
 no noise, ``w0 = 1``) along the same schedule.  Where the PEP value is above the grid's
 maximum the worst case is not a quadratic of one curvature; no witness is claimed then
-(an interpolating function from the Gram matrix is not built here).
+(the interpolating function built from the Gram matrix is the witness then:
+:mod:`fedsim.worstcase.gram_witness`, and its scenario :mod:`fedsim.worstcase.engine_witness`).
 """
 
 from __future__ import annotations
