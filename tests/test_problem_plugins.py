@@ -173,3 +173,14 @@ def test_a_broken_entry_point_is_one_line_and_the_rest_works(tmp_path):
     assert any("problem.kind must be one of" in x and "gram_interpolant" in x
                for x in lines), r.stderr
     assert len(lines) == 3, r.stderr
+
+
+def test_a_problem_without_a_constants_table_is_one_line_in_bounds(toy):
+    """``fedsim bounds --scenario`` reads the problem's constants: a plug-in's table that
+    raises is a one-line refusal, not a traceback."""
+    from fedsim.validation.scenario_constants import scenario_constants
+
+    sc = fedsim.Scenario.from_dict(scenario({"kind": "toy_parabola", "n": 1, "a": 2.0}))
+    with pytest.raises(ConfigError, match=r"the toy_parabola problem has no constants table "
+                                          r"\(NotImplementedError: Parabola must implement"):
+        scenario_constants(sc, "theorem1")

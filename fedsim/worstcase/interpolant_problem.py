@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_integer, check_number, require
-from fedsim.problems.constants import ConstantsTable
+from fedsim.problems.constants import Constant, ConstantsTable, Tag
 from fedsim.problems.deterministic import DeterministicProblem
 from fedsim.problems.registry import ProblemKind
 from fedsim.worstcase.classes import FunctionClass
@@ -91,8 +91,30 @@ class InterpolantProblem(DeterministicProblem):
                                   "(first-order client rules only)")
 
     def _build_table(self) -> ConstantsTable:
-        raise NotImplementedError("the interpolant's constants are its class's "
-                                  "(fedsim.worstcase.classes.FunctionClass), not a table")
+        """The constants of the class the interpolant is a member of by construction (the
+        conjugate of a ``1/M``-strongly convex function, Taylor, Hendrickx & Glineur 2017,
+        Theorem 1, shifted as in :mod:`fedsim.worstcase.interpolant`), every client holding
+        the same function; no ``mu`` for the nonconvex class (it is not convex)."""
+        fn = self.function
+        L = float(fn.scale) * (fn.phi.M + fn.shift)
+        sc = fn.kind == "strongly_convex"
+        why_f = ("min over the simplex of a convex QP (Clarabel, then a KKT polish)" if sc
+                 else "min_j (-L ||s_j||^2 - c_j), closed form")
+        tag_f = Tag.NUMERIC if sc else Tag.EXACT
+        rows = [Constant("L", L, Tag.EXACT, f"the interpolant is in the {fn.kind} class of L")]
+        if sc:
+            rows.append(Constant("mu", float(fn.scale) * fn.shift, Tag.EXACT,
+                                 "f - mu ||x||^2/2 is convex by construction"))
+        return ConstantsTable(rows + [
+            Constant("rho", math.inf, Tag.INFINITE, "C^{1,1}, not twice differentiable"),
+            Constant("sigma_g2", 0.0, Tag.EXACT, "deterministic oracle"),
+            Constant("gamma_g2", 0.0, Tag.EXACT, "every client holds the same function"),
+            Constant("G", math.inf, Tag.INFINITE, "the gradient grows linearly in ||x||"),
+            Constant("B", math.inf, Tag.INFINITE, "not Lipschitz: the gradient is unbounded"),
+            Constant("f_star_A", self.f_star, tag_f, why_f),
+            Constant("f_star_P", self.f_star, tag_f, "every f_i = f: " + why_f),
+            Constant("zeta", 0.0, Tag.EXACT, "every client's minimiser is x*"),
+        ])
 
 
 def _numbers(key: str, value: Any, shape: tuple[int | None, ...]) -> np.ndarray:

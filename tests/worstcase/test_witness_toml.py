@@ -60,6 +60,12 @@ def test_fedsim_run_on_the_witness_toml_gives_the_pep_value(witness):
     traces = run_batch(sc, [0, 1])
     assert traces[0].equals(fedsim.run(sc))
     np.testing.assert_array_equal(traces[1].metrics["grad_sq"], traces[0].metrics["grad_sq"])
+    # its constants are its class's (fedsim bounds --scenario reads them); not convex: no mu
+    from fedsim.engine import problem_for
+
+    c = problem_for(sc).constants.values()
+    assert (c["L"], c["sigma_g2"], c["zeta"]) == (1.0, 0.0, 0.0) and "mu" not in c
+    assert c["f_star_A"] == problem_for(sc).f_star
 
 
 def test_another_timeline_does_not_reproduce(witness):
