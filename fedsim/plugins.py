@@ -44,11 +44,12 @@ from typing import Any
 
 from fedsim.errors import FedsimError
 
-__all__ = ["load_group", "broken_plugins", "PluginError", "checked_theorem_function",
-           "checked_family_builder", "check_bound_result", "checked_problem_builder",
-           "checked_problem_clients"]
+__all__ = ["load_group", "load_group_once", "broken_plugins", "PluginError",
+           "checked_theorem_function", "checked_family_builder", "check_bound_result",
+           "checked_problem_builder", "checked_problem_clients"]
 
 _BROKEN: dict[tuple[str, str], str] = {}
+_LOADED: set[str] = set()
 
 
 class PluginError(FedsimError):
@@ -112,6 +113,16 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
     return loaded
 
 
+def load_group_once(group: str, accept: Callable[[str, Any], None], *,
+                    force: bool = False) -> list[str]:
+    """:func:`load_group` the first time ``group`` is asked for in this process (or again
+    with ``force``); later calls return ``[]``."""
+    if group in _LOADED and not force:
+        return []
+    _LOADED.add(group)
+    return load_group(group, accept)
+
+
 def broken_plugins() -> list[str]:
     """The one-line reports of the plug-ins skipped so far in this process."""
     return list(_BROKEN.values())
@@ -169,19 +180,26 @@ def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
 
 
+def _checked(who: str, fn: Callable[..., Any], check: Callable[[Any], Any]) -> Callable[..., Any]:
+    """``fn`` wrapped (its signature kept): the call guarded (:func:`_guarded`) and its
+    result passed through ``check`` (which raises :class:`PluginError` or returns what the
+    caller gets); marked so that it is never wrapped twice."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return check(_guarded(who, fn, *args, **kwargs))
+
+    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
+    return checked
+
+
 def checked_theorem_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (a plug-in theorem's bound) wrapped so that an exception, or a result
     :func:`check_bound_result` refuses, is a :class:`PluginError` naming ``name``."""
     if getattr(fn, "__fedsim_checked__", False):
         return fn
     who = f"theorem {name!r} ({getattr(fn, '__module__', '?')})"
-
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        return check_bound_result(who, _guarded(who, fn, *args, **kwargs))
-
-    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
-    return checked
+    return _checked(who, fn, lambda out: check_bound_result(who, out))
 
 
 def checked_family_builder(name: str, fn: Callable[..., Any] | None,
@@ -192,16 +210,13 @@ def checked_family_builder(name: str, fn: Callable[..., Any] | None,
         return fn
     who = f"family {name!r} ({getattr(fn, '__module__', '?')})"
 
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        out = _guarded(who, fn, *args, **kwargs)
+    def check(out: Any) -> Any:
         if not isinstance(out, instance_type):
             raise PluginError(f"plug-in {who} built {type(out).__name__}, not an "
                               f"{instance_type.__name__}; refused")
         return out
 
-    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
-    return checked
+    return _checked(who, fn, check)
 
 
 def _positive_int(value: Any) -> bool:
@@ -221,9 +236,7 @@ def checked_problem_builder(name: str, fn: Callable[..., Any],
         return fn
     who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
 
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        out = _guarded(who, fn, *args, **kwargs)
+    def check(out: Any) -> Any:
         if not isinstance(out, problem_type):
             raise PluginError(f"plug-in {who} built {type(out).__name__}, not a "
                               f"{problem_type.__module__}.{problem_type.__name__}; refused")
@@ -234,8 +247,7 @@ def checked_problem_builder(name: str, fn: Callable[..., Any],
                                   "refused")
         return out
 
-    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
-    return checked
+    return _checked(who, fn, check)
 
 
 def checked_problem_clients(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], int]:
@@ -245,13 +257,10 @@ def checked_problem_clients(name: str, fn: Callable[[Any], Any]) -> Callable[[An
         return fn
     who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
 
-    @functools.wraps(fn)
-    def checked(params: Any) -> int:
-        out = _guarded(who, fn, params)
+    def check(out: Any) -> int:
         if not _positive_int(out):
             raise PluginError(f"plug-in {who} counted {out!r} clients, not an integer >= 1; "
                               "refused")
         return int(out)
 
-    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
-    return checked
+    return _checked(who, fn, check)

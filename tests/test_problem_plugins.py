@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from plugin_site import fake_distribution
 
 import fedsim
 from fedsim.errors import ConfigError
@@ -149,16 +150,12 @@ def test_a_broken_entry_point_is_one_line_and_the_rest_works(tmp_path):
     ``fedsim.problems``: ``fedsim run`` on a scenario of an unknown kind says so in one line
     per broken plug-in plus the refusal (exit 2, no traceback); ``--help`` never reads the
     group."""
-    site = tmp_path / "site"
-    info = site / "broken_problem_plugin-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: broken-problem-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
+    site = fake_distribution(
+        tmp_path / "site", "broken-problem-plugin",
         "[fedsim.problems]\nbad_kind = broken_problem_plugin:KIND\n"
-        "wrong_kind = broken_problem_plugin_ok:NOT_A_KIND\n")
-    (site / "broken_problem_plugin.py").write_text("raise ImportError('deliberately broken')\n")
-    (site / "broken_problem_plugin_ok.py").write_text("NOT_A_KIND = 42\n")
+        "wrong_kind = broken_problem_plugin_ok:NOT_A_KIND\n",
+        {"broken_problem_plugin": "raise ImportError('deliberately broken')\n",
+         "broken_problem_plugin_ok": "NOT_A_KIND = 42\n"})
     toml = tmp_path / "bad.toml"
     toml.write_text('[problem]\nkind = "bad_kind"\nn = 1\n[algorithm]\nname = "fedavg"\n'
                     '[horizon]\nsteps = 2\n')

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedsim.errors import ConfigError, check_integer, require
-from fedsim.plugins import checked_problem_builder, checked_problem_clients, load_group
+from fedsim.plugins import checked_problem_builder, checked_problem_clients, load_group_once
 
 __all__ = ["ProblemKind", "BUILTIN_KINDS", "ENTRY_POINT_GROUP", "register_problem_kind",
            "unregister_problem_kind", "get_problem_kind", "problem_kinds",
@@ -39,7 +39,6 @@ ENTRY_POINT_GROUP = "fedsim.problems"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 _KINDS: dict[str, ProblemKind] = {}
-_state = {"plugins": False}
 
 
 def _clients_n(params: Mapping[str, Any]) -> int:
@@ -113,10 +112,7 @@ def _accept(name: str, obj: object) -> None:
 def load_problem_plugins(*, force: bool = False) -> list[str]:
     """Load the ``fedsim.problems`` entry points (once, or again with ``force``); a broken
     one is reported in one line and skipped (:func:`fedsim.plugins.load_group`)."""
-    if _state["plugins"] and not force:
-        return []
-    _state["plugins"] = True
-    return load_group(ENTRY_POINT_GROUP, _accept)
+    return load_group_once(ENTRY_POINT_GROUP, _accept, force=force)
 
 
 def problem_kinds() -> tuple[str, ...]:
