@@ -102,22 +102,27 @@ def _simulate_gram(wc: Any, scenario: Any, out: dict[str, Any]) -> str:
             f"{'reproduces' if ew.reproduces else 'does NOT reproduce'} the PEP value)")
 
 
-def _write_witness(wc: Any, scenario: Any, path: str) -> str | None:
+def _write_witness(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
     """Write the witness scenario to ``path``: the quadratic's where one attains the PEP
     value and a scenario realises it, else the Gram interpolant's
     (:func:`fedsim.worstcase.engine_witness.write_interpolant_witness`, a recorded-model
-    timeline's staleness file beside it); returns which, or ``None`` (nothing written)."""
+    timeline's staleness file beside it); returns ``(which, "")``, or ``(None, why not)``
+    (nothing written)."""
+    from fedsim.errors import FedsimError
     from fedsim.worstcase.engine_witness import write_interpolant_witness
 
     w = wc.witness
     if w is not None and w.scenario is not None:
         w.to_toml(path)
-        return "quadratic"
+        return "quadratic", ""
     if wc.gram is not None:
-        write_interpolant_witness(wc.method, wc.function_class, wc.schedule, wc.pep, path,
-                                  scenario)
-        return "Gram interpolant"
-    return None
+        try:
+            write_interpolant_witness(wc.method, wc.function_class, wc.schedule, wc.pep, path,
+                                      scenario)
+        except FedsimError as exc:
+            return None, f"the Gram interpolant's: {exc}"
+        return "Gram interpolant", ""
+    return None, "not asked for" if w is None else w.reason
 
 
 def main_worstcase(args: argparse.Namespace) -> int:
@@ -182,9 +187,8 @@ def main_worstcase(args: argparse.Namespace) -> int:
         out["rate"] = rate_out
     w = wc.witness
     if args.witness_out is not None:
-        written = _write_witness(wc, scenario, args.witness_out)
+        written, why = _write_witness(wc, scenario, args.witness_out)
         if written is None:
-            why = "not asked for" if w is None else w.reason
             sys.stderr.write(f"fedsim: no witness scenario: {why}\n")
         else:
             line += f"\n{written} witness scenario written to {args.witness_out}"
