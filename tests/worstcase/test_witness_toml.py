@@ -109,3 +109,46 @@ def test_a_garbled_witness_file_exits_2_in_one_line(witness, tmp_path, capsys):
     assert main(["run", str(bad), "--out", str(tmp_path / "t.csv"), "--no-progress"]) == 2
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(err) == 1 and "problem.values" in err[0], err
+
+
+def _floats():
+    from hypothesis import strategies as st
+
+    return st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e300,
+                     max_value=1e300)
+
+
+def test_the_toml_holds_the_pep_data_to_the_last_bit():
+    """Property: any finite float64 data survive ``[problem]`` -> TOML -> ``[problem]``
+    bit for bit, and the builder's interpolant is the package's own (same ``S``, ``c``)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from fedsim.config.io import dumps, loads
+    from fedsim.testing import fedsim_profile
+    from fedsim.worstcase import FunctionClass
+    from fedsim.worstcase.interpolant import class_interpolant
+    from fedsim.worstcase.interpolant_problem import interpolant_table
+
+    fc = FunctionClass(kind="nonconvex", L=1.0)
+    base = {"name": "rt", "seed": 0, "algorithm": {"name": "fedavg"}, "horizon": {"steps": 1}}
+
+    @settings(fedsim_profile, max_examples=25)
+    @given(st.integers(1, 4), st.integers(1, 3), st.data())
+    def check(P, r, data):
+        X, Gr = (np.array(data.draw(st.lists(st.lists(_floats(), min_size=r, max_size=r),
+                                             min_size=P, max_size=P))) for _ in range(2))
+        Fv = np.array(data.draw(st.lists(_floats(), min_size=P, max_size=P)))
+        d = {**base, "problem": interpolant_table(X, Gr, Fv, fc, 2)}
+        back = loads(dumps(fedsim.Scenario.from_dict(d))).problem.params
+        for key, a in (("points", X), ("gradients", Gr), ("values", Fv)):
+            assert np.array_equal(np.array(back[key], dtype=np.float64).view(np.int64),
+                                  a.view(np.int64))
+        with np.errstate(all="ignore"):
+            ref = class_interpolant(X, Gr, Fv, fc).phi
+            got = class_interpolant(np.array(back["points"]), np.array(back["gradients"]),
+                                    np.array(back["values"]), fc).phi
+        assert np.array_equal(ref.S, got.S, equal_nan=True)
+        assert np.array_equal(ref.c, got.c, equal_nan=True)
+
+    check()
