@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_parser", "main_worstcase"]
@@ -114,6 +115,18 @@ def _write_witness(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
     w = wc.witness
     if w is not None and w.scenario is not None:
         w.to_toml(path)
+        return "quadratic", ""
+    if w is not None and w.kind == "quadratic":  # a delay list: its recorded-model timeline
+        from fedsim.config.io import dump
+        from fedsim.worstcase.schedule_witness import recorded_scenario, recorded_timeline
+        from fedsim.worstcase.witness import quadratic_table
+
+        p = Path(path)
+        tl = recorded_timeline(wc.method, wc.schedule, p.parent, p.stem)
+        if "reason" in tl:
+            return None, f"{w.reason} ({tl['reason']})"
+        dump(recorded_scenario(tl, quadratic_table(w.h, tl["n"]), 1.0, wc.schedule.K,
+                               p.stem), p)
         return "quadratic", ""
     if wc.gram is not None:
         try:

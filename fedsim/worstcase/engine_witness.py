@@ -64,7 +64,7 @@ def interpolant_scenario(method: Any, fclass: FunctionClass, schedule: Schedule,
     with its problem swapped, else the physical model (constant ``tau``), else the recorded
     model with ``<out_dir>/<name>.staleness``.  One shared function (no heterogeneity)."""
     from fedsim.config import Scenario
-    from fedsim.worstcase.schedule_witness import recorded_timeline
+    from fedsim.worstcase.schedule_witness import recorded_scenario, recorded_timeline
     from fedsim.worstcase.witness import witness_scenario
 
     data, V = interpolation_data(pep)
@@ -81,10 +81,8 @@ def interpolant_scenario(method: Any, fclass: FunctionClass, schedule: Schedule,
         require("reason" not in tl, "schedule", schedule.K,
                 f"no fedsim scenario realises it ({tl.get('reason')}); give the scenario "
                 "whose table it is")
-        d = {"name": name, "seed": 0, "algorithm": tl["algorithm"],
-             "trigger": {"kind": "every_upload"}, "horizon": {"steps": schedule.K},
-             "record": {"every": 1, "metrics": ["dist_sq", "f_gap", "grad_sq"]}}
-        d["problem"] = {"n": tl["n"]}
+        return recorded_scenario(tl, interpolant_table(*data[0], fclass, tl["n"]),
+                                 [float(v) for v in x0], schedule.K, name)
     d["problem"] = interpolant_table(*data[0], fclass, int(d["problem"]["n"]))
     d["algorithm"] = {**d["algorithm"], "w0": [float(v) for v in x0]}
     return Scenario.from_dict(d)

@@ -27,9 +27,9 @@ import numpy as np
 
 from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.schedule import Schedule
-from fedsim.worstcase.witness import curvature_grid
+from fedsim.worstcase.witness import curvature_grid, quadratic_table
 
-__all__ = ["recorded_witness", "recorded_timeline"]
+__all__ = ["recorded_witness", "recorded_timeline", "recorded_scenario"]
 
 
 def _step_rule(method: Any, stale: np.ndarray) -> dict[str, Any]:
@@ -73,6 +73,19 @@ def recorded_timeline(method: Any, schedule: Schedule, out_dir: str | Path,
     return {"schedule": sched_path, "n": max(n, 1), "algorithm": algorithm}
 
 
+def recorded_scenario(timeline: dict[str, Any], problem: dict[str, Any], w0: Any, K: int,
+                      name: str) -> Any:
+    """The :class:`~fedsim.config.Scenario` of ``problem`` (a ``[problem]`` table) from
+    ``w0`` along a :func:`recorded_timeline`, every step recorded."""
+    from fedsim.config import Scenario
+
+    return Scenario.from_dict({
+        "name": name, "seed": 0, "problem": problem,
+        "algorithm": {**timeline["algorithm"], "w0": w0},
+        "trigger": {"kind": "every_upload"}, "horizon": {"steps": int(K)},
+        "record": {"every": 1, "metrics": ["grad_sq", "dist_sq", "f_gap"]}})
+
+
 def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
                      f_gap: float, out_dir: str | Path, name: str = "schedule-witness",
                      points: int = 2001) -> dict[str, Any]:
@@ -80,7 +93,6 @@ def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, mea
     return ``{"toml", "schedule", "h", "value", "n"}``, or ``{"reason": ...}`` when the
     schedule is not a recorded-model timeline.  ``value`` is the quadratic's measure times
     ``f_gap`` (for ``avg_grad_sq``: what the run's ``avg_grad_sq`` at step K reads)."""
-    from fedsim.config import Scenario
     from fedsim.config.io import dump
 
     timeline = recorded_timeline(method, schedule, out_dir, name)
@@ -91,14 +103,8 @@ def recorded_witness(method: Any, fclass: FunctionClass, schedule: Schedule, mea
     hs, vals = curvature_grid(method, schedule, sq, measure, points)
     j = int(np.nanargmax(np.where(hs > 0, vals, -np.inf)))
     h = float(hs[j])
-    d = {"name": name, "seed": 0,
-         "problem": {"kind": "quadratic", "n": n, "dim": 1, "mu": h, "L": h,
-                     "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0},
-         "algorithm": {**timeline["algorithm"], "w0": math.sqrt(2.0 * f_gap / h)},
-         "trigger": {"kind": "every_upload"},
-         "horizon": {"steps": schedule.K},
-         "record": {"every": 1, "metrics": ["grad_sq", "dist_sq", "f_gap"]}}
     toml = Path(out_dir) / f"{name}.toml"
-    dump(Scenario.from_dict(d), toml)
+    dump(recorded_scenario(timeline, quadratic_table(h, n), math.sqrt(2.0 * f_gap / h),
+                           schedule.K, name), toml)
     return {"toml": toml, "schedule": timeline["schedule"], "h": h,
             "value": float(vals[j]) * f_gap, "n": n}

@@ -26,7 +26,7 @@ from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.schedule import Schedule
 
 __all__ = ["Witness", "quadratic_value", "curvature_grid", "make_witness",
-           "witness_scenario", "simulate_witness", "constant_tau_of"]
+           "witness_scenario", "simulate_witness", "constant_tau_of", "quadratic_table"]
 
 #: the relative tolerance at which a PEP value "equals" the quadratic's (solver tolerance)
 MATCH_RTOL = 1e-4
@@ -106,6 +106,13 @@ def constant_tau_of(schedule: Schedule) -> int | None:
     return tau if schedule.reads() == ref.reads() else None
 
 
+def quadratic_table(h: float, n: int) -> dict[str, Any]:
+    """The ``[problem]`` table of ``n`` clients holding ``h x^2 / 2`` (no heterogeneity, no
+    noise)."""
+    return {"kind": "quadratic", "n": int(n), "dim": 1, "mu": float(h), "L": float(h),
+            "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0}
+
+
 def witness_scenario(method: Any, schedule: Schedule, h: float, base: Any = None,
                      metrics: tuple[str, ...] = ("dist_sq", "f_gap", "grad_sq")) -> Any:
     """The fedsim :class:`~fedsim.config.Scenario` of the quadratic witness (module doc).
@@ -118,8 +125,7 @@ def witness_scenario(method: Any, schedule: Schedule, h: float, base: Any = None
     ``k``-th upload read version ``max(0, k - tau)``); another schedule gives ``None``."""
     from fedsim.config import Scenario
 
-    problem = {"kind": "quadratic", "n": None, "dim": 1, "mu": float(h), "L": float(h),
-               "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0}
+    problem = quadratic_table(h, 1)
     if base is not None:
         d = base.to_dict()
         problem["n"] = int(base.n)

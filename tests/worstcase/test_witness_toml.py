@@ -152,3 +152,17 @@ def test_the_toml_holds_the_pep_data_to_the_last_bit():
         assert np.array_equal(ref.c, got.c, equal_nan=True)
 
     check()
+
+
+def test_a_delay_list_attained_by_a_quadratic_is_a_recorded_toml_too(tmp_path, capsys):
+    """Where the 1-D quadratic ``h x^2/2`` (h = mu) attains the PEP value on a delay list,
+    ``--witness-out`` writes it on the list's recorded-model timeline; ``fedsim run`` gives
+    the PEP value back."""
+    toml = tmp_path / "q.toml"
+    assert main(["worstcase", "--step", "0.25", "--mu", "0.1", "--delays", "0,1,2,2,1,3",
+                 "--witness-out", str(toml), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["witness_kind"] == "quadratic" and (tmp_path / "q.staleness").is_file()
+    assert main(["run", str(toml), "--out", str(tmp_path / "q.csv"), "--no-progress"]) == 0
+    d = pd.read_csv(tmp_path / "q.csv")
+    assert d["dist_sq"][K] / d["dist_sq"][0] == pytest.approx(out["value"], rel=1e-6)
