@@ -47,7 +47,7 @@ def _clients_n(params: Mapping[str, Any]) -> int:
     return int(params["n"])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProblemKind:
     """A problem kind (module doc), keyword arguments: ``name`` (lower case, digits and
     ``_``, at most 64 characters, not a built-in kind), ``builder(**params) -> Problem``,

@@ -25,7 +25,8 @@ What the door does not give: a witness for several clients with different functi
 shared function only), for the convex Lipschitz class (no interpolant is built for it), and
 a TOML whose staleness file can move: a recorded-model witness names its ``.staleness``
 file by its absolute path (the ``recorded`` model's ``schedule`` key).  The PEP's data live
-in the TOML itself, so a witness of more than about a hundred steps outgrows a scenario file
+in the TOML itself (54 kB at K = 40, growing like K times the Gram rank), so a witness
+beyond a few hundred steps would outgrow a scenario file
 (:data:`fedsim.config.io.MAX_SCENARIO_BYTES`; refused in one line).
 """
 
@@ -92,7 +93,7 @@ def write_interpolant_witness(method: Any, fclass: FunctionClass, schedule: Sche
                               path: str | Path, scenario: Any = None) -> Path:
     """Write :func:`interpolant_scenario` as the TOML ``path`` (a recorded-model timeline's
     staleness file beside it, ``<stem>.staleness``); anyone can ``fedsim run`` it.  A
-    scenario over :data:`fedsim.config.io.MAX_SCENARIO_BYTES` is refused (nothing
+    scenario over :data:`fedsim.config.io.MAX_SCENARIO_BYTES` is refused (the TOML is not
     written)."""
     from fedsim.config.io import MAX_SCENARIO_BYTES, dumps
 
