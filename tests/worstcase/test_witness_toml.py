@@ -166,3 +166,18 @@ def test_a_delay_list_attained_by_a_quadratic_is_a_recorded_toml_too(tmp_path, c
     assert main(["run", str(toml), "--out", str(tmp_path / "q.csv"), "--no-progress"]) == 0
     d = pd.read_csv(tmp_path / "q.csv")
     assert d["dist_sq"][K] / d["dist_sq"][0] == pytest.approx(out["value"], rel=1e-6)
+
+
+def test_a_witness_too_large_for_a_scenario_file_is_refused(tmp_path, monkeypatch):
+    """Over the scenario-file limit (here lowered to 1 kB) the TOML is not written."""
+    import fedsim.config.io as io
+    from fedsim.worstcase import FunctionClass, Schedule, delayed_gd, solve_pep
+    from fedsim.worstcase.engine_witness import write_interpolant_witness
+
+    fc, sched, m = FunctionClass(kind="nonconvex", L=1.0), Schedule.from_delays(
+        [0, 1, 2, 2, 1, 3]), delayed_gd(0.25)
+    pep = solve_pep(m, fc, sched, "avg_grad_sq")
+    monkeypatch.setattr(io, "MAX_SCENARIO_BYTES", 1000)
+    with pytest.raises(ConfigError, match=r"over the 1000 a scenario file may hold \(K = 6\)"):
+        write_interpolant_witness(m, fc, sched, pep, tmp_path / "big.toml")
+    assert not (tmp_path / "big.toml").exists()
