@@ -154,10 +154,12 @@ def test_the_toml_holds_the_pep_data_to_the_last_bit():
     check()
 
 
+@pytest.mark.slow
 def test_a_delay_list_attained_by_a_quadratic_is_a_recorded_toml_too(tmp_path, capsys):
     """Where the 1-D quadratic ``h x^2/2`` (h = mu) attains the PEP value on a delay list,
     ``--witness-out`` writes it on the list's recorded-model timeline; ``fedsim run`` gives
-    the PEP value back."""
+    the PEP value back (slow: the quadratic's compiled replay kernel costs about 15 CPU s
+    cold, as test_schedule_witness's)."""
     toml = tmp_path / "q.toml"
     assert main(["worstcase", "--step", "0.25", "--mu", "0.1", "--delays", "0,1,2,2,1,3",
                  "--witness-out", str(toml), "--json"]) == 0
