@@ -180,43 +180,43 @@ def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
 
 
-def _checked(who: str, fn: Callable[..., Any], check: Callable[[Any], Any]) -> Callable[..., Any]:
-    """``fn`` wrapped (its signature kept): the call guarded (:func:`_guarded`) and its
-    result passed through ``check`` (which raises :class:`PluginError` or returns what the
-    caller gets); marked so that it is never wrapped twice."""
+def _checked(what: str, name: str, fn: Callable[..., Any] | None,
+             check: Callable[[str, Any], Any]) -> Callable[..., Any] | None:
+    """``fn`` (a plug-in's ``what`` called ``name``) wrapped, its signature kept: the call
+    guarded (:func:`_guarded`) and its result passed through ``check(who, out)``, which
+    raises :class:`PluginError` or returns what the caller gets.  ``None`` and a function
+    already wrapped are returned as they are."""
+    if fn is None or getattr(fn, "__fedsim_checked__", False):
+        return fn
+    who = f"{what} {name!r} ({getattr(fn, '__module__', '?')})"
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        return check(_guarded(who, fn, *args, **kwargs))
+        return check(who, _guarded(who, fn, *args, **kwargs))
 
     checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
     return checked
 
 
+def _built(who: str, out: Any, cls: type, label: str) -> Any:
+    """``out`` if it is a ``cls``, else the :class:`PluginError` "built X, not <label>"."""
+    if not isinstance(out, cls):
+        raise PluginError(f"plug-in {who} built {type(out).__name__}, not {label}; refused")
+    return out
+
+
 def checked_theorem_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (a plug-in theorem's bound) wrapped so that an exception, or a result
     :func:`check_bound_result` refuses, is a :class:`PluginError` naming ``name``."""
-    if getattr(fn, "__fedsim_checked__", False):
-        return fn
-    who = f"theorem {name!r} ({getattr(fn, '__module__', '?')})"
-    return _checked(who, fn, lambda out: check_bound_result(who, out))
+    return _checked("theorem", name, fn, check_bound_result)
 
 
 def checked_family_builder(name: str, fn: Callable[..., Any] | None,
                            instance_type: type) -> Callable[..., Any] | None:
     """A plug-in family's builder (or curve builder) wrapped so that an exception, or a
     result that is not an ``instance_type``, is a :class:`PluginError` naming ``name``."""
-    if fn is None or getattr(fn, "__fedsim_checked__", False):
-        return fn
-    who = f"family {name!r} ({getattr(fn, '__module__', '?')})"
-
-    def check(out: Any) -> Any:
-        if not isinstance(out, instance_type):
-            raise PluginError(f"plug-in {who} built {type(out).__name__}, not an "
-                              f"{instance_type.__name__}; refused")
-        return out
-
-    return _checked(who, fn, check)
+    return _checked("family", name, fn, lambda who, out: _built(
+        who, out, instance_type, f"an {instance_type.__name__}"))
 
 
 def _positive_int(value: Any) -> bool:
@@ -232,14 +232,10 @@ def checked_problem_builder(name: str, fn: Callable[..., Any],
     ``problem_type`` (:class:`~fedsim.problems.base.Problem`) with integer ``n >= 1`` and
     ``dim >= 1``, is a :class:`PluginError` naming the kind (its signature is kept: the
     config checks the ``[problem]`` keys against it)."""
-    if getattr(fn, "__fedsim_checked__", False):
-        return fn
-    who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
+    label = f"a {problem_type.__module__}.{problem_type.__name__}"
 
-    def check(out: Any) -> Any:
-        if not isinstance(out, problem_type):
-            raise PluginError(f"plug-in {who} built {type(out).__name__}, not a "
-                              f"{problem_type.__module__}.{problem_type.__name__}; refused")
+    def check(who: str, out: Any) -> Any:
+        _built(who, out, problem_type, label)
         for attr in ("n", "dim"):
             if not _positive_int(getattr(out, attr, None)):
                 raise PluginError(f"plug-in {who} built a problem whose {attr} = "
@@ -247,20 +243,17 @@ def checked_problem_builder(name: str, fn: Callable[..., Any],
                                   "refused")
         return out
 
-    return _checked(who, fn, check)
+    return _checked("problem kind", name, fn, check)
 
 
 def checked_problem_clients(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], int]:
     """A problem kind's ``clients(params)`` wrapped: an exception, or a count that is not an
     integer ``>= 1``, is a :class:`PluginError` naming the kind."""
-    if getattr(fn, "__fedsim_checked__", False):
-        return fn
-    who = f"problem kind {name!r} ({getattr(fn, '__module__', '?')})"
 
-    def check(out: Any) -> int:
+    def check(who: str, out: Any) -> int:
         if not _positive_int(out):
             raise PluginError(f"plug-in {who} counted {out!r} clients, not an integer >= 1; "
                               "refused")
         return int(out)
 
-    return _checked(who, fn, check)
+    return _checked("problem kind", name, fn, check)
