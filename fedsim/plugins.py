@@ -1,14 +1,18 @@
 """Entry-point plug-ins as untrusted input: load one group, report a broken entry point in
 one line, go on; check what a plug-in returns before anyone reads it.
 
-fedsim reads three entry-point groups (``docs/EXTENDING.md``, "A plug-in package"):
+fedsim reads four entry-point groups (``docs/EXTENDING.md``, "A plug-in package";
+``docs/PLUGINS.md``):
 
 * ``fedsim.theorems`` -- a :class:`fedsim.theory.registry.Theorem` (or a callable that
   registers what it wants), read by :func:`fedsim.theory.registry.load_plugins`;
 * ``fedsim.families`` -- a :class:`fedsim.validation.families.Family` (or a list of them),
   read by :func:`fedsim.validation.families.load_family_plugins`;
 * ``fedsim.suite_rows`` -- a list of :class:`fedsim.validation.rows.SuiteRow` (or a callable
-  returning one), read by :func:`fedsim.validation.rows.load_row_plugins`.
+  returning one), read by :func:`fedsim.validation.rows.load_row_plugins`;
+* ``fedsim.problems`` -- a :class:`fedsim.problems.registry.ProblemKind` (or a list of them),
+  read by :func:`fedsim.problems.registry.load_problem_plugins` the first time a scenario
+  names a ``[problem] kind`` that is not built in.
 
 **Loading.**  An entry point that fails to import -- any exception, ``SystemExit`` (a plug-in
 calling ``sys.exit`` at import) or another ``BaseException`` but Ctrl-C, an installed
@@ -22,7 +26,12 @@ an exception it raises, or a result that is not a
 a 1-D array of numbers over the horizons), finite unless the status says there is no bound
 (``VACUOUS``, ``NOT_APPLICABLE``: ``+inf``), is a :class:`PluginError` naming the plug-in --
 never a certified NaN.  A plug-in family's builder runs through
-:func:`checked_family_builder`: it must return an ``Instance``.
+:func:`checked_family_builder`: it must return an ``Instance``.  A problem kind's builder runs
+through :func:`checked_problem_builder` (it must return a
+:class:`~fedsim.problems.base.Problem` with integer ``n >= 1`` and ``dim >= 1``) and its
+client count through :func:`checked_problem_clients` (an integer ``>= 1``).  A plug-in that
+raises a :class:`~fedsim.errors.FedsimError` (a ``ConfigError`` on a bad parameter) is
+passed on as it is: that is its one-line refusal.
 """
 
 from __future__ import annotations
@@ -35,10 +44,12 @@ from typing import Any
 
 from fedsim.errors import FedsimError
 
-__all__ = ["load_group", "broken_plugins", "PluginError", "checked_theorem_function",
-           "checked_family_builder", "check_bound_result"]
+__all__ = ["load_group", "load_group_once", "broken_plugins", "PluginError",
+           "checked_theorem_function", "checked_family_builder", "check_bound_result",
+           "checked_problem_builder", "checked_problem_clients"]
 
 _BROKEN: dict[tuple[str, str], str] = {}
+_LOADED: set[str] = set()
 
 
 class PluginError(FedsimError):
@@ -102,6 +113,16 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
     return loaded
 
 
+def load_group_once(group: str, accept: Callable[[str, Any], None], *,
+                    force: bool = False) -> list[str]:
+    """:func:`load_group` the first time ``group`` is asked for in this process (or again
+    with ``force``); later calls return ``[]``."""
+    if group in _LOADED and not force:
+        return []
+    _LOADED.add(group)
+    return load_group(group, accept)
+
+
 def broken_plugins() -> list[str]:
     """The one-line reports of the plug-ins skipped so far in this process."""
     return list(_BROKEN.values())
@@ -159,36 +180,80 @@ def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
         raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
 
 
-def checked_theorem_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (a plug-in theorem's bound) wrapped so that an exception, or a result
-    :func:`check_bound_result` refuses, is a :class:`PluginError` naming ``name``."""
-    if getattr(fn, "__fedsim_checked__", False):
+def _checked(what: str, name: str, fn: Callable[..., Any] | None,
+             check: Callable[[str, Any], Any]) -> Callable[..., Any] | None:
+    """``fn`` (a plug-in's ``what`` called ``name``) wrapped, its signature kept: the call
+    guarded (:func:`_guarded`) and its result passed through ``check(who, out)``, which
+    raises :class:`PluginError` or returns what the caller gets.  ``None`` and a function
+    already wrapped are returned as they are."""
+    if fn is None or getattr(fn, "__fedsim_checked__", False):
         return fn
-    who = f"theorem {name!r} ({getattr(fn, '__module__', '?')})"
+    who = f"{what} {name!r} ({getattr(fn, '__module__', '?')})"
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        return check_bound_result(who, _guarded(who, fn, *args, **kwargs))
+        return check(who, _guarded(who, fn, *args, **kwargs))
 
     checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
     return checked
+
+
+def _built(who: str, out: Any, cls: type, label: str) -> Any:
+    """``out`` if it is a ``cls``, else the :class:`PluginError` "built X, not <label>"."""
+    if not isinstance(out, cls):
+        raise PluginError(f"plug-in {who} built {type(out).__name__}, not {label}; refused")
+    return out
+
+
+def checked_theorem_function(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a plug-in theorem's bound) wrapped so that an exception, or a result
+    :func:`check_bound_result` refuses, is a :class:`PluginError` naming ``name``."""
+    return _checked("theorem", name, fn, check_bound_result)
 
 
 def checked_family_builder(name: str, fn: Callable[..., Any] | None,
                            instance_type: type) -> Callable[..., Any] | None:
     """A plug-in family's builder (or curve builder) wrapped so that an exception, or a
     result that is not an ``instance_type``, is a :class:`PluginError` naming ``name``."""
-    if fn is None or getattr(fn, "__fedsim_checked__", False):
-        return fn
-    who = f"family {name!r} ({getattr(fn, '__module__', '?')})"
+    return _checked("family", name, fn, lambda who, out: _built(
+        who, out, instance_type, f"an {instance_type.__name__}"))
 
-    @functools.wraps(fn)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        out = _guarded(who, fn, *args, **kwargs)
-        if not isinstance(out, instance_type):
-            raise PluginError(f"plug-in {who} built {type(out).__name__}, not an "
-                              f"{instance_type.__name__}; refused")
+
+def _positive_int(value: Any) -> bool:
+    import numpy as np
+
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+            and int(value) >= 1)
+
+
+def checked_problem_builder(name: str, fn: Callable[..., Any],
+                            problem_type: type) -> Callable[..., Any]:
+    """A problem kind's builder wrapped so that an exception, or a result that is not a
+    ``problem_type`` (:class:`~fedsim.problems.base.Problem`) with integer ``n >= 1`` and
+    ``dim >= 1``, is a :class:`PluginError` naming the kind (its signature is kept: the
+    config checks the ``[problem]`` keys against it)."""
+    label = f"a {problem_type.__module__}.{problem_type.__name__}"
+
+    def check(who: str, out: Any) -> Any:
+        _built(who, out, problem_type, label)
+        for attr in ("n", "dim"):
+            if not _positive_int(getattr(out, attr, None)):
+                raise PluginError(f"plug-in {who} built a problem whose {attr} = "
+                                  f"{getattr(out, attr, None)!r} is not an integer >= 1; "
+                                  "refused")
         return out
 
-    checked.__fedsim_checked__ = True  # type: ignore[attr-defined]
-    return checked
+    return _checked("problem kind", name, fn, check)
+
+
+def checked_problem_clients(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], int]:
+    """A problem kind's ``clients(params)`` wrapped: an exception, or a count that is not an
+    integer ``>= 1``, is a :class:`PluginError` naming the kind."""
+
+    def check(who: str, out: Any) -> int:
+        if not _positive_int(out):
+            raise PluginError(f"plug-in {who} counted {out!r} clients, not an integer >= 1; "
+                              "refused")
+        return int(out)
+
+    return _checked("problem kind", name, fn, check)

@@ -13,23 +13,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from plugin_site import fake_distribution
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _broken_site(tmp: Path) -> Path:
-    site = tmp / "site"
-    info = site / "broken_fedsim_plugin-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: broken-fedsim-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
+    return fake_distribution(
+        tmp / "site", "broken-fedsim-plugin",
         "[fedsim.theorems]\nbad_theorem = broken_fedsim_plugin:THEOREM\n"
         "wrong_kind = broken_fedsim_plugin_ok:NOT_A_THEOREM\n"
         "[fedsim.families]\nbad-family = broken_fedsim_plugin:FAMILY\n"
-        "[fedsim.suite_rows]\nbad-rows = broken_fedsim_plugin:ROWS\n")
-    (site / "broken_fedsim_plugin.py").write_text("raise ImportError('deliberately broken')\n")
-    (site / "broken_fedsim_plugin_ok.py").write_text("NOT_A_THEOREM = 42\n")
-    return site
+        "[fedsim.suite_rows]\nbad-rows = broken_fedsim_plugin:ROWS\n",
+        {"broken_fedsim_plugin": "raise ImportError('deliberately broken')\n",
+         "broken_fedsim_plugin_ok": "NOT_A_THEOREM = 42\n"})
 
 
 def _fedsim(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess:

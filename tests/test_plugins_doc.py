@@ -22,18 +22,22 @@ def namespace(monkeypatch):
     from fedsim.validation.families import unregister_family
     from fedsim.validation.rows import unregister_rows
 
+    from fedsim.problems.registry import unregister_problem_kind
+
     monkeypatch.chdir(ROOT)
     path = list(sys.path)
     yield {}
     sys.path[:] = path
     unregister_family("sgd-quadratic")
     unregister_rows("sgd-textbook", "sgd-sharp", "sgd-step-too-large")
+    unregister_problem_kind("parabola")
 
 
 def test_the_page_covers_the_issue():
     for words in ("Plain asynchronous SGD is `fedasync`", "avg_<m>", "`Param(", "`Family(",
                   "`Instance(...)`", "SimCheck(", "physical_staleness_bound", "CERTIFIED_PAPER",
-                  "Scenario.from_dict", "property test", "fedsim search", "Suite rows"):
+                  "Scenario.from_dict", "property test", "fedsim search", "Suite rows",
+                  "ProblemKind(", "fedsim.problems =", "Compiled or interpreted"):
         assert words in DOC, words
 
 
@@ -44,7 +48,7 @@ def test_every_block_runs(namespace):
             continue
         exec(compile(block, "docs/PLUGINS.md", "exec"), namespace)
         ran += 1
-    assert ran == len(BLOCKS) - 1 == 6
+    assert ran == len(BLOCKS) - 1 == 7
     assert namespace["rec"].verdict == "holds"
 
 

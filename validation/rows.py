@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fedsim.errors import ConfigError, require
-from fedsim.plugins import load_group
+from fedsim.plugins import load_group_once
 
 __all__ = ["SuiteRow", "register_rows", "unregister_rows", "suite_rows", "load_row_plugins",
            "ENTRY_POINT_GROUP", "SUITE_NAMES"]
@@ -99,7 +99,6 @@ def _exact(inst: Any, max_states: int) -> float:
 
 
 _ROWS: dict[str, SuiteRow] = {}
-_state = {"plugins": False}
 
 
 def register_rows(*rows: SuiteRow, replace: bool = False) -> None:
@@ -128,10 +127,7 @@ def _accept(name: str, obj: Any) -> None:
 def load_row_plugins(*, force: bool = False) -> list[str]:
     """Load the ``fedsim.suite_rows`` entry points (once, or again with ``force``); a broken
     one is reported in one line and skipped (:func:`fedsim.plugins.load_group`)."""
-    if _state["plugins"] and not force:
-        return []
-    _state["plugins"] = True
-    return load_group(ENTRY_POINT_GROUP, _accept)
+    return load_group_once(ENTRY_POINT_GROUP, _accept, force=force)
 
 
 def suite_rows(suite: str) -> list[SuiteRow]:

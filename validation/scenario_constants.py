@@ -339,6 +339,21 @@ def _asypfl(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) 
         sc.put("D2", dist[0] ** 2, f"({dist[1]})^2")
 
 
+def _constants_table(problem: Any, kind: str) -> Any:
+    """``problem.constants``; a table that cannot be built (a plug-in problem kind's code,
+    :mod:`fedsim.problems.registry`) is a one-line ConfigError, never a traceback."""
+    from fedsim.errors import ConfigError, FedsimError
+
+    try:
+        return problem.constants
+    except (FedsimError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plug-in problem's table is foreign code
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise ConfigError(f"problem: the {kind} problem has no constants table "
+                          f"({type(exc).__name__}: {first})") from None
+
+
 def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> ScenarioConstants:
     """The keyword arguments of ``theorem`` (a registry entry or its name) that ``scenario``
     determines; ``names`` (default: the function's keywords) restricts the output, and the
@@ -356,7 +371,7 @@ def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> Scenar
     problem = config.build_problem(scenario.problem)
     w0 = initial_model(problem, scenario)
     sc = ScenarioConstants()
-    for k, c in problem.constants.items():
+    for k, c in _constants_table(problem, scenario.problem.kind).items():
         sc.put(k, float(c.value), f"problem constant ({c.tag.name})")
     alg = scenario.algorithm
     for src, dst in _ALG_FIELDS:

@@ -1,4 +1,10 @@
-"""``[problem]``: the objective's kind and its builder's keyword arguments."""
+"""``[problem]``: the objective's kind and its builder's keyword arguments.
+
+The kind is a built-in one (:data:`fedsim.config.schema.PROBLEM_KINDS`, built here) or one
+registered through the problem plug-in door (:mod:`fedsim.problems.registry`, its builder
+checked by :mod:`fedsim.plugins`); both are validated the same way, against the builder's
+signature and annotations.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,16 @@ from typing import Any
 
 from fedsim.config.schema import PROBLEM_KINDS, check_keys
 from fedsim.errors import ConfigError, check_integer, check_number, require
+from fedsim.problems.registry import get_problem_kind, problem_kinds
 
 __all__ = ["ProblemConfig", "build_problem"]
 
 
 def _builder(kind: str):
+    """The builder of ``kind``: a built-in one, else the registered kind's (a plug-in,
+    :mod:`fedsim.problems.registry`; ConfigError listing the known kinds)."""
+    if kind not in PROBLEM_KINDS:
+        return get_problem_kind(kind).builder
     if kind == "quadratic":
         from fedsim.problems.quadratic import QuadraticProblem
         return QuadraticProblem.random
@@ -55,8 +66,6 @@ class ProblemConfig:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        require(self.kind in PROBLEM_KINDS, "problem.kind", self.kind,
-                f"must be one of {list(PROBLEM_KINDS)}")
         sig = inspect.signature(_builder(self.kind))
         params = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
         names = {p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD}
@@ -84,14 +93,16 @@ class ProblemConfig:
             return int(self.params["n_clients"])
         if self.kind == "norm":
             return int(self.params.get("n", 2))
-        return int(self.params["n"])
+        if self.kind == "quadratic":
+            return int(self.params["n"])
+        return get_problem_kind(self.kind).clients_of(self.params)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProblemConfig:
         require(isinstance(d, Mapping), "problem", d, "must be a table")
-        require("kind" in d, "problem.kind", None, f"is required (one of {list(PROBLEM_KINDS)})")
+        require("kind" in d, "problem.kind", None, f"is required (one of {list(problem_kinds())})")
         require(isinstance(d["kind"], str), "problem.kind", d["kind"],
-                f"must be one of {list(PROBLEM_KINDS)}")
+                f"must be one of {list(problem_kinds())}")
         return cls(kind=d["kind"], params={k: v for k, v in d.items() if k != "kind"})
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fedsim.errors import require
+from fedsim.problems.registry import BUILTIN_KINDS
 
 __all__ = ["ALGORITHMS", "CLIENT_RULES", "MODELS", "TRIGGERS", "PROBLEM_KINDS", "check_keys"]
 
@@ -48,7 +49,8 @@ ALGORITHMS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm")
 CLIENT_RULES = _RegistryView("fedsim.local", "client_rules", "get_client_rule")
 MODELS = _RegistryView("fedsim.algorithms", "algorithms", "get_algorithm", lambda a: a.models)
 TRIGGERS = ("every_upload", "every_k", "poisson", "period")
-PROBLEM_KINDS = ("quadratic", "logistic", "digits", "norm", "softmax")
+#: the built-in problem kinds (a plug-in adds others: fedsim.problems.registry)
+PROBLEM_KINDS = BUILTIN_KINDS
 def check_keys(section: str, d: Mapping[str, Any], allowed: tuple[str, ...] | set[str],
                 why: str = "") -> None:
     require(isinstance(d, Mapping), section, d, "must be a table")

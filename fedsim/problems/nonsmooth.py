@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from fedsim.errors import check_finite, check_integer, check_number, require
-from fedsim.problems.base import Problem
 from fedsim.problems.compiled import CompiledView
 from fedsim.problems.constants import Constant, ConstantsTable, Tag
+from fedsim.problems.deterministic import DeterministicProblem
 from fedsim.problems.norm_view import (
     norm_compiled_view,
     norm_f,
@@ -44,7 +44,7 @@ __all__ = ["NormProblem"]
 _CODE_ARRAYS = tuple(np.array([k], dtype=np.int64) for k in range(len(METRIC_CODES)))
 
 
-class NormProblem(Problem):
+class NormProblem(DeterministicProblem):
     """``f_i(x) = B ||x - c_i||_2``; ``centers`` is an (n, dim) array (default all zeros).
 
     With all centers equal, x* = c and f* = 0 exactly.  For distinct centers the
@@ -134,14 +134,8 @@ class NormProblem(Problem):
         u = v / nv
         return (self.B / nv) * (np.eye(self.dim) - np.outer(u, u))
 
-    # stochastic oracles: deterministic (sigma = 0) ------------------------------------
-    def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> Any:
-        """No randomness: the oracle is exact. Returns None and draws nothing."""
-        return None
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
-        return self.grad(i, w)
-
+    # stochastic oracles: deterministic (sigma = 0), sample_batch and batch_grad from
+    # DeterministicProblem ---------------------------------------------------------------
     def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
         return self.hess(i, w) @ v
 

@@ -11,6 +11,9 @@ Lyapunov rate certificates for time-invariant schedules.
 * :mod:`~fedsim.worstcase.witness`  -- the worst case as a fedsim problem (a quadratic);
 * :mod:`~fedsim.worstcase.interpolant`, :mod:`~fedsim.worstcase.gram_witness` -- the Gram
   interpolant of a solved PEP, simulated along the schedule;
+* :mod:`~fedsim.worstcase.interpolant_problem`, :mod:`~fedsim.worstcase.engine_witness` -- the
+  interpolant as the fedsim problem kind ``gram_interpolant``, and its scenario (``fedsim
+  run`` on the TOML ``fedsim worstcase --witness-out`` writes);
 * :mod:`~fedsim.worstcase.patterns` -- delay patterns within a staleness bound;
 * :mod:`~fedsim.worstcase.declare`  -- a theorem declares its method's first-order form;
 * :mod:`~fedsim.worstcase.rate`     -- Lyapunov rate certificates (periodic schedules);

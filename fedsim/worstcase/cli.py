@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_parser", "main_worstcase"]
@@ -71,7 +72,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--check", default=None, choices=["CLARABEL", "SCS"],
                    help="solve again with this solver; the two must agree to 1e-3 relative")
     p.add_argument("--witness-out", default=None, metavar="FILE",
-                   help="write the witness scenario as TOML (when there is one)")
+                   help="write the witness scenario as TOML (the quadratic's, or the Gram "
+                   "interpolant's, problem kind gram_interpolant): `fedsim run FILE` "
+                   "simulates it")
     p.add_argument("--simulate", action="store_true",
                    help="run the witness with fedsim and print the value it reproduces")
     p.add_argument("--rate", action="store_true",
@@ -98,6 +101,41 @@ def _simulate_gram(wc: Any, scenario: Any, out: dict[str, Any]) -> str:
     return (f"fedsim simulates the Gram interpolant: {wc.measure} {ew.replayed:.6g} "
             f"(schedule {'the same' if ew.same_schedule else 'DIFFERENT'}; "
             f"{'reproduces' if ew.reproduces else 'does NOT reproduce'} the PEP value)")
+
+
+def _write_witness(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
+    """Write the witness scenario to ``path``: the quadratic's where one attains the PEP
+    value and a scenario realises it, else the Gram interpolant's
+    (:func:`fedsim.worstcase.engine_witness.write_interpolant_witness`, a recorded-model
+    timeline's staleness file beside it); returns ``(which, "")``, or ``(None, why not)``
+    (nothing written)."""
+    from fedsim.errors import FedsimError
+    from fedsim.worstcase.engine_witness import write_interpolant_witness
+
+    w = wc.witness
+    if w is not None and w.scenario is not None:
+        w.to_toml(path)
+        return "quadratic", ""
+    if w is not None and w.kind == "quadratic":  # a delay list: its recorded-model timeline
+        from fedsim.config.io import dump
+        from fedsim.worstcase.schedule_witness import recorded_scenario, recorded_timeline
+        from fedsim.worstcase.witness import quadratic_table
+
+        p = Path(path)
+        tl = recorded_timeline(wc.method, wc.schedule, p.parent, p.stem)
+        if "reason" in tl:
+            return None, f"{w.reason} ({tl['reason']})"
+        dump(recorded_scenario(tl, quadratic_table(w.h, tl["n"]), 1.0, wc.schedule.K,
+                               p.stem), p)
+        return "quadratic", ""
+    if wc.gram is not None:
+        try:
+            write_interpolant_witness(wc.method, wc.function_class, wc.schedule, wc.pep, path,
+                                      scenario)
+        except FedsimError as exc:
+            return None, f"the Gram interpolant's: {exc}"
+        return "Gram interpolant", ""
+    return None, "not asked for" if w is None else w.reason
 
 
 def main_worstcase(args: argparse.Namespace) -> int:
@@ -162,13 +200,13 @@ def main_worstcase(args: argparse.Namespace) -> int:
         out["rate"] = rate_out
     w = wc.witness
     if args.witness_out is not None:
-        if w is None or w.scenario is None:
-            sys.stderr.write("fedsim: no witness scenario: "
-                             f"{'not asked for' if w is None else w.reason}\n")
+        written, why = _write_witness(wc, scenario, args.witness_out)
+        if written is None:
+            sys.stderr.write(f"fedsim: no witness scenario: {why}\n")
         else:
-            w.to_toml(args.witness_out)
-            line += f"\nwitness scenario written to {args.witness_out}"
+            line += f"\n{written} witness scenario written to {args.witness_out}"
             out["witness_toml"] = str(args.witness_out)
+            out["witness_kind"] = written
     if args.simulate and w is not None and w.scenario is not None and \
             args.measure in ("dist_sq", "f_gap"):
         value, sched = simulate_witness(w, args.measure)

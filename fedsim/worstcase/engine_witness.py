@@ -1,115 +1,124 @@
-"""The Gram-interpolant witness simulated by fedsim's engine along the schedule's event table.
+"""The Gram-interpolant witness as a scenario fedsim runs, along the schedule's event table.
 
-fedsim's engine runs any object with the :class:`fedsim.problems.base.Problem` oracles: a
-problem without a compiled view (:func:`fedsim.problems.compiled.compiled_view` gives
-``None``) runs on the engine's interpreted path, through its own methods
-(``docs/EXTENDING.md``, "Compiled rules").  ``fedsim.run(scenario)`` is
-``fedsim.engine.dispatch.replay_tables(scenario, problem_for(scenario), [r])``
-(``docs/INTERNALS.md``, "The doors"); :func:`simulate_interpolant` calls that same door with
-the problem swapped for :class:`InterpolantProblem`, the Gram interpolant of a solved PEP
-(:mod:`fedsim.worstcase.interpolant`) on every client.  The scenario's execution model
-writes the event table (a constant-``tau`` FedAsync schedule: ``tau + 1`` clients of
-constant compute time in the physical model, :func:`fedsim.worstcase.witness.witness_scenario`;
-a delay list of FedAsync with ``Q = 1`` that is a one-job-per-worker timeline: its
-``recorded``-model scenario, :func:`fedsim.worstcase.schedule_witness.recorded_witness`,
-written to a temporary directory; or any scenario whose table gave the schedule), the
-engine's replay applies fedsim's own
-client and server rules with sigma = 0, and the trace's ``dist_sq`` / ``f_gap`` /
-``grad_sq`` columns are measured against the interpolant's exact minimum.  The table is
-read back (:meth:`~fedsim.worstcase.schedule.Schedule.from_table`) and must be the PEP's
-schedule.
+The interpolant of a solved PEP (:mod:`fedsim.worstcase.interpolant`) is the fedsim problem
+kind ``gram_interpolant`` (:mod:`fedsim.worstcase.interpolant_problem`, registered through
+the problem plug-in door, :mod:`fedsim.problems.registry`), its parameters the PEP's data.
+:func:`interpolant_scenario` writes the scenario: that problem on every client, ``w0 = x_0``,
+and an execution model that writes the PEP's schedule as its event table -- a constant-``tau``
+FedAsync schedule as ``tau + 1`` clients of constant compute time in the physical model
+(:func:`fedsim.worstcase.witness.witness_scenario`); a delay list of FedAsync with ``Q = 1``
+or ``async_sgd`` that is a one-job-per-worker timeline as its ``recorded``-model scenario,
+with the staleness file written beside it
+(:func:`fedsim.worstcase.schedule_witness.recorded_timeline`); or the scenario whose table
+gave the schedule, with its problem swapped.  :func:`simulate_interpolant` runs it with
+``fedsim.run`` -- the door every scenario goes through, so ``fedsim run`` on the TOML that
+:func:`write_interpolant_witness` writes (``fedsim worstcase --witness-out``) and
+``fedsim.engine.run_batch`` on it run the same problem, the same rules and the same table,
+bit for bit.  fedsim's own client and server rules apply with sigma = 0 (the problem has no
+compiled view: the engine's interpreted path), the table is read back
+(:meth:`~fedsim.worstcase.schedule.Schedule.from_table`) and must be the PEP's schedule, and
+the trace's ``dist_sq`` / ``f_gap`` / ``grad_sq`` columns are measured against the
+interpolant's exact minimum.
 
-What the door does not give: ``fedsim run`` on a TOML (a scenario's ``[problem]`` is one of
-the compiled kinds, ``fedsim.config.schema.PROBLEM_KINDS``, with no plug-in kind) and
-``run_batch`` (it builds the problem from the scenario).  The ``[problem]`` table of the
-scenario used here is a placeholder the writer never reads for the timeline (it draws only
-delay, timer, event and sampling streams); the problem the replay runs is the interpolant.
+What the door does not give: a witness for several clients with different functions
+(heterogeneity at ``x*``: the minimiser of a mean of interpolants is not computed, so one
+shared function only), for the convex Lipschitz class (no interpolant is built for it), and
+a TOML whose staleness file can move: a recorded-model witness names its ``.staleness``
+file by its absolute path (the ``recorded`` model's ``schedule`` key).  The PEP's data live
+in the TOML itself (54 kB at K = 40, growing like K times the Gram rank), so a witness
+beyond a few hundred steps would outgrow a scenario file
+(:data:`fedsim.config.io.MAX_SCENARIO_BYTES`; refused in one line).
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fedsim.errors import require
-from fedsim.problems.base import Problem
-from fedsim.problems.constants import ConstantsTable
+from fedsim.errors import ConfigError, require
 from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.gram_witness import GRAM_MATCH_RTOL, pep_denominator
-from fedsim.worstcase.interpolant import ClassInterpolant, interpolants_of
+from fedsim.worstcase.interpolant import interpolation_data
+from fedsim.worstcase.interpolant_problem import (
+    NO_HESSIAN,
+    InterpolantProblem,
+    interpolant_table,
+)
 from fedsim.worstcase.schedule import Schedule
 
-__all__ = ["InterpolantProblem", "EngineWitness", "simulate_interpolant"]
+__all__ = ["InterpolantProblem", "EngineWitness", "simulate_interpolant",
+           "interpolant_scenario", "write_interpolant_witness", "NO_HESSIAN"]
 
-NO_HESSIAN = ("the Gram interpolant is C^{1,1}: it has no Hessian oracle (first-order client "
-              "rules only)")
-
-
-class InterpolantProblem(Problem):
-    """``f_i = f`` for every client ``i < n``: one :class:`ClassInterpolant` in ``R^dim``,
-    deterministic (sigma = 0: a batch is ``None`` and its gradient the gradient), with its
-    exact minimum ``f_star`` at ``x_star``.  First-order only: the interpolant is
-    ``C^{1,1}``, not twice differentiable, so the Hessian oracles and the Moreau step raise."""
-
-    def __init__(self, *, function: ClassInterpolant, n: int, dim: int) -> None:
-        self.function = function
-        self.n = int(n)
-        self.dim = int(dim)
-        f_star, x_star = function.minimum()
-        self.f_star = float(f_star)
-        self.x_star = np.asarray(x_star, dtype=np.float64)
-
-    def loss(self, i: int, w: np.ndarray) -> float:
-        return self.function.value(w)
-
-    def grad(self, i: int, w: np.ndarray) -> np.ndarray:
-        return np.array(self.function.grad(w), dtype=np.float64)
-
-    def f(self, w: np.ndarray) -> float:
-        return self.function.value(w)
-
-    def grad_f(self, w: np.ndarray) -> np.ndarray:
-        return self.grad(0, w)
-
-    def hess(self, i: int, w: np.ndarray) -> np.ndarray:
-        raise NotImplementedError(NO_HESSIAN)
-
-    def sample_batch(self, i: int, size: int, rng: np.random.Generator) -> Any:
-        return None
-
-    def batch_grad(self, i: int, w: np.ndarray, batch: Any) -> np.ndarray:
-        return self.grad(i, w)
-
-    def batch_hvp(self, i: int, w: np.ndarray, v: np.ndarray, batch: Any) -> np.ndarray:
-        raise NotImplementedError(NO_HESSIAN)
-
-    def theta_hat(self, i: int, w: np.ndarray, lam: float) -> np.ndarray:
-        raise NotImplementedError("the Gram interpolant's proximal step is not built "
-                                  "(first-order client rules only)")
-
-    def _build_table(self) -> ConstantsTable:
-        raise NotImplementedError("the interpolant's constants are its class's "
-                                  "(fedsim.worstcase.classes.FunctionClass), not a table")
+#: the measures the engine's trace gives
+MEASURES = ("dist_sq", "f_gap", "f_gap_over_dist", "avg_grad_sq")
 
 
-def _replay(sc: Any, function: ClassInterpolant, V: np.ndarray, pep: Any, K: int
-            ) -> tuple[Any, Schedule]:
-    """``sc`` with ``w0 = x_0`` replayed on the interpolant: the trace and the first ``K``
-    steps of the engine's own table, read back."""
+def interpolant_scenario(method: Any, fclass: FunctionClass, schedule: Schedule, pep: Any,
+                         scenario: Any = None, out_dir: str | Path | None = None,
+                         name: str = "gram-witness") -> Any:
+    """The :class:`~fedsim.config.Scenario` of the Gram interpolant of ``pep`` (a solved PEP
+    of ``method`` along ``schedule``) on the schedule's timeline (module doc): ``scenario``
+    with its problem swapped, else the physical model (constant ``tau``), else the recorded
+    model with ``<out_dir>/<name>.staleness``.  One shared function (no heterogeneity)."""
     from fedsim.config import Scenario
-    from fedsim.engine.dispatch import replay_tables, write_tables
+    from fedsim.worstcase.schedule_witness import recorded_scenario, recorded_timeline
+    from fedsim.worstcase.witness import witness_scenario
 
+    data, V = interpolation_data(pep)
+    require(len(data) == 1, "zeta_sq", len(data),
+            "an engine witness is built for one shared function only")
     x0 = V @ pep.points.x0.dense(V.shape[1])
-    d = sc.to_dict()
-    d["problem"] = {**d["problem"], "dim": int(V.shape[0])}
+    sc = witness_scenario(method, schedule, 1.0, scenario)
+    if sc is not None:
+        d = sc.to_dict()
+    else:  # a delay list: its recorded-model timeline, the staleness file in out_dir
+        require(out_dir is not None, "out_dir", out_dir,
+                "is needed for a delay list's recorded-model timeline")
+        tl = recorded_timeline(method, schedule, out_dir, name)
+        require("reason" not in tl, "schedule", schedule.K,
+                f"no fedsim scenario realises it ({tl.get('reason')}); give the scenario "
+                "whose table it is")
+        return recorded_scenario(tl, interpolant_table(*data[0], fclass, tl["n"]),
+                                 [float(v) for v in x0], schedule.K, name)
+    d["problem"] = interpolant_table(*data[0], fclass, int(d["problem"]["n"]))
     d["algorithm"] = {**d["algorithm"], "w0": [float(v) for v in x0]}
-    sc = Scenario.from_dict(d)
-    problem = InterpolantProblem(function=function, n=int(sc.n), dim=int(V.shape[0]))
+    return Scenario.from_dict(d)
+
+
+def write_interpolant_witness(method: Any, fclass: FunctionClass, schedule: Schedule, pep: Any,
+                              path: str | Path, scenario: Any = None) -> Path:
+    """Write :func:`interpolant_scenario` as the TOML ``path`` (a recorded-model timeline's
+    staleness file beside it, ``<stem>.staleness``); anyone can ``fedsim run`` it.  A
+    scenario over :data:`fedsim.config.io.MAX_SCENARIO_BYTES` is refused (the TOML is not
+    written)."""
+    from fedsim.config.io import MAX_SCENARIO_BYTES, dumps
+
+    p = Path(path)
+    sc = interpolant_scenario(method, fclass, schedule, pep, scenario, p.parent, p.stem)
+    text = dumps(sc)
+    if len(text.encode()) > MAX_SCENARIO_BYTES:
+        raise ConfigError(f"witness-out: the Gram witness scenario would be "
+                          f"{len(text.encode())} bytes, over the {MAX_SCENARIO_BYTES} a scenario "
+                          f"file may hold (K = {schedule.K}); got path={str(p)!r}")
+    p.write_text(text)
+    return p
+
+
+def _run(sc: Any, K: int) -> tuple[Any, Schedule, InterpolantProblem]:
+    """``fedsim.run(sc)``, the first ``K`` steps of the engine's own table read back, and
+    the problem the run built."""
+    import fedsim
+    from fedsim.engine import problem_for
+    from fedsim.engine.dispatch import write_tables
+
     with np.errstate(over="ignore", invalid="ignore"):
-        trace = replay_tables(sc, problem, [0])[0]
-    return trace, Schedule.from_table(write_tables(sc, problem, [0]).tables[0], K)
+        trace = fedsim.run(sc)
+    problem = problem_for(sc)
+    return trace, Schedule.from_table(write_tables(sc, problem, [0]).tables[0], K), problem
 
 
 @dataclass(frozen=True)
@@ -140,38 +149,17 @@ class EngineWitness:
 
 def simulate_interpolant(method: Any, fclass: FunctionClass, schedule: Schedule, measure: str,
                          pep: Any, scenario: Any = None) -> EngineWitness:
-    """Simulate the Gram interpolant of ``pep`` (a solved PEP of ``method`` along
-    ``schedule``) with fedsim's engine (module doc).  ``scenario``: the scenario whose event
-    table gave ``schedule`` (its problem is swapped); without it a constant-``tau``
-    FedAsync schedule is realised as :func:`~fedsim.worstcase.witness.witness_scenario`
-    does.  One shared function (no heterogeneity) only."""
-    from fedsim.worstcase.witness import witness_scenario
-
-    funcs, V = interpolants_of(pep, fclass)
-    require(len(funcs) == 1, "zeta_sq", len(funcs),
-            "an engine witness is built for one shared function only")
-    require(measure in ("dist_sq", "f_gap", "f_gap_over_dist", "avg_grad_sq"), "measure",
-            measure, "must be dist_sq, f_gap, f_gap_over_dist or avg_grad_sq")
-    sc = witness_scenario(method, schedule, 1.0, scenario)
-    if sc is not None:
-        trace, got = _replay(sc, funcs[0], V, pep, schedule.K)
-    else:  # a delay list: its recorded-model timeline, written beside the run
-        import tempfile
-
-        import fedsim
-        from fedsim.worstcase.schedule_witness import recorded_witness
-
-        with tempfile.TemporaryDirectory(prefix="fedsim-worstcase-") as tmp:
-            rw = recorded_witness(method, fclass, schedule, measure, 1.0, tmp, points=3)
-            require("toml" in rw, "schedule", schedule.K,
-                    f"no fedsim scenario realises it ({rw.get('reason')}); give the "
-                    "scenario whose table it is")
-            trace, got = _replay(witness_scenario(method, schedule, 1.0,
-                                                  fedsim.load(rw["toml"])),
-                                 funcs[0], V, pep, schedule.K)
-    m = trace.metrics
+    """Run the Gram interpolant of ``pep`` (a solved PEP of ``method`` along ``schedule``)
+    with ``fedsim.run`` on :func:`interpolant_scenario` (module doc; a delay list's staleness
+    file in a temporary directory).  ``scenario``: the scenario whose event table gave
+    ``schedule`` (its problem is swapped).  One shared function (no heterogeneity) only."""
+    require(measure in MEASURES, "measure", measure,
+            "must be dist_sq, f_gap, f_gap_over_dist or avg_grad_sq")
     K = schedule.K
-    trace_x0 = V @ pep.points.x0.dense(V.shape[1])
+    with tempfile.TemporaryDirectory(prefix="fedsim-worstcase-") as tmp:
+        sc = interpolant_scenario(method, fclass, schedule, pep, scenario, tmp)
+        trace, got, problem = _run(sc, K)
+    m = trace.metrics
     steps = np.asarray(trace.metric_steps)
     require(steps.size > K and steps[K] == K, "record.every", 1, "must record every step")
     gap0 = float(m["f_gap"][0])
@@ -185,8 +173,8 @@ def simulate_interpolant(method: Any, fclass: FunctionClass, schedule: Schedule,
         value = float(np.mean(m["grad_sq"][:K]) / gap0)
     replayed = value
     if fclass.kind == "nonconvex":
-        replayed = value * gap0 / pep_denominator(funcs[0], pep, np.asarray(trace_x0),
-                                                  trace.final_w)
+        x0 = np.asarray(sc.algorithm.w0, dtype=np.float64)
+        replayed = value * gap0 / pep_denominator(problem.function, pep, x0, trace.final_w)
     return EngineWitness(replayed=replayed, value=value, pep_value=float(pep.value),
                          schedule=got, same_schedule=got.reads() == schedule.reads(),
                          trace=trace)

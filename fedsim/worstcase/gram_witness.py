@@ -15,13 +15,12 @@ what must equal the PEP value (the interpolant passes through the PEP's points),
 the looseness of that normalisation, not a solver error.  ``gap``: ``replayed`` against the
 PEP, relative.
 
-Why fedsim's engine does not simulate it: fedsim's problems are a fixed set of compiled
-kinds (quadratics, logistic regression, ...; ``fedsim/problems``) whose gradients are
-closed forms; this function's gradient is the solution of a quadratic program over the
-simplex at every call.  So the witness is simulated here, in float64 Python, by the
-method's own update rules along the PEP's schedule (no noise, sigma = 0): exactly what
-fedsim's FedAsync / FedBuff server and local-SGD client do with sigma = 0, which the
-quadratic witness checks against the engine (:mod:`fedsim.worstcase.witness`).
+This module runs the method on it in float64 Python, by the method's own update rules along
+the PEP's schedule (no noise, sigma = 0), with no fedsim scenario in between: the quick
+replay every worst case gets.  fedsim's engine runs the same function as the problem kind
+``gram_interpolant`` along the schedule's own event table
+(:mod:`fedsim.worstcase.engine_witness`, the scenario ``fedsim run`` takes), and its iterates
+equal these to 1e-12 (``tests/worstcase/test_engine_witness.py``).
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ from fedsim.errors import require
 from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.pep import SOLVERS
 
-__all__ = ["ConvexInterpolant", "ClassInterpolant", "gram_vectors", "interpolants_of"]
+__all__ = ["ConvexInterpolant", "ClassInterpolant", "gram_vectors", "interpolants_of",
+           "interpolation_data", "class_interpolant"]
 
 #: eigenvalues of G below this fraction of the largest are dropped (solver noise)
 RANK_RTOL = 1e-10
@@ -158,23 +159,40 @@ class ClassInterpolant:
                 M * p / (M + mu))
 
 
-def interpolants_of(pep: Any, fclass: FunctionClass) -> tuple[list[ClassInterpolant],
-                                                              np.ndarray]:
-    """One :class:`ClassInterpolant` per function of a solved PEP
-    (:class:`~fedsim.worstcase.pep.PEPResult`) and ``V`` (the basis vectors): the PEP was
-    solved at ``L = 1`` with ``mu / L``, the functions returned are of ``fclass``."""
+def interpolation_data(pep: Any) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                                          np.ndarray]:
+    """The points of a solved PEP (:class:`~fedsim.worstcase.pep.PEPResult`) as vectors of
+    ``R^r``: per function ``(X, Gr, Fv)`` (rows ``x_i``, ``g_i`` and the values ``f_i``, the
+    PEP's own scale ``L = 1``), and ``V`` (the basis vectors, :func:`gram_vectors`)."""
     require(pep.gram is not None and pep.values is not None and pep.points is not None,
             "pep", pep.status, "must be a solved PEP with its Gram matrix and points")
     V = gram_vectors(pep.gram)
-    L = fclass.L
-    mu1 = fclass.mu / L if fclass.kind == "strongly_convex" else 0.0
-    M, shift = ((1.0 - mu1, mu1) if fclass.kind == "strongly_convex" else (2.0, -1.0))
     out = []
     for pts in pep.points.per_function:
         X = np.array([V @ p.x.dense(V.shape[1]) for p in pts])
         Gr = np.array([V @ p.g.dense(V.shape[1]) for p in pts])
         Fv = np.array([0.0 if p.f < 0 else float(pep.values[p.f]) for p in pts])
-        sq = np.einsum("ij,ij->i", X, X)
-        phi = ConvexInterpolant.through(M, X, Gr - shift * X, Fv - shift / 2 * sq)
-        out.append(ClassInterpolant(phi=phi, shift=shift, scale=L, kind=fclass.kind))
+        out.append((X, Gr, Fv))
     return out, V
+
+
+def class_interpolant(X: np.ndarray, Gr: np.ndarray, Fv: np.ndarray,
+                      fclass: FunctionClass) -> ClassInterpolant:
+    """The :class:`ClassInterpolant` of ``fclass`` through the points ``X`` with gradients
+    ``Gr`` and values ``Fv`` given at ``L = 1`` (:func:`interpolation_data`; the function
+    returned is scaled by ``fclass.L``)."""
+    L = fclass.L
+    mu1 = fclass.mu / L if fclass.kind == "strongly_convex" else 0.0
+    M, shift = ((1.0 - mu1, mu1) if fclass.kind == "strongly_convex" else (2.0, -1.0))
+    sq = np.einsum("ij,ij->i", X, X)
+    phi = ConvexInterpolant.through(M, X, Gr - shift * X, Fv - shift / 2 * sq)
+    return ClassInterpolant(phi=phi, shift=shift, scale=L, kind=fclass.kind)
+
+
+def interpolants_of(pep: Any, fclass: FunctionClass) -> tuple[list[ClassInterpolant],
+                                                              np.ndarray]:
+    """One :class:`ClassInterpolant` per function of a solved PEP
+    (:class:`~fedsim.worstcase.pep.PEPResult`) and ``V`` (the basis vectors): the PEP was
+    solved at ``L = 1`` with ``mu / L``, the functions returned are of ``fclass``."""
+    data, V = interpolation_data(pep)
+    return [class_interpolant(X, Gr, Fv, fclass) for X, Gr, Fv in data], V

@@ -10,7 +10,8 @@ solver tolerance the quadratic of the maximising curvature *is* a worst case, an
 same 1-D quadratic (``kind = "quadratic"``, ``dim = 1``, ``mu = L = h``, no heterogeneity,
 no noise, ``w0 = 1``) along the same schedule.  Where the PEP value is above the grid's
 maximum the worst case is not a quadratic of one curvature; no witness is claimed then
-(an interpolating function from the Gram matrix is not built here).
+(the interpolating function built from the Gram matrix is the witness then:
+:mod:`fedsim.worstcase.gram_witness`, and its scenario :mod:`fedsim.worstcase.engine_witness`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fedsim.worstcase.classes import FunctionClass
 from fedsim.worstcase.schedule import Schedule
 
 __all__ = ["Witness", "quadratic_value", "curvature_grid", "make_witness",
-           "witness_scenario", "simulate_witness", "constant_tau_of"]
+           "witness_scenario", "simulate_witness", "constant_tau_of", "quadratic_table"]
 
 #: the relative tolerance at which a PEP value "equals" the quadratic's (solver tolerance)
 MATCH_RTOL = 1e-4
@@ -105,6 +106,13 @@ def constant_tau_of(schedule: Schedule) -> int | None:
     return tau if schedule.reads() == ref.reads() else None
 
 
+def quadratic_table(h: float, n: int) -> dict[str, Any]:
+    """The ``[problem]`` table of ``n`` clients holding ``h x^2 / 2`` (no heterogeneity, no
+    noise)."""
+    return {"kind": "quadratic", "n": int(n), "dim": 1, "mu": float(h), "L": float(h),
+            "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0}
+
+
 def witness_scenario(method: Any, schedule: Schedule, h: float, base: Any = None,
                      metrics: tuple[str, ...] = ("dist_sq", "f_gap", "grad_sq")) -> Any:
     """The fedsim :class:`~fedsim.config.Scenario` of the quadratic witness (module doc).
@@ -117,8 +125,7 @@ def witness_scenario(method: Any, schedule: Schedule, h: float, base: Any = None
     ``k``-th upload read version ``max(0, k - tau)``); another schedule gives ``None``."""
     from fedsim.config import Scenario
 
-    problem = {"kind": "quadratic", "n": None, "dim": 1, "mu": float(h), "L": float(h),
-               "heterogeneity": 0.0, "noise_sd": 0.0, "seed": 0}
+    problem = quadratic_table(h, 1)
     if base is not None:
         d = base.to_dict()
         problem["n"] = int(base.n)

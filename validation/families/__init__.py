@@ -48,7 +48,7 @@ from fedsim.validation.families.persafl_physical import THEOREM1_PHYSICAL
 from fedsim.validation.families.schedules import THEOREM1_SCHEDULE
 
 from fedsim.errors import ConfigError, require
-from fedsim.plugins import checked_family_builder, load_group
+from fedsim.plugins import checked_family_builder, load_group_once
 
 __all__ = ["Family", "Instance", "Measurement", "Param", "SimCheck", "BUILTIN", "register_family",
            "unregister_family", "load_family_plugins", "ENTRY_POINT_GROUP",
@@ -64,7 +64,6 @@ BUILTIN = (THEOREM8_NORM, THEOREM7_QUAD, THEOREM1_WINDOW, THEOREM3_WINDOW, THEOR
 _FAMILIES: dict[str, Family] = {f.name: f for f in BUILTIN}
 #: the entry-point group through which installed packages add families
 ENTRY_POINT_GROUP = "fedsim.families"
-_state = {"plugins": False}
 
 
 def _accept(name: str, obj: object) -> None:
@@ -80,10 +79,7 @@ def _accept(name: str, obj: object) -> None:
 def load_family_plugins(*, force: bool = False) -> list[str]:
     """Load the ``fedsim.families`` entry points (once, or again with ``force``); a broken
     one is reported in one line and skipped (:func:`fedsim.plugins.load_group`)."""
-    if _state["plugins"] and not force:
-        return []
-    _state["plugins"] = True
-    return load_group(ENTRY_POINT_GROUP, _accept)
+    return load_group_once(ENTRY_POINT_GROUP, _accept, force=force)
 
 
 def register_family(family: Family, *, replace: bool = False) -> Family:
