@@ -29,7 +29,7 @@ from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.models.base import ExecutionModel, Staleness
 from fedsim.engine.models.physical.group_writer import group_table_set, group_writes
-from fedsim.engine.models.physical.simpy_writer import AsyncRun
+from fedsim.engine.models.physical.simpy_writer import AsyncRun, async_phases
 from fedsim.engine.models.physical.upload_tables import upload_tables
 from fedsim.engine.replay.driver import TableSet
 from fedsim.engine.replay.table import EventTable
@@ -81,4 +81,5 @@ def staleness(scenario: Scenario) -> Staleness:
 
 
 MODEL = ExecutionModel(key="physical", write=write, staleness=staleness, rounds="async",
+                       phases=async_phases,
                        doc=__doc__)

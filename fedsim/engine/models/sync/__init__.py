@@ -22,6 +22,7 @@ from typing import Any
 from fedsim.config import Scenario
 from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.models.sync.rounds import rounds_timeline
+from fedsim.engine.models.sync.simpy_writer import sync_phases
 from fedsim.engine.replay.table import EventTable
 from fedsim.errors import require
 from fedsim.rng import Streams
@@ -49,4 +50,5 @@ def sync_tables(scenario: Scenario, problem: Any, replicates: Sequence[int]
             for r in replicates]
 
 
-MODEL = ExecutionModel(key="sync", write=sync_tables, rounds="sync", doc=__doc__)
+MODEL = ExecutionModel(key="sync", write=sync_tables, rounds="sync", phases=sync_phases,
+                       doc=__doc__)
