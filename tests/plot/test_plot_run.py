@@ -1,0 +1,75 @@
+"""fedsim.plot: the per-client timeline is the phases the run's home recorded (no delay
+drawn in fedsim.plot); ``fedsim run --plot`` writes the figure."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from phases_cases import FEDASYNC, const, scenario
+
+from fedsim import config
+from fedsim.cli import main
+from fedsim.engine import run, timeline_phases
+from fedsim.plot import Interval, client_timeline, intervals
+
+EX = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_intervals_by_hand():
+    """Client 0: download 1, compute 2, upload 1; client 1: 0.5, 1, 1 then think 0.5
+    (tests/plot/test_phases.py::test_fedasync_by_hand); cut at t = 5."""
+    sc = scenario(algorithm=FEDASYNC, delays={
+        "download": const(1.0), "compute": const(2.0), "upload": const(1.0),
+        "override": [{"clients": [1], "download": const(0.5), "compute": const(1.0),
+                      "think": const(0.5)}]})
+    I = Interval
+    assert client_timeline(sc, 0, 5.0) == [
+        I(0, "download", 0.0, 1.0, 0), I(0, "compute", 1.0, 3.0, 0), I(0, "upload", 3.0, 4.0, 0),
+        I(1, "download", 0.0, 0.5, 0), I(1, "compute", 0.5, 1.5, 0), I(1, "upload", 1.5, 2.5, 0),
+        I(1, "think", 2.5, 3.0, 0),
+        I(1, "download", 3.0, 3.5, 1), I(1, "compute", 3.5, 4.5, 1), I(1, "upload", 4.5, 5.5, 1),
+        I(0, "download", 4.0, 5.0, 1)]
+    # the default end is the run's: every recorded phase of positive length
+    assert len(client_timeline(sc, 0)) == 5 * 3 + 2
+
+
+@pytest.mark.parametrize("name", ["fedasync_quadratic.toml", "fedbuff_quadratic.toml",
+                                  "perfedavg_sync.toml"])
+def test_the_timeline_is_the_runs(name):
+    sc = config.load(EX / name)
+    sc = dataclasses.replace(sc, horizon=config.HorizonConfig(steps=120))
+    tr = run(sc, 2)
+    ph = timeline_phases(sc, 2)
+    assert ph.matches(tr)
+    # negative control: another replicate's phases are not this run's
+    assert not timeline_phases(sc, 3).matches(tr)
+    tl = intervals(ph, tr.sim_time)
+    for iv in tl:
+        assert tr.sim_time > iv.start and iv.end > iv.start >= 0.0
+    # every upload the trace counts ends an upload phase drawn
+    ends = {(iv.client, iv.end) for iv in tl if iv.phase == "upload"}
+    up = ph.arrived()
+    assert all((int(c), float(t)) in ends for c, t in zip(ph.client[up], ph.upload_end[up],
+                                                           strict=True))
+    assert np.array_equal(np.bincount(ph.client[up], minlength=ph.n), tr.client_updates)
+
+
+def test_sync_rounds_wait_for_the_slowest():
+    sc = config.load(EX / "perfedavg_sync.toml")
+    tl = client_timeline(sc, 0, 30.0)
+    by: dict[int, list[Interval]] = {}
+    for iv in tl:
+        by.setdefault(iv.round, []).append(iv)
+    rounds = sorted(by)
+    for r0, r1 in zip(rounds, rounds[1:], strict=False):
+        assert min(iv.start for iv in by[r1]) == max(iv.end for iv in by[r0])
+
+
+def test_run_plot_cli(tmp_path, capsys):
+    out = tmp_path / "run.png"
+    rc = main(["run", str(EX / "fedasync_quadratic.toml"), "--steps", "100",
+               "--no-progress", "--plot", str(out)])
+    assert rc == 0 and out.stat().st_size > 10_000
