@@ -100,7 +100,7 @@ def draw_gantt(ax: Any, timeline: list[Interval], n: int, t_end: float,
                               label="arrival"))
     ax.set_xlim(0, t_end)
     ax.set_ylim(-0.6, min(n, max_clients) - 0.4)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     ax.set_ylabel("client")
     ax.set_xlabel("simulated time")
     # beside the axes, so no client's bar (nor the panel's title) is hidden behind it
