@@ -89,3 +89,12 @@ def assert_agrees_with_table(ph, *, count: int | None) -> None:
     # rounds that never arrived were still in flight when the run stopped
     assert np.all(ph.upload_end[ph.upload < 0] >= tb.sim_time)
     assert np.all(ph.read[ph.upload < 0] == -1)
+
+
+def table_trace(table: EventTable, steps: int | None = None):
+    """The Trace a run of ``table`` makes (its timeline columns; no metric replayed),
+    stopped at step ``steps`` as a divergence would stop it."""
+    t = table.steps_done if steps is None else int(steps)
+    ms = table.metric_steps[table.metric_steps <= t]
+    return table.trace(metric_steps=ms, metrics={"grad_sq": np.ones(ms.size)},
+                       final_w=np.zeros(2), diverged_step=steps)

@@ -19,6 +19,7 @@ from phases_cases import (
     assert_tables_equal,
     const,
     scenario,
+    table_trace,
 )
 
 from fedsim.algorithms import get_algorithm
@@ -216,13 +217,6 @@ def test_a_model_without_phases_is_refused():
         timeline_phases(sc, 0)
 
 
-def _trace(table: EventTable, steps: int | None = None):
-    """The Trace a run of ``table`` makes (its timeline columns; no metric replayed),
-    stopped at step ``steps`` as a divergence would stop it."""
-    return table.trace(metric_steps=np.zeros(1, np.int64), metrics={}, final_w=np.zeros(2),
-                       diverged_step=steps)
-
-
 def test_matches_flags_another_run():
     """Phases.matches: the trace of the phases' table matches, also stopped early by a
     divergence; another replicate's, one with a step time moved by one ulp, or one longer
@@ -231,11 +225,11 @@ def test_matches_flags_another_run():
     sc = scenario(algorithm=FEDASYNC, delays={"download": {"kind": "exponential",
                                                            "rate": 4.0}}, n=3, steps=15)
     ph = timeline_phases(sc, 2)
-    tr = _trace(ph.table)
-    assert ph.matches(tr) and ph.matches(_trace(ph.table, 7))
-    assert not ph.matches(_trace(timeline_phases(sc, 3).table))
+    tr = table_trace(ph.table)
+    assert ph.matches(tr) and ph.matches(table_trace(ph.table, 7))
+    assert not ph.matches(table_trace(timeline_phases(sc, 3).table))
     t = tr.time.copy()
     t[5] = np.nextafter(t[5], np.inf)
     assert not ph.matches(dataclasses.replace(tr, time=t))
     longer = timeline_phases(dataclasses.replace(sc, horizon=HorizonConfig(steps=16)), 2)
-    assert not ph.matches(_trace(longer.table))
+    assert not ph.matches(table_trace(longer.table))

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from phases_cases import FEDASYNC, const, scenario
+from phases_cases import FEDASYNC, const, scenario, table_trace
 
+import fedsim.plot
 from fedsim import config
 from fedsim.cli import main
 from fedsim.engine import run, timeline_phases
-from fedsim.plot import Interval, client_timeline, intervals
+from fedsim.plot import Interval, client_timeline, intervals, plot_run
 
 EX = Path(__file__).resolve().parents[2] / "examples"
 
@@ -73,3 +74,45 @@ def test_run_plot_cli(tmp_path, capsys):
     rc = main(["run", str(EX / "fedasync_quadratic.toml"), "--steps", "100",
                "--no-progress", "--plot", str(out)])
     assert rc == 0 and out.stat().st_size > 10_000
+
+
+AREA = {"name": "area", "client_rule": "area", "model": "algorithm", "M": 2,
+        "alpha": {"kind": "constant", "value": 0.1}}
+EXP = {"download": {"kind": "exponential", "rate": 5.0},
+       "compute": {"kind": "exponential", "rate": 1.0},
+       "upload": {"kind": "exponential", "rate": 5.0}}
+
+
+def test_plot_run_draws_the_recorded_timeline(tmp_path, monkeypatch):
+    """plot_run draws the home's recorded phases with their arrivals (AREA Algorithm 2,
+    which had no timeline before), flags a trace that is not the phases' run, and writes a
+    one-line refusal for the window model.  The traces are the tables' (no replay)."""
+    drawn = []
+    real = fedsim.plot.draw_gantt
+
+    def spy(ax, timeline, n, t_end, **kw):
+        drawn.append((ax, timeline, kw["arrivals"]))
+        real(ax, timeline, n, t_end, **kw)
+
+    monkeypatch.setattr(fedsim.plot, "draw_gantt", spy)
+    sc = scenario(algorithm=AREA, delays=EXP, n=3, steps=30,
+                  trigger={"kind": "every_k", "count": 2})
+    ph = timeline_phases(sc, 1)
+    tr = table_trace(ph.table)
+    plot_run(sc, tr, tmp_path / "area.png", replicate=1)
+    ax, tl, arrivals = drawn[-1]
+    assert tl == intervals(ph, tr.sim_time) and tl
+    up = ph.arrived()
+    assert arrivals == list(zip(ph.client[up].tolist(), ph.upload_end[up].tolist(),
+                                strict=True))
+    assert "its table is the trace's" in ax.get_title(loc="left")
+    # negative control: replicate 0's trace drawn as replicate 1's
+    plot_run(sc, table_trace(timeline_phases(sc, 0).table), tmp_path / "bad.png", replicate=1)
+    assert "WARNING" in drawn[-1][0].get_title(loc="left")
+    assert (tmp_path / "area.png").stat().st_size > 10_000
+    # the window model: no gantt, a note
+    win = scenario(algorithm=dict(FEDASYNC, model="window", tau=2,
+                                  delay_pmf=[0.5, 0.25, 0.25]), delays={}, n=3)
+    k = len(drawn)
+    plot_run(win, tr, tmp_path / "window.png")
+    assert len(drawn) == k and (tmp_path / "window.png").stat().st_size > 5_000

@@ -4,9 +4,11 @@ A writer that is handed a :class:`PhaseLog` stores, for every client round it be
 times its own arithmetic computes -- the download's start and end, the end of the local
 computation, the upload's arrival at the server -- and, as the round reaches the server,
 its place in the table's upload order and the model version the writer logs with it; a
-think pause after it adds its end.  Nothing is drawn or added twice: the numbers are the
-writer's, from its one set of draws, so the event table the writer returns is the same
-table, bit for bit, with or without the log (``tests/plot/test_phases.py``).
+think pause after it adds its end (``upload_end + think``, the addition the writer's pause
+makes).  Nothing is drawn again: the numbers are the writer's, from its one set of draws,
+and the event table it returns is the same table, bit for bit, with or without the log
+(``tests/plot/test_phases.py``).  The fast writers record nothing; they are tested bitwise
+equal to the reference writer, so its phases are the run's.
 
 :func:`timeline_phases` is the door: the scenario's execution model's ``phases`` (its home's
 reference writer run with a log, :class:`~fedsim.engine.models.base.ExecutionModel`), or a

@@ -11,7 +11,8 @@ rules -- the client rule :func:`fedsim.local.area.area_client_for` (``m_i = x_i 
 The writers, both free of model values:
 
 * :func:`~fedsim.engine.models.area.simpy_writer.area_table` -- SimPy, either model (the
-  reference);
+  reference; it records the per-client phases when asked,
+  :func:`~fedsim.engine.models.area.simpy_writer.area_phases`, ``MODEL.phases``);
 * :func:`~fedsim.engine.models.area.merge.area_tables` -- the iterate model's events as a
   compiled merge of independent renewal streams, many replicates at once, bitwise SimPy's.
 

@@ -14,6 +14,8 @@ periodic timer).  The writers, all bitwise the SimPy reference's table:
   per upload with a step horizon and Constant/Exponential delays: many replicates'
   columns in one compiled call, handed to the replay as the groups it laid out.
 
+``AsyncRun`` also records a replicate's per-client phases when asked
+(:func:`~fedsim.engine.models.physical.simpy_writer.async_phases`, ``MODEL.phases``).
 :func:`write` is the rule choosing between them (the same for ``run`` and ``run_batch``);
 :mod:`~fedsim.engine.models.physical.reference` is the per-step oracle that computes as it
 simulates (tests only).

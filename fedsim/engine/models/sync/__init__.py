@@ -12,6 +12,8 @@ steps from ``w^{t-1}`` and sets ``w^t`` to their average
 The writers: :func:`~fedsim.engine.models.sync.simpy_writer.sync_timeline` (SimPy, the
 reference) and :func:`~fedsim.engine.models.sync.rounds.rounds_timeline` (a plain loop over
 the rounds, tested bitwise equal: rounds have no contention).  The rule: always the loop.
+The SimPy writer records the per-client phases when asked
+(:func:`~fedsim.engine.models.sync.simpy_writer.sync_phases`, ``MODEL.phases``).
 """
 
 from __future__ import annotations
