@@ -13,7 +13,8 @@ from phases_cases import FEDASYNC, const, scenario, table_trace
 import fedsim.plot
 from fedsim import config
 from fedsim.cli import main
-from fedsim.engine import run, timeline_phases
+from fedsim.engine import problem_for, run, timeline_phases
+from fedsim.engine.dispatch import write_tables
 from fedsim.plot import Interval, client_timeline, intervals, plot_run
 
 EX = Path(__file__).resolve().parents[2] / "examples"
@@ -85,8 +86,8 @@ EXP = {"download": {"kind": "exponential", "rate": 5.0},
 
 def test_plot_run_draws_the_recorded_timeline(tmp_path, monkeypatch):
     """plot_run draws the home's recorded phases with their arrivals (AREA Algorithm 2,
-    which had no timeline before), flags a trace that is not the phases' run, and writes a
-    one-line refusal for the window model.  The traces are the tables' (no replay)."""
+    which had no timeline before) and flags a trace that is not the phases' run.  The
+    traces are the tables' (no replay)."""
     drawn = []
     real = fedsim.plot.draw_gantt
 
@@ -95,6 +96,12 @@ def test_plot_run_draws_the_recorded_timeline(tmp_path, monkeypatch):
         real(ax, timeline, n, t_end, **kw)
 
     monkeypatch.setattr(fedsim.plot, "draw_gantt", spy)
+    # the figures are checked as drawn, not rasterised (test_run_plot_cli writes one)
+    from matplotlib.figure import Figure
+
+    notes = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, fh, **kw: notes.append(
+        [t.get_text() for ax in fig.axes for t in ax.texts]))
     sc = scenario(algorithm=AREA, delays=EXP, n=3, steps=30,
                   trigger={"kind": "every_k", "count": 2})
     ph = timeline_phases(sc, 1)
@@ -106,13 +113,24 @@ def test_plot_run_draws_the_recorded_timeline(tmp_path, monkeypatch):
     assert arrivals == list(zip(ph.client[up].tolist(), ph.upload_end[up].tolist(),
                                 strict=True))
     assert "its table is the trace's" in ax.get_title(loc="left")
+    assert notes == [[]]
     # negative control: replicate 0's trace drawn as replicate 1's
     plot_run(sc, table_trace(timeline_phases(sc, 0).table), tmp_path / "bad.png", replicate=1)
     assert "WARNING" in drawn[-1][0].get_title(loc="left")
-    assert (tmp_path / "area.png").stat().st_size > 10_000
-    # the window model: no gantt, a note
+
+
+def test_plot_run_refuses_the_window_model(tmp_path, monkeypatch):
+    """The window model's figure has no gantt, the one-line refusal instead."""
+    from matplotlib.figure import Figure
+
+    drawn, notes = [], []
+    monkeypatch.setattr(fedsim.plot, "draw_gantt", lambda *a, **kw: drawn.append(a))
+    monkeypatch.setattr(Figure, "savefig", lambda fig, fh, **kw: notes.append(
+        [t.get_text() for ax in fig.axes for t in ax.texts]))
     win = scenario(algorithm=dict(FEDASYNC, model="window", tau=2,
-                                  delay_pmf=[0.5, 0.25, 0.25]), delays={}, n=3)
-    k = len(drawn)
+                                  delay_pmf=[0.5, 0.25, 0.25]), delays={}, n=3, steps=20)
+    tr = table_trace(write_tables(win, problem_for(win), [0]).tables[0])
     plot_run(win, tr, tmp_path / "window.png")
-    assert len(drawn) == k and (tmp_path / "window.png").stat().st_size > 5_000
+    assert drawn == []
+    assert notes == [["no timeline for the 'window' execution model: its clients have no "
+                         "phases in simulated time (ExecutionModel.phases)"]]
