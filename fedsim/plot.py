@@ -4,11 +4,12 @@ The timeline drawn is the one the run had: the phases its execution model's home
 with its table (:func:`fedsim.engine.timeline_phases`, the home's SimPy reference writer
 run with a :class:`~fedsim.engine.models.phases.PhaseLog`; the times are the writer's own,
 from its one set of draws).  Nothing here samples a delay or adds a time.  A model whose
-home records no phases (the window model, the literature's recorded tables) gets a
-one-line refusal, not a picture.  :func:`plot_run` draws the recorded metrics against
-simulated time above the per-client Gantt chart, and checks first that the writer's table
-is the trace's (:meth:`~fedsim.engine.models.phases.Phases.matches`), so a timeline that
-drifted from the run is flagged, not drawn silently.
+home records no phases (the window model, which has no simulated time; the literature's
+recorded schedule, which has none either; uniform assignment, whose writer draws a job's
+duration as one sum) gets a one-line refusal, not a picture.  :func:`plot_run` draws the
+recorded metrics against simulated time above the per-client Gantt chart, and checks first
+that the writer's table is the trace's (:meth:`~fedsim.engine.models.phases.Phases.matches`),
+so a timeline that drifted from the run is flagged, not drawn silently.
 """
 
 from __future__ import annotations
