@@ -134,3 +134,23 @@ def test_plot_run_refuses_the_window_model(tmp_path, monkeypatch):
     assert drawn == []
     assert notes == [["no timeline for the 'window' execution model: its clients have no "
                          "phases in simulated time (ExecutionModel.phases)"]]
+
+
+@pytest.mark.slow
+def test_run_plot_cli_draws_area_s_recorded_timeline(tmp_path, monkeypatch):
+    """``fedsim run --plot`` on AREA's Algorithm 2 example draws the recorded timeline of
+    the replicate it ran, checked against its trace (the title says so).  Slow: 19 CPU s
+    cold, compiling AREA's replay kernel."""
+    drawn = []
+    real = fedsim.plot.draw_gantt
+
+    def spy(ax, *a, **kw):
+        real(ax, *a, **kw)
+        drawn.append(ax)
+
+    monkeypatch.setattr(fedsim.plot, "draw_gantt", spy)
+    out = tmp_path / "area.png"
+    rc = main(["run", str(EX / "area_algorithm.toml"), "--steps", "60", "--replicate", "1",
+               "--no-progress", "--plot", str(out)])
+    assert rc == 0 and out.stat().st_size > 10_000
+    assert "its table is the trace's" in drawn[-1].get_title(loc="left")
