@@ -1,26 +1,20 @@
-"""Per-client timelines (download / compute / upload) and ``fedsim run --plot``.
+"""Per-client timelines (download / compute / upload / think) and ``fedsim run --plot``.
 
-The timeline of a run depends on delays, seeds and triggers only, never on the model
-(docs/INTERNALS.md: the schedule/replay split), so it is rebuilt here from the same
-streams the engine draws from, in the same order:
-
-* the asynchronous physical model (``physical``): every client loops
-  *download -> compute -> upload -> think* on its own ``delays`` stream
-  (:class:`fedsim.rng.delays.DelaySampler`, one ``next_round`` per round);
-* the synchronous runner (``sync``): each round the server draws its clients from its
-  ``sampling`` stream (``choice(n, m, replace=False)``, sorted); each draws one round of
-  delays; the next round starts when the slowest has uploaded ([P] Fig. 2(a)).
-
-:func:`timeline_matches` checks the rebuilt upload ends against the trace's step times
-(each asynchronous upload / each synchronous round is a server step at that time), so a
-timeline that drifted from the engine is caught, not drawn.  :func:`plot_run` draws the
-recorded metrics against simulated time above the per-client Gantt chart.
+The timeline drawn is the one the run had: the phases its execution model's home records
+with its table (:func:`fedsim.engine.timeline_phases`, the home's SimPy reference writer
+run with a :class:`~fedsim.engine.models.phases.PhaseLog`; the times are the writer's own,
+from its one set of draws).  Nothing here samples a delay or adds a time.  A model whose
+home records no phases (the window model, which has no simulated time; the literature's
+recorded schedule, which has none either; uniform assignment, whose writer draws a job's
+duration as one sum) gets a one-line refusal, not a picture.  :func:`plot_run` draws the
+recorded metrics against simulated time above the per-client Gantt chart, and checks first
+that the writer's table is the trace's (:meth:`~fedsim.engine.models.phases.Phases.matches`),
+so a timeline that drifted from the run is flagged, not drawn silently.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,11 +23,14 @@ import numpy as np
 
 from fedsim.errors import ConfigError
 
-__all__ = ["Interval", "client_timeline", "timeline_matches", "draw_gantt", "plot_run"]
+__all__ = ["Interval", "client_timeline", "intervals", "draw_gantt", "plot_run"]
 
 PHASES = ("download", "compute", "upload", "think")
 COLORS = {"download": "#4e79a7", "compute": "#f28e2b", "upload": "#e15759",
           "think": "#d3d3d3"}
+#: each phase's (start, end) columns of :class:`~fedsim.engine.models.phases.Phases`
+BOUNDS = {"download": ("start", "download_end"), "compute": ("download_end", "compute_end"),
+          "upload": ("compute_end", "upload_end"), "think": ("upload_end", "think_end")}
 
 
 @dataclass(frozen=True)
@@ -48,95 +45,43 @@ class Interval:
     round: int = 0
 
 
-def _phases(i: int, t: float, rnd: tuple, k: int) -> tuple[list[Interval], float]:
-    dl, cp, ul, _th = rnd
+def intervals(phases: Any, t_end: float | None = None) -> list[Interval]:
+    """The recorded ``phases`` (:class:`~fedsim.engine.models.phases.Phases`) as
+    intervals, round by round in the order the writer began them, keeping those of
+    positive length that start before ``t_end`` (default: the run's simulated time);
+    a think pause is one only where the writer paused."""
+    t_end = float(phases.table.sim_time if t_end is None else t_end)
+    cols = {k: getattr(phases, k).tolist() for k in ("client", "round", "start",
+                                                      "download_end", "compute_end",
+                                                      "upload_end", "think_end")}
     out = []
-    for phase, dur in (("download", dl), ("compute", float(sum(cp))), ("upload", ul)):
-        out.append(Interval(i, phase, t, t + dur, k))
-        t += dur
-    return out, t
+    for j in range(len(cols["client"])):
+        for phase in PHASES:
+            a, b = (cols[k][j] for k in BOUNDS[phase])
+            if a < t_end and b > a:  # NaN (no think pause) is never > a
+                out.append(Interval(cols["client"][j], phase, a, b, cols["round"][j]))
+    return out
 
 
 def client_timeline(scenario: Any, replicate: int = 0, t_end: float | None = None
                     ) -> list[Interval]:
-    """The per-client phases of ``(scenario, replicate)`` up to ``t_end`` (default: the
-    scenario's simulated-time horizon; required when that is infinite)."""
-    from fedsim.engine import problem_for
-    from fedsim.engine.models import model_of
-    from fedsim.engine.setup import RunSetup
-    from fedsim.rng import Streams
+    """The per-client phases of ``(scenario, replicate)`` that start before ``t_end``
+    (default: the run's end), as its home records them (:func:`fedsim.engine.
+    timeline_phases`; a ``ConfigError`` naming the model when it records none)."""
+    from fedsim.engine import timeline_phases
 
-    t_end = scenario.horizon.time if t_end is None else float(t_end)
-    if not math.isfinite(t_end):
-        raise ConfigError("a timeline needs a finite t_end (or horizon.time)")
-    home = model_of(scenario)
-    if home.rounds is None:
-        raise ConfigError(f"no timeline for the {home.key!r} execution model: its clients "
-                          "have no phases in simulated time (ExecutionModel.rounds)")
-    streams = Streams(scenario.seed, replicate)
-    setup = RunSetup(scenario, problem_for(scenario), streams, False, simulate=False)
-    samplers = setup.make_samplers()
-    n = setup.n
-    out: list[Interval] = []
-    if home.rounds == "sync":
-        sampling = streams.server("sampling")
-        m = max(1, int(round(scenario.algorithm.get("participation") * n)))
-        t0, k = 0.0, 0
-        while t0 < t_end:
-            chosen = np.sort(sampling.choice(n, size=m, replace=False)).tolist()
-            ends = []
-            for i in chosen:
-                iv, t = _phases(i, t0, samplers[i].next_round(), k)
-                out += iv
-                ends.append(t)
-            t0, k = max(ends), k + 1
-        return [iv for iv in out if iv.start < t_end and iv.end > iv.start]
-    for i in range(n):
-        t, k = 0.0, 0
-        while t < t_end:
-            rnd = samplers[i].next_round()
-            iv, t = _phases(i, t, rnd, k)
-            out += iv
-            if rnd[3] > 0:
-                out.append(Interval(i, "think", t, t + rnd[3], k))
-                t += rnd[3]
-            k += 1
-    return [iv for iv in out if iv.start < t_end and iv.end > iv.start]
-
-
-def timeline_matches(trace: Any, timeline: list[Interval], sync: bool) -> bool:
-    """Do the rebuilt ends match the trace's server-step times (to 1e-9 relative)?
-    Synchronous: the round ends are the step times.  Asynchronous: every step time is the
-    end of some client round (download + compute + upload)."""
-    steps = np.sort(trace.time[1:trace.steps_done + 1])
-    if sync:
-        last: dict[int, float] = {}
-        for iv in timeline:
-            last[iv.round] = max(last.get(iv.round, -math.inf), iv.end)
-        ends = np.sort(np.array(list(last.values())))
-    else:
-        by: dict[tuple[int, int], float] = {}
-        for iv in timeline:
-            if iv.phase != "think":
-                key = (iv.client, iv.round)
-                by[key] = max(by.get(key, -math.inf), iv.end)
-        ends = np.sort(np.array(list(by.values())))
-    ends = ends[ends <= trace.sim_time * (1 + 1e-12)]
-    if ends.size < steps.size or steps.size == 0:
-        return False
-    if sync:
-        return bool(np.allclose(ends[:steps.size], steps, rtol=1e-9, atol=1e-12))
-    # asynchronous: every server step happens at an upload's end (one upload per step for
-    # FedAsync; the upload that fills the buffer for FedBuff / AS-FedAvg)
-    j = np.clip(np.searchsorted(ends, steps), 1, ends.size - 1)
-    near = np.minimum(np.abs(ends[j] - steps), np.abs(ends[j - 1] - steps))
-    return bool(np.all(near <= 1e-9 * np.maximum(1.0, np.abs(steps))))
+    return intervals(timeline_phases(scenario, replicate), t_end)
 
 
 def draw_gantt(ax: Any, timeline: list[Interval], n: int, t_end: float,
-               max_clients: int = 30) -> None:
-    """One row per client (the first ``max_clients``), one bar per phase."""
+               max_clients: int = 30, arrivals: Sequence[tuple[int, float]] | None = None
+               ) -> None:
+    """One row per client (the first ``max_clients``), one bar per phase; ``arrivals``
+    ``(client, time)``, if given, marks each upload's arrival at the server (the events of
+    a model whose rounds have no download or upload, e.g. AREA's iterate model)."""
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     for phase in PHASES:
         rows: dict[int, list[tuple[float, float]]] = {}
@@ -146,14 +91,22 @@ def draw_gantt(ax: Any, timeline: list[Interval], n: int, t_end: float,
                                                        - iv.start))
         for c, bars in rows.items():
             ax.broken_barh(bars, (c - 0.4, 0.8), facecolors=COLORS[phase], linewidth=0)
+    handles: list[Any] = [Patch(color=COLORS[p], label=p) for p in PHASES[:3]]
+    if arrivals is not None:
+        pts = [(t, c) for c, t in arrivals if c < max_clients and t <= t_end]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], ls="none", marker="|",
+                    ms=9, mew=1.0, color="black")
+        handles.append(Line2D([], [], ls="none", marker="|", ms=9, mew=1.0, color="black",
+                              label="arrival"))
     ax.set_xlim(0, t_end)
     ax.set_ylim(-0.6, min(n, max_clients) - 0.4)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
     ax.set_ylabel("client")
     ax.set_xlabel("simulated time")
     # beside the axes, so no client's bar (nor the panel's title) is hidden behind it
-    ax.legend(handles=[Patch(color=COLORS[p], label=p) for p in PHASES[:3]],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, ncol=1,
-              frameon=False, borderaxespad=0.0)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7,
+              ncol=1, frameon=False, borderaxespad=0.0)
 
 
 def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
@@ -167,12 +120,15 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from fedsim.engine import timeline_phases
+
     t_end = float(trace.sim_time)
     try:
-        tl: list[Interval] | None = client_timeline(scenario, replicate, t_end)
+        phases = timeline_phases(scenario, replicate)
+        tl: list[Interval] | None = intervals(phases, t_end)
         why = ""
     except ConfigError as exc:
-        tl, why = None, str(exc)
+        phases, tl, why = None, None, str(exc)
     low = 1.2 if tl is not None else 0.15       # a one-line note needs no full panel
     if panel is None:
         fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 5.6 + 1.4 * low),
@@ -199,14 +155,18 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
                borderaxespad=0.0)
     ax1.set_title(f"{scenario.name}: metrics against simulated time")
     if tl is not None:
-        ok = timeline_matches(trace, tl, _is_sync(scenario))
+        ok = phases.matches(trace)
         # the first ~gantt_steps server steps: a readable window of the whole run
         t_show = float(trace.time[min(trace.steps_done, gantt_steps)]) or t_end
-        draw_gantt(ax2, tl, trace.client_updates.size, t_show)
+        up = phases.arrived()
+        draw_gantt(ax2, tl, trace.client_updates.size, t_show,
+                   arrivals=list(zip(phases.client[up].tolist(),
+                                     phases.upload_end[up].tolist(), strict=True)))
         ax2.set_title(f"per-client timeline, first {min(trace.steps_done, gantt_steps)} "
-                      "server steps (" + ("rebuilt, checked against the trace)" if ok else
-                                          "WARNING: does not match the trace)"), loc="left",
-                      fontsize=9)
+                      "server steps (" + ("recorded by the model's reference writer; "
+                                          "its table is the trace's)" if ok else
+                                          "WARNING: its table is not the trace's)"),
+                      loc="left", fontsize=9)
     else:
         ax2.text(0.5, 0.5, why, ha="center", va="center", wrap=True)
         ax2.set_axis_off()
@@ -219,8 +179,3 @@ def plot_run(scenario: Any, trace: Any, path: str | Path, replicate: int = 0,
     plt.close(fig)
     return path
 
-
-def _is_sync(scenario: Any) -> bool:
-    from fedsim.engine.models import model_of
-
-    return model_of(scenario).rounds == "sync"

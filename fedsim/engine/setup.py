@@ -200,7 +200,9 @@ class RunSetup:
         self.env.run(until=self.done)
 
     def read_and_upload(self, download: float, compute: Any, upload: float, arrival: bool,
-                        model: np.ndarray, snap: np.ndarray) -> Iterator[simpy.Event]:
+                        model: np.ndarray, snap: np.ndarray,
+                        mark: Callable[[float, float, float, float], Any] | None = None
+                        ) -> Iterator[simpy.Event]:
         """Generator: one client round's timeline, from now to its upload.
 
         The client reads ``model`` into ``snap`` when the download is requested
@@ -209,9 +211,13 @@ class RunSetup:
         (``model = None``: a timeline writer, nothing is copied).  Returns
         ``(omega, t_read, t_upload)`` -- ``omega`` the server step read -- or ``None`` if the
         run stopped meanwhile.  Use as ``got = yield from setup.read_and_upload(...)``.
+        ``mark``, if given, is called with the round's start, download end, compute end
+        and upload as soon as they are computed, before the upload is waited for (a phase
+        record, :meth:`fedsim.engine.models.phases.PhaseLog.begin`; not called for a run
+        that stopped during an ``arrival`` download).
         """
         env, log = self.env, self.log
-        t = env.now
+        t = t0 = env.now
         if arrival:
             t = t + download
             yield at(env, t)
@@ -223,9 +229,13 @@ class RunSetup:
         t_read = t
         if not arrival:
             t = t + download
+        t_download = t
         for c in compute:
             t = t + c
+        t_compute = t
         t = t + upload
+        if mark is not None:
+            mark(t0, t_download, t_compute, t)
         yield at(env, t)
         if log.stopped:
             return None

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,7 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.config.budget import memory_budget
 from fedsim.engine.models.base import ExecutionModel
+from fedsim.engine.models.phases import PhaseLog, Phases, record
 from fedsim.engine.replay.driver import TableSet
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
@@ -71,8 +73,8 @@ from fedsim.rng import Streams
 from fedsim.rng.delays import RoundDelays
 from fedsim.trace import KINDS
 
-__all__ = ["MODEL", "asypfl_tables", "asypfl_table", "time_statistics", "personal_gap",
-           "round_step_bytes", "RoundDelays"]
+__all__ = ["MODEL", "asypfl_tables", "asypfl_table", "asypfl_phases", "time_statistics",
+           "personal_gap", "round_step_bytes", "RoundDelays"]
 
 K_UPLOAD = KINDS.index("upload")
 
@@ -154,7 +156,8 @@ def round_step_bytes(d: int, batch: int) -> int:
 
 
 def asypfl_table(scenario: Scenario, problem, streams: Streams,
-                 spec: Any = None) -> tuple[EventTable, np.ndarray]:
+                 spec: Any = None, phases: PhaseLog | None = None
+                 ) -> tuple[EventTable, np.ndarray]:
     """AsyPFL's timeline for one replicate: its
     :class:`~fedsim.engine.replay.table.EventTable` (REPLAY_SPEC section 1) and its
     ``round_times``.  The SimPy processes of the module docstring with no algebra (no client
@@ -167,7 +170,9 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
     ``epochs``) kept here and put in ``info``; ``round_times`` (uploads x 2: compute time,
     download + upload time) lets :func:`time_statistics` recompute them up to a divergence.
     The run goes to its horizon (a divergence is the replay's to find; ``u_client`` /
-    ``u_before`` and the busy events let the table truncate itself there)."""
+    ``u_before`` and the busy events let the table truncate itself there).  ``phases``, if
+    given, records each round's times, its upload's arrival (with ``r_k``) and think
+    pause."""
     if spec is None:
         from fedsim.algorithms import get_algorithm
         spec = get_algorithm(scenario.algorithm.name)
@@ -191,6 +196,7 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
 
     def client(i: int):
         sampler = samplers[i]
+        mark = None if phases is None else partial(phases.begin, i)
         while True:
             E_i = E_next[i]
             if E_i * step_bytes > budget:
@@ -202,7 +208,7 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
                     "fedsim run --memory-budget SIZE, or FEDSIM_MEMORY_BUDGET)")
             download, compute, upload, think = sampler.next_round(E_i)
             got = yield from run.read_and_upload(download, compute, upload, arrival, None,
-                                                 None)
+                                                 None, mark)
             if got is None:
                 return
             r, t_read, t = got
@@ -213,10 +219,14 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
             local_steps[i] += E_i
             stale = log.t - r
             log.upload(i)
+            if phases is not None:
+                phases.arrive(i, r)
             log.contribute(i, r, E_i, stale)
             if log.step(t, K_UPLOAD, i, stale, t - t_read, 1):
                 return
             if think != 0.0:
+                if phases is not None:
+                    phases.think(i, think)
                 yield from run.think_pause(t, think)
                 if log.stopped:
                     return
@@ -232,4 +242,13 @@ def asypfl_table(scenario: Scenario, problem, streams: Streams,
             np.asarray(round_times, dtype=np.float64).reshape(-1, 2))
 
 
-MODEL = ExecutionModel(key="asypfl", write=asypfl_tables, doc=__doc__)
+def asypfl_phases(scenario: Scenario, problem, replicate: int) -> Phases:
+    """The replicate's per-client phases, recorded by :func:`asypfl_table` (the model's one
+    writer) with its table."""
+    streams = Streams(scenario.seed, replicate)
+    return record(lambda log: asypfl_table(scenario, problem, streams, phases=log)[0],
+                  problem.n)
+
+
+MODEL = ExecutionModel(key="asypfl", write=asypfl_tables, rounds="async",
+                       phases=asypfl_phases, doc=__doc__)

@@ -53,7 +53,11 @@ class ExecutionModel:
     declares none; ``rounds``: how a client's rounds follow its delays, ``"async"`` (each
     client starts its next round when its last ends), ``"sync"`` (the chosen clients
     start together when the server round starts) or ``None`` (the model has no per-client
-    phases in simulated time), which :func:`fedsim.plot.client_timeline` draws.
+    phases in simulated time); ``phases(scenario, problem, replicate)``: the replicate's
+    per-client phases as the home's reference writer records them with its table
+    (:class:`~fedsim.engine.models.phases.Phases`, read through
+    :func:`fedsim.engine.timeline_phases`; what :func:`fedsim.plot.client_timeline`
+    draws), ``None``: the home records none.
     """
 
     key: str
@@ -62,6 +66,7 @@ class ExecutionModel:
     diagnostics: Callable[..., Mapping[str, Any]] | None = None
     staleness: Callable[[Any], Staleness] | None = None
     rounds: str | None = None
+    phases: Callable[[Any, Any, int], Any] | None = None
     doc: str = ""
 
     def __post_init__(self) -> None:
@@ -70,6 +75,9 @@ class ExecutionModel:
         require(callable(self.write), f"{self.key}.write", self.write, "must be callable")
         require(self.rounds in (None, "async", "sync"), f"{self.key}.rounds", self.rounds,
                 "must be 'async', 'sync' or None")
+        require(self.phases is None or (callable(self.phases) and self.rounds is not None),
+                f"{self.key}.phases", self.phases,
+                "must be callable, in a model that declares its rounds")
 
 
 _REGISTRY: dict[str, ExecutionModel] = {}

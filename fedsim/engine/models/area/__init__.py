@@ -11,7 +11,8 @@ rules -- the client rule :func:`fedsim.local.area.area_client_for` (``m_i = x_i 
 The writers, both free of model values:
 
 * :func:`~fedsim.engine.models.area.simpy_writer.area_table` -- SimPy, either model (the
-  reference);
+  reference; it records the per-client phases when asked,
+  :func:`~fedsim.engine.models.area.simpy_writer.area_phases`, ``MODEL.phases``);
 * :func:`~fedsim.engine.models.area.merge.area_tables` -- the iterate model's events as a
   compiled merge of independent renewal streams, many replicates at once, bitwise SimPy's.
 
@@ -37,7 +38,7 @@ from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.models.area.merge import area_tables, event_tables, merged_group
 from fedsim.engine.models.area.schedule import area_client_rule, area_invariant
-from fedsim.engine.models.area.simpy_writer import area_table
+from fedsim.engine.models.area.simpy_writer import area_phases, area_table
 from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.replay import group as grouping
 from fedsim.engine.replay.driver import Replayed, TableSet
@@ -90,4 +91,5 @@ def diagnostics(scenario: Scenario, problem: Any, table: EventTable, replicate: 
     return {"invariant_max": area_invariant(scenario, problem, table, replicate, steps)}
 
 
-MODEL = ExecutionModel(key="area", write=area_table_set, diagnostics=diagnostics, doc=__doc__)
+MODEL = ExecutionModel(key="area", write=area_table_set, diagnostics=diagnostics,
+                       rounds="async", phases=area_phases, doc=__doc__)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 
 from fedsim.config import Scenario
+from fedsim.engine.models.phases import PhaseLog, Phases, record
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.engine.simpy_fast import at
@@ -43,13 +44,14 @@ from fedsim.errors import require
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["area_table", "K_CLIENT", "K_SERVER"]
+__all__ = ["area_table", "area_phases", "K_CLIENT", "K_SERVER"]
 
 K_CLIENT = KINDS.index("client")
 K_SERVER = KINDS.index("server")
 
 
-def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
+def area_table(scenario: Scenario, problem, streams: Streams,
+               phases: PhaseLog | None = None) -> EventTable:
     """AREA's event table (REPLAY_SPEC 1) of either model, written by SimPy with no algebra
     (:class:`~fedsim.engine.setup.RunSetup` with ``table=True``: a
     :class:`~fedsim.engine.steplog.TableLog`).
@@ -63,7 +65,9 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
     ``buffer_fill`` is the number of messages since the last aggregation (the
     aggregation's: the number it consumes).  The delays, the trigger (count, Poisson or
     periodic timer on the server's ``timer`` stream), think pauses and the horizons are
-    the module docstring's, event for event.
+    the module docstring's, event for event.  ``phases``, if given, records each client
+    round's times (the iterate model's: its computation from its last event to this one,
+    no download or upload), its message's arrival (with its ``c_read``) and think pause.
     """
     require(scenario.delays.read_at == "request", "delays.read_at", scenario.delays.read_at,
             "must be 'request' for area (the server's reply carries x_s)")
@@ -92,17 +96,27 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
         k_read, t_read = 0, 0.0
         while True:
             download, compute, upload, think = samplers[i].next_round()
-            t = env.now + download
+            t0 = env.now
+            t = t_download = t0 + download
             for c in compute:
                 t = t + c
+            t_compute = t
             t = t + upload
+            if phases is not None:
+                phases.begin(i, t0, t_download, t_compute, t)
             yield at(env, t)
-            if log.stopped or arrival(i, t, k_read, k_read, t_read):
+            if log.stopped:
+                return
+            if phases is not None:
+                phases.arrive(i, k_read)
+            if arrival(i, t, k_read, k_read, t_read):
                 return
             k_read, t_read = log.t, t
             if count is not None and pending[0] >= count and aggregate():
                 return
             if think != 0.0:
+                if phases is not None:
+                    phases.think(i, think)
                 yield from run.think_pause(t, think)
                 if log.stopped:
                     return
@@ -112,11 +126,15 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
         t = 0.0
         while True:
             _download, compute, _upload, _think = samplers[i].next_round()
-            t = t + compute[0]
+            t_last, t = t, t + compute[0]
+            if phases is not None:
+                phases.begin(i, t_last, t_last, t, t)
             yield at(env, t)
             if log.stopped:
                 return
             k = log.t
+            if phases is not None:
+                phases.arrive(i, k)
             if arrival(i, t, k, k_read, t_read):
                 return
             k_read, t_read = k, t
@@ -127,3 +145,10 @@ def area_table(scenario: Scenario, problem, streams: Streams) -> EventTable:
     run.run_until_done()
     return log.table(n=run.n, sim_time=env.now, every=scenario.record.every,
                      staleness_bound=math.inf)
+
+
+def area_phases(scenario: Scenario, problem, replicate: int) -> Phases:
+    """The replicate's per-client phases, recorded by :func:`area_table` with its table
+    (the reference the compiled merge equals bit for bit, so these are the run's phases)."""
+    return record(lambda log: area_table(scenario, problem, Streams(scenario.seed, replicate),
+                                         log), problem.n)

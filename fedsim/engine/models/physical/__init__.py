@@ -14,6 +14,8 @@ periodic timer).  The writers, all bitwise the SimPy reference's table:
   per upload with a step horizon and Constant/Exponential delays: many replicates'
   columns in one compiled call, handed to the replay as the groups it laid out.
 
+``AsyncRun`` also records a replicate's per-client phases when asked
+(:func:`~fedsim.engine.models.physical.simpy_writer.async_phases`, ``MODEL.phases``).
 :func:`write` is the rule choosing between them (the same for ``run`` and ``run_batch``);
 :mod:`~fedsim.engine.models.physical.reference` is the per-step oracle that computes as it
 simulates (tests only).
@@ -29,7 +31,7 @@ from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
 from fedsim.engine.models.base import ExecutionModel, Staleness
 from fedsim.engine.models.physical.group_writer import group_table_set, group_writes
-from fedsim.engine.models.physical.simpy_writer import AsyncRun
+from fedsim.engine.models.physical.simpy_writer import AsyncRun, async_phases
 from fedsim.engine.models.physical.upload_tables import upload_tables
 from fedsim.engine.replay.driver import TableSet
 from fedsim.engine.replay.table import EventTable
@@ -81,4 +83,5 @@ def staleness(scenario: Scenario) -> Staleness:
 
 
 MODEL = ExecutionModel(key="physical", write=write, staleness=staleness, rounds="async",
+                       phases=async_phases,
                        doc=__doc__)

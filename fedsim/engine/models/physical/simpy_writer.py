@@ -29,16 +29,19 @@ as it simulates (the oracle of the tests).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from fedsim.algorithms import get_algorithm
 from fedsim.config import Scenario
+from fedsim.engine.models.phases import PhaseLog, Phases, record
 from fedsim.engine.replay.table import EventTable
 from fedsim.engine.setup import RunSetup
 from fedsim.engine.staleness import physical_staleness_bound
 from fedsim.rng import Streams
 from fedsim.trace import KINDS
 
-__all__ = ["AsyncRun", "K_UPLOAD", "K_AGG"]
+__all__ = ["AsyncRun", "async_phases", "K_UPLOAD", "K_AGG"]
 
 K_UPLOAD = KINDS.index("upload")
 K_AGG = KINDS.index("aggregate")
@@ -49,9 +52,10 @@ class AsyncRun(RunSetup):
     simulates it."""
 
     def __init__(self, scenario: Scenario, problem, streams: Streams, progress: bool,
-                 spec: Any) -> None:
+                 spec: Any, phases: PhaseLog | None = None) -> None:
         super().__init__(scenario, problem, streams, False, table=True)
         self.spec = spec
+        self.phases = phases
         self.per_upload = bool(spec.step_per_upload)
         self.samplers = self.make_samplers(lean=True)
         self.Q = int(self.rule.Q)
@@ -77,21 +81,26 @@ class AsyncRun(RunSetup):
 
     def _client(self, i: int):
         """A client cycle: read -> download -> compute -> upload -> buffer -> think."""
-        log, sampler = self.log, self.samplers[i]
+        log, sampler, ph = self.log, self.samplers[i], self.phases
         arrival = self.scenario.delays.read_at == "arrival"
+        mark = None if ph is None else partial(ph.begin, i)
         while True:
             download, compute, upload, think = sampler.next_round()
             got = yield from self.read_and_upload(download, compute, upload, arrival, None,
-                                                  None)
+                                                  None, mark)
             if got is None:
                 return
             omega, t_read, t = got
             log.upload(i)
+            if ph is not None:
+                ph.arrive(i, omega)
             self.pending.append((i, omega, t_read, log.t - omega))
             if self.count is not None and len(self.pending) >= self.count:
                 if self._aggregate():
                     return
             if think != 0.0:
+                if ph is not None:
+                    ph.think(i, think)
                 yield from self.think_pause(t, think)
                 if log.stopped:
                     return
@@ -110,3 +119,11 @@ class AsyncRun(RunSetup):
         self.pending = []
         return log.step(now, K_UPLOAD if self.per_upload else K_AGG, who, stale_steps,
                         stale_time, k)
+
+
+def async_phases(scenario: Scenario, problem: Any, replicate: int) -> Phases:
+    """The replicate's per-client phases, recorded by :class:`AsyncRun` with its table
+    (the reference the fast writers equal bit for bit, so these are the run's phases)."""
+    spec = get_algorithm(scenario.algorithm.name)
+    return record(lambda log: AsyncRun(scenario, problem, Streams(scenario.seed, replicate),
+                                       False, spec, log).table(), problem.n)

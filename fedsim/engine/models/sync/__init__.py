@@ -12,6 +12,8 @@ steps from ``w^{t-1}`` and sets ``w^t`` to their average
 The writers: :func:`~fedsim.engine.models.sync.simpy_writer.sync_timeline` (SimPy, the
 reference) and :func:`~fedsim.engine.models.sync.rounds.rounds_timeline` (a plain loop over
 the rounds, tested bitwise equal: rounds have no contention).  The rule: always the loop.
+The SimPy writer records the per-client phases when asked
+(:func:`~fedsim.engine.models.sync.simpy_writer.sync_phases`, ``MODEL.phases``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from fedsim.config import Scenario
 from fedsim.engine.models.base import ExecutionModel
 from fedsim.engine.models.sync.rounds import rounds_timeline
+from fedsim.engine.models.sync.simpy_writer import sync_phases
 from fedsim.engine.replay.table import EventTable
 from fedsim.errors import require
 from fedsim.rng import Streams
@@ -49,4 +52,5 @@ def sync_tables(scenario: Scenario, problem: Any, replicates: Sequence[int]
             for r in replicates]
 
 
-MODEL = ExecutionModel(key="sync", write=sync_tables, rounds="sync", doc=__doc__)
+MODEL = ExecutionModel(key="sync", write=sync_tables, rounds="sync", phases=sync_phases,
+                       doc=__doc__)

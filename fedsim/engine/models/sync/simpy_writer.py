@@ -24,14 +24,17 @@ import numpy as np
 import simpy
 
 from fedsim.config import Scenario
+from fedsim.engine.models.phases import PhaseLog, Phases, record
 from fedsim.engine.models.sync.rounds import SyncLog, sync_columns, sync_plan
+from fedsim.engine.replay.table import EventTable
 from fedsim.engine.simpy_fast import at, stop_event, urgent_at
 from fedsim.rng import Streams
 
-__all__ = ["sync_timeline"]
+__all__ = ["sync_timeline", "sync_phases"]
 
 
-def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any]:
+def sync_timeline(scenario: Scenario, n: int, streams: Streams,
+                  phases: PhaseLog | None = None) -> dict[str, Any]:
     """The event-table columns of synchronous rounds (module docstring; REPLAY_SPEC
     section 1), simulated by SimPy with no model arithmetic: the reference of
     :func:`fedsim.engine.models.sync.rounds.rounds_timeline`, the writer runs take.
@@ -46,7 +49,8 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
     it arrived -- and the busy events ``b_*``: a round's start sets the idle clients to
     ``n - m``, each arrival adds one, all gated on the steps done at the round's start).
     Draws the ``delays`` streams (download, compute, upload, think per round) and the
-    server's ``sampling`` stream only.
+    server's ``sampling`` stream only.  ``phases``, if given, records each sampled
+    client's round (its server round, the times below, its arrival and ``c_read = t - 1``).
     """
     plan = sync_plan(scenario, n, streams)
     log = SyncLog(n)
@@ -57,12 +61,19 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
 
     def client(i: int):
         download, compute, upload, _think = samplers[i].next_round()
-        t = env.now + download
+        t0 = env.now
+        t = t_download = t0 + download
         for c in compute:
             t = t + c
+        t_compute = t
         t = t + upload
+        k = log.steps
+        if phases is not None:
+            phases.begin(i, t0, t_download, t_compute, t, k)
         yield at(env, t)
         log.arrive(i, t)
+        if phases is not None:
+            phases.arrive(i, k)
 
     def server():
         while True:
@@ -86,3 +97,12 @@ def sync_timeline(scenario: Scenario, n: int, streams: Streams) -> dict[str, Any
         urgent_at(env, plan.t_end).callbacks.append(lambda _ev: halt())
     env.run(until=done)
     return sync_columns(plan, log, env.now)
+
+
+def sync_phases(scenario: Scenario, problem: Any, replicate: int) -> Phases:
+    """The replicate's per-client phases, recorded by :func:`sync_timeline` with its table
+    (the reference :func:`~fedsim.engine.models.sync.rounds.rounds_timeline` equals bit for
+    bit, so these are the run's phases)."""
+    streams = Streams(scenario.seed, replicate)
+    return record(lambda log: EventTable(**sync_timeline(scenario, problem.n, streams, log)),
+                  problem.n, sync=True)
