@@ -142,7 +142,6 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
             m0 = moff[g]
             m1 = moff[g + 1]
             r0 = m0 + g
-            r1 = m1 + g + 1
             if pos[2] == 0:  # the replicate's first call: its state from its templates
                 k0 = init[g]
                 for r in range(s_rows):
@@ -170,34 +169,23 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
             t0 = pos[1]
             t1 = min(T, t0 + left)
             # replicate g's rows of the group's columns
-            gptr = ptr[s0 + g:s0 + g + T + 1]
-            gkind = kind[s0:s0 + T]
-            gcli = c_client[coff[g]:coff[g + 1]]
-            gread = c_read[coff[g]:coff[g + 1]]
-            gsteps = c_steps[coff[g]:coff[g + 1]]
-            gstale = c_stale[coff[g]:coff[g + 1]]
+            p0 = s0 + g
+            c0 = coff[g]
             gstates = states[g]
             gccnt = ccnt[g]
             gscnt = scnt[g]
-            grec = rec[m0:m1]
-            gsnap = snap[r0:r1]
-            gesnap = esnap[r0:r1]
-            gpsnap = psnap[r0:r1]
-            gfills = fills[s0:s0 + T]
-            gmvals = mvals[r0:r1]
-            gevals = evals[r0:r1]
-            nrec = grec.shape[0]
+            nrec = m1 - m0
             j = isnap[g]
-            nxt = grec[j] if j < nrec else -1
+            nxt = rec[m0 + j] if j < nrec else -1
             res = t1
             for t in range(t0 + 1, t1 + 1):
-                a = gptr[t - 1]
-                k = gptr[t] - a
+                a = ptr[p0 + t - 1]
+                k = ptr[p0 + t] - a
                 for c in range(k):
-                    p = a + c
-                    i = gcli[p]
-                    tr = gread[p]
-                    ns = gsteps[p]
+                    p = c0 + a + c
+                    i = c_client[p]
+                    tr = c_read[p]
+                    ns = c_steps[p]
                     src = hist[tr & mask, 0]
                     rd = reads[c]
                     for m in range(d):
@@ -205,7 +193,7 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
                     draw_round(vdata, i, get_stream(gstates, i), ns, Z)
                     update(vdata, i, cst[i], rd, tr, Z, ns, cfp, news[c], gccnt)
                     clients[c] = i
-                    stale[c] = gstale[p]
+                    stale[c] = c_stale[p]
                 S = hist[t & mask]
                 prev = hist[(t - 1) & mask]
                 for r in range(s_rows):
@@ -213,36 +201,35 @@ def _group_src(draw_round, update, apply, get_stream, metrics):
                     pr = prev[r]
                     for m in range(d):
                         Sr[m] = pr[m]
-                gfills[t - 1] = apply(S, clients, reads, news, k, stale, gkind[t - 1], sfp,
-                                      gscnt)
+                fills[s0 + t - 1] = apply(S, clients, reads, news, k, stale, kind[s0 + t - 1],
+                                          sfp, gscnt)
                 w = S[0]
                 nrm = 0.0
                 for m in range(d):
                     nrm += w[m] * w[m]
                 bad = not nrm <= div2
                 if bad or t == nxt:
-                    sj = gsnap[j]
+                    q = r0 + j
                     for m in range(d):
-                        sj[m] = w[m]
+                        snap[q, m] = w[m]
                     if ergo:
-                        ej = gesnap[j]
                         for m in range(d):
-                            ej[m] = wsum[m]
+                            esnap[q, m] = wsum[m]
                     if mon:
-                        metrics(mdata, codes, w, gmvals[j])
+                        metrics(mdata, codes, w, mvals[q])
                         if ergo:
                             for m in range(d):
                                 xbar[m] = wsum[m] / t
-                            metrics(mdata, ecodes, xbar, gevals[j])
+                            metrics(mdata, ecodes, xbar, evals[q])
                     if prow >= 0:
                         for i2 in range(n):
                             for m in range(d):
-                                gpsnap[j, i2, m] = cst[i2, prow, m]
+                                psnap[q, i2, m] = cst[i2, prow, m]
                     if bad:
                         res = -t
                         break
                     j += 1
-                    nxt = grec[j] if j < nrec else -1
+                    nxt = rec[m0 + j] if j < nrec else -1
                 if ergo:
                     for m in range(d):
                         wsum[m] = wsum[m] + w[m]
