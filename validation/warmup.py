@@ -109,12 +109,12 @@ class _CompileCount:
 def warm_kind(scenario: dict) -> dict[str, Any]:
     """One replicate of the tiny instance of ``scenario`` (:func:`tiny_scenario`), in this
     process; returns ``{"ok", "kernels", "compiled", "compile_cpu"}``: whether it ran,
-    the names of the replay kernels it needed (:func:`fedsim.engine.replay.kernel.
+    the names of the replay kernels it needed (:func:`fedsim.engine.replay.group_kernel.
     built_kernels`, compiled or loaded), and the functions it compiled with their CPU
     seconds."""
     from fedsim.config import Scenario
     from fedsim.engine import run_batch
-    from fedsim.engine.replay.kernel import built_kernels
+    from fedsim.engine.replay.group_kernel import built_kernels
 
     before = len(built_kernels())
     ok = True

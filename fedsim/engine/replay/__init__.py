@@ -4,11 +4,10 @@
   contributions each consumes, per-run facts), what every execution model's writer hands on;
 * :mod:`~fedsim.engine.replay.driver` -- ``replay_records`` / ``replay_table``: R tables ->
   R records or Traces, and ``TableSet``, what a writer may return in place of a list;
-* :mod:`~fedsim.engine.replay.kernel` -- ``group_kernel``: the one compiled loop applying a
-  client rule and a server rule (their forms, :mod:`fedsim.local.forms`) along a group of
-  replicates' tables, one compiled function per combination;
-* :mod:`~fedsim.engine.replay.group` -- ``replay_group``: its Python half (the group's
-  columns laid end to end, the buffers, one ``Replayed`` per table);
+* :mod:`~fedsim.engine.replay.kernel` -- ``table_kernel``: the one compiled loop applying a
+  client rule and a server rule (their forms, :mod:`fedsim.local.forms`) along a table;
+* :mod:`~fedsim.engine.replay.group_kernel`, :mod:`~fedsim.engine.replay.group` -- many
+  replicates' tables in one compiled call;
 * :mod:`~fedsim.engine.replay.metrics` -- the recorded metrics from the snapshots;
 * :mod:`~fedsim.engine.replay.buffers` -- the memory check before any buffer is allocated.
 

@@ -8,12 +8,13 @@ the order they come in):
    state rows (:func:`fedsim.rng.streams.client_states`, keys of
    :func:`fedsim.rng.seeding.stream_keys`) for the compiled loop, as NumPy
    ``Generator``\\ s for the interpreted one;
-2. the loop of :func:`fedsim.engine.replay.kernel.group_kernel` over the whole table
+2. the loop of :func:`fedsim.engine.replay.kernel.table_kernel` over the whole table
    (compiled when both rule forms are; else the same source interpreted, with the
-   interpreted oracles), called for a group of replicates at a time (:func:`~fedsim.
-   engine.replay.group.replay_group`: groups of about :data:`~fedsim.engine.replay.
-   group.GROUP_STEPS` steps, :func:`~fedsim.engine.replay.group.group_slices`; a rule with
-   no replay form of its own, a group of one, with a fresh rule object per replicate);
+   interpreted oracles), called for a group of replicates at a time by the outer loop of
+   :mod:`fedsim.engine.replay.group_kernel` (:func:`~fedsim.engine.replay.group.
+   replay_group`: groups of about :data:`~fedsim.engine.replay.group.GROUP_STEPS` steps,
+   :func:`~fedsim.engine.replay.group.group_slices`; a rule with no replay form of its
+   own, a group of one, with a fresh rule object per replicate);
 3. the metrics from the snapshots (:class:`fedsim.engine.replay.metrics.MetricPlan`) and
    the Trace (:meth:`fedsim.engine.replay.table.EventTable.trace`), truncated at a
    divergence as the engine truncates it.

@@ -1,6 +1,6 @@
 """``replay_group``: the rules replayed along a group of replicates' tables in one call.
 
-The Python half of :mod:`fedsim.engine.replay.kernel`: :class:`TableGroup` lays
+The Python half of :mod:`fedsim.engine.replay.group_kernel`: :class:`TableGroup` lays
 ``G`` :class:`~fedsim.engine.replay.table.EventTable` s end to end (their columns
 concatenated, with offsets), :func:`replay_group` allocates the state, snapshot and metric
 buffers once for the group, runs the compiled outer loop (or the same source interpreted)
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from fedsim.engine.replay.buffers import check_buffers
-from fedsim.engine.replay.kernel import group_kernel
+from fedsim.engine.replay.group_kernel import group_kernel
 from fedsim.engine.replay.metrics import MetricPlan
 from fedsim.engine.replay.table import EventTable
 from fedsim.errors import require
@@ -66,7 +66,7 @@ def _offsets(sizes: list[int]) -> np.ndarray:
 
 class TableGroup:
     """``tables`` end to end (module docstring of :mod:`~fedsim.engine.replay.
-    kernel`): the step, contribution and record columns concatenated and their
+    group_kernel`): the step, contribution and record columns concatenated and their
     offsets ``soff``, ``coff``, ``moff``; the ring size ``H`` (a power of two above every
     table's :meth:`~EventTable.max_lag`), the most contributions of a step ``kmax`` and
     local steps of a round ``smax``."""

@@ -98,7 +98,7 @@ class MetricPlan:
     @property
     def kernel_metrics(self) -> Any:
         """The view's compiled ``metrics`` the replay loop is built with
-        (:func:`fedsim.engine.replay.kernel.group_kernel`), or ``None`` (a view without
+        (:func:`fedsim.engine.replay.kernel.table_kernel`), or ``None`` (a view without
         them: snapshots only).  A plan its metrics do not serve (:attr:`compiled` false)
         gets them too, with :meth:`idle_buffers` (never evaluated): one compiled loop per
         combination of rules and view kind, whichever metrics a run records."""

@@ -10,7 +10,7 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.engine import problem_for, run, run_batch
 from fedsim.engine.replay.driver import metric_plan
-from fedsim.engine.replay.kernel import built_kernels
+from fedsim.engine.replay.group_kernel import built_kernels
 
 
 def _scenario(metrics: list[str]) -> Scenario:

@@ -10,42 +10,42 @@ import sys
 import pytest
 
 PROG = r"""
-from numba.core import event
-compiled = []
-class L(event.Listener):
-    def on_start(self, ev):
-        pass
-    def on_end(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-event.register("numba:compile", L())
-from fedsim.config import Scenario
-from fedsim.engine import run_batch
-from fedsim.engine.replay.kernel import built_kernels
-sc = Scenario.from_dict({
-    "name": "cache", "seed": 1,
-    "problem": {"kind": "quadratic", "n": 3, "dim": 2, "mu": 0.5, "L": 1.0,
-                "heterogeneity": 0.5, "noise": "additive", "noise_sd": 0.1, "seed": 0},
-    "algorithm": {"name": "fedasync", "model": "window", "Q": 2, "eta": 0.1, "beta": 1.0,
-                  "tau": 1, "client_rule": "sgd", "batch": 1},
-    "horizon": {"steps": 5}, "record": {"every": 1, "metrics": ["grad_sq"]}})
-run_batch(sc, [0])
-loops = set(built_kernels())
-assert len(loops) == 1, loops
-print(sum(name in loops for name in compiled))
+import numpy as np
+from fedsim.engine.replay.kernel import table_kernel
+from fedsim.local.forms import view_draw_round
+from fedsim.local.sgd import sgd_update_for
+from fedsim.problems import QuadraticProblem
+from fedsim.servers.fedasync import fedasync_step
+from fedsim.rng.streams import client_states
+p = QuadraticProblem([np.eye(2)] * 3, np.zeros((3, 2)), noise_cov=np.eye(2) * 0.01)
+cv = p.compiled_view(1)
+k = table_kernel(view_draw_round(cv.draw), sgd_update_for(cv.grad), fedasync_step)
+T = 5
+i8, i4 = np.int64, np.int32
+hist = np.zeros((8, 1, 2)); snap = np.empty((T + 2, 2))
+k(cv.data, 0, T, np.arange(T + 1, dtype=i8), np.ones(T, np.int8),
+  np.array([0, 1, 2, 0, 1], i4), np.zeros(T, i8), np.full(T, 2, i4), np.zeros(T, i8),
+  hist, np.zeros((3, 1, 2)), client_states(1, [0], 3, "noise")[0], np.empty((2, 2)),
+  np.zeros(1, i4), np.zeros((1, 2)), np.zeros((1, 2)), np.zeros(1, i8), np.array([0.1]),
+  np.array([1.0]), np.zeros(1, i8), np.zeros(1, i8), np.arange(T + 1, dtype=i8),
+  np.ones(1, i8), snap, False, np.zeros(1), np.empty((1, 1)), -1, np.empty((1, 1, 1)),
+  1e300, np.zeros(T, i8))
+print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))
 """
 
 
-def _run(env: dict) -> int:
+def _run(env: dict) -> tuple[int, int]:
     out = subprocess.run([sys.executable, "-c", PROG], env=env, capture_output=True, text=True,
                          check=True, timeout=600)
-    return int(out.stdout.split()[-1])
+    hits, misses = out.stdout.split()[-2:]
+    return int(hits), int(misses)
 
 
 @pytest.mark.slow
 def test_a_fresh_process_loads_the_bound_kernel_from_the_cache(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    assert _run(env) == 1  # compiled and saved
-    assert _run(env) == 0  # loaded: no compile of the loop
+    assert _run(env) == (0, 1)  # compiled and saved
+    assert _run(env) == (1, 0)  # loaded
 
 
 PROG_TWO = r"""
@@ -61,10 +61,9 @@ for name in ("asfedavg-period", "fedasync-diverges"):
 
 @pytest.mark.slow
 def test_two_cached_group_loops_in_one_process_keep_their_own_rules(tmp_path):
-    """Two rule combinations' loops loaded from the disk cache into one process: each
-    runs its own rules (their names differ by what they bind, so numba's link-once
-    names never give one the other's code), so the second process prints what the
-    compiling one printed."""
+    """Two rule combinations' outer loops loaded from the disk cache into one process: each
+    calls its own per-replicate loop (their names differ by what they bind), so the
+    second process prints what the compiling one printed."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     here = os.path.join(os.path.dirname(__file__), "..")
     outs = [subprocess.run([sys.executable, "-c", PROG_TWO, here], env=env,
