@@ -240,14 +240,17 @@ def fill_row(draw_clients, draw_server, draws, n, K, B, first_c, first_s, time, 
         if st == -1:
             m = C.shape[1]
             C2 = np.empty((n, 2 * m))
-            C2[:, :m] = C
+            for i in range(n):  # loops, not slice assignment: its shape-error message
+                for col in range(m):  # compiles string formatting (seconds)
+                    C2[i, col] = C[i, col]
             C = C2
             draw_clients(draws, C, m, m // B)
             nc[:] = 2 * m
         else:
             m = S.shape[0]
             S2 = np.empty(2 * m)
-            S2[:m] = S
+            for col in range(m):
+                S2[col] = S[col]
             S = S2
             draw_server(draws, S, m)
 
