@@ -44,7 +44,7 @@ from typing import Any
 
 from fedsim.errors import FedsimError
 
-__all__ = ["load_group", "load_group_once", "broken_plugins", "PluginError",
+__all__ = ["load_group", "load_group_once", "broken_plugins", "PluginError", "first_line",
            "checked_theorem_function", "checked_family_builder", "check_bound_result",
            "checked_problem_builder", "checked_problem_clients"]
 
@@ -56,7 +56,8 @@ class PluginError(FedsimError):
     """A plug-in raised, or returned something fedsim cannot use (one line names it)."""
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception from foreign code in one line: ``Type: first line of its message``."""
     if isinstance(exc, SystemExit):
         return f"SystemExit({exc.code!r}) (it called sys.exit)"
     msg = str(exc).strip().splitlines()
@@ -91,7 +92,7 @@ def _entry_points(group: str) -> list[Any]:
         except Exception as exc:  # noqa: BLE001 - foreign metadata: report, skip
             where = getattr(dist, "_path", "?")
             _report(("dist", str(where)), f"fedsim: the installed metadata at {where} cannot "
-                    f"be read and its plug-ins were skipped: {_first_line(exc)}")
+                    f"be read and its plug-ins were skipped: {first_line(exc)}")
     return eps
 
 
@@ -107,7 +108,7 @@ def load_group(group: str, accept: Callable[[str, Any], None]) -> list[str]:
             raise
         except BaseException as exc:  # noqa: BLE001 - foreign code (SystemExit too): skip it
             _report((group, ep.name), f"fedsim: plug-in {ep.name!r} ({group} = {ep.value}) "
-                    f"is broken and was skipped: {_first_line(exc)}")
+                    f"is broken and was skipped: {first_line(exc)}")
             continue
         loaded.append(ep.name)
     return loaded
@@ -177,7 +178,7 @@ def _guarded(who: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any
     except (FedsimError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - foreign code (SystemExit too)
-        raise PluginError(f"plug-in {who} failed: {_first_line(exc)}") from None
+        raise PluginError(f"plug-in {who} failed: {first_line(exc)}") from None
 
 
 def _checked(what: str, name: str, fn: Callable[..., Any] | None,

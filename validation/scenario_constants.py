@@ -343,15 +343,15 @@ def _constants_table(problem: Any, kind: str) -> Any:
     """``problem.constants``; a table that cannot be built (a plug-in problem kind's code,
     :mod:`fedsim.problems.registry`) is a one-line ConfigError, never a traceback."""
     from fedsim.errors import ConfigError, FedsimError
+    from fedsim.plugins import first_line
 
     try:
         return problem.constants
     except (FedsimError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - a plug-in problem's table is foreign code
-        first = (str(exc).strip().splitlines() or [""])[0]
         raise ConfigError(f"problem: the {kind} problem has no constants table "
-                          f"({type(exc).__name__}: {first})") from None
+                          f"({first_line(exc)})") from None
 
 
 def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> ScenarioConstants:
