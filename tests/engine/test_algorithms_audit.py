@@ -31,6 +31,9 @@ from fedsim.local.moreau import MoreauRule
 from fedsim.problems.quadratic import QuadraticProblem
 from tests.engine.paths import model_path, simpy_path
 
+# the AREA client rule is compiled by this module and test_area_window_tables: one worker
+pytestmark = pytest.mark.xdist_group("test_area_window_tables")
+
 A = (1.0, 2.0)
 B = (1.0, -1.0)
 

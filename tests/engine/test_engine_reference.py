@@ -8,6 +8,9 @@ from fedsim.config import Scenario
 from fedsim.engine import run
 from fedsim.engine.models.physical.reference import run_reference
 
+# the Moreau rule's compiled forms are shared by these modules: one worker compiles each once
+pytestmark = pytest.mark.xdist_group("moreau_kernels")
+
 BASE = {
     "name": "ref", "seed": 5,
     "problem": {"kind": "quadratic", "n": 5, "dim": 3, "mu": 0.2, "L": 1.0, "noise_sd": 0.2,

@@ -13,6 +13,9 @@ from fedsim.local import AreaClients, MAMLRule, MoreauRule, SGDRule
 from fedsim.problems.logistic import LogisticProblem
 from fedsim.problems.quadratic import QuadraticProblem
 
+# the Moreau rule's compiled forms are shared by these modules: one worker compiles each once
+pytestmark = pytest.mark.xdist_group("moreau_kernels")
+
 
 def quad(noise_sd=0.1, noise="additive", shared=True, n=3, d=4, seed=0):
     return QuadraticProblem.random(n, d, 0.2, 1.0, heterogeneity=1.0, noise_sd=noise_sd,

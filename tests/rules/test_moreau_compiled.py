@@ -24,6 +24,9 @@ from fedsim.problems.quadratic_view import quadratic_batch_theta_hat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moreau_cases as mc  # noqa: E402
 
+# the Moreau rule's compiled forms are shared by these modules: one worker compiles each once
+pytestmark = pytest.mark.xdist_group("moreau_kernels")
+
 #: the largest relative difference from bd440e6 allowed (REPLAY_SPEC 4)
 REL = 1e-10
 #: cases whose view's grad IS the problem's batch_grad: bitwise equal to bd440e6

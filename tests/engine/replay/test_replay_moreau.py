@@ -21,6 +21,9 @@ from fedsim.local.forms import round_form
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "rules"))
 import moreau_cases as mc  # noqa: E402
 
+# the Moreau rule's compiled forms are shared by these modules: one worker compiles each once
+pytestmark = pytest.mark.xdist_group("moreau_kernels")
+
 CASES = ("fedasync_moreau_quad", "fedasync_moreau_quad_exact", "fedasync_moreau_softmax")
 REPS = (0, 2)
 COUNTERS = ("inner_iters", "inner_solves", "inner_failures")
