@@ -112,6 +112,7 @@ def _write_witness(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
     from fedsim.errors import FedsimError
     from fedsim.worstcase.engine_witness import write_interpolant_witness
 
+    Path(path).parent.mkdir(parents=True, exist_ok=True)   # like every other --out
     w = wc.witness
     if w is not None and w.scenario is not None:
         w.to_toml(path)

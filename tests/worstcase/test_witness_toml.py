@@ -183,3 +183,13 @@ def test_a_witness_too_large_for_a_scenario_file_is_refused(tmp_path, monkeypatc
     with pytest.raises(ConfigError, match=r"over the 1000 a scenario file may hold \(K = 6\)"):
         write_interpolant_witness(m, fc, sched, pep, tmp_path / "big.toml")
     assert not (tmp_path / "big.toml").exists()
+
+
+def test_witness_out_makes_its_directory(tmp_path, capsys):
+    """``--witness-out runs/w.toml`` in a fresh clone (no ``runs/``) writes the file, as every
+    other ``--out`` does (the README's command)."""
+    toml = tmp_path / "runs" / "deeper" / "w.toml"
+    assert main(["worstcase", "--step", "0.25", "--mu", "0.1", "--tau", "1", "--K", "10",
+                 "--witness-out", str(toml)]) == 0
+    assert "written to" in capsys.readouterr().out
+    assert toml.is_file() and "[problem]" in toml.read_text()
