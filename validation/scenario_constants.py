@@ -40,10 +40,11 @@ bound:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from fedsim.validation.constants_record import ScenarioConstants, x_star_distance
+from fedsim.validation.personal_constants import asypfl_constants, perfedavg_constants
 
 __all__ = ["ScenarioConstants", "scenario_constants"]
 
@@ -51,73 +52,6 @@ _ALG_FIELDS = (("Q", "Q"), ("eta", "eta"), ("beta", "beta"), ("lam", "lam"), ("n
                ("M", "M"))
 _AREA = ("theorem7", "theorem8")
 _PERSAFL = ("theorem1", "theorem2", "theorem3")
-
-
-@dataclass
-class ScenarioConstants:
-    """What a scenario fixes of a theorem's keyword arguments."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    facts: dict[str, tuple[bool | None, str]] = field(default_factory=dict)
-
-    def put(self, name: str, value: Any, source: str) -> None:
-        self.values[name] = value
-        self.sources[name] = source
-        self.missing.pop(name, None)
-
-    def lack(self, name: str, why: str) -> None:
-        if name not in self.values:
-            self.missing.setdefault(name, why)
-
-    def resolve(self, result: Any) -> Any:
-        """``result`` with the hypotheses the scenario settles resolved
-        (:func:`fedsim.validation.cases.resolve_hypotheses`: a failing one makes it
-        NOT_APPLICABLE)."""
-        from fedsim.theory.result import Hypothesis, Status
-        from fedsim.validation.cases import resolve_hypotheses
-
-        open_ = {k for k in self.facts
-                 if any(h.holds is None and h.name.startswith(k) for h in result.hypotheses)}
-        result = resolve_hypotheses(result, self.facts)
-        extra = [Hypothesis(f"{k} (scenario)", False, f"scenario: {why}")
-                 for k, (holds, why) in self.facts.items() if k not in open_ and holds is False]
-        if extra:
-            result.hypotheses = [*result.hypotheses, *extra]
-            result.status = Status.NOT_APPLICABLE
-        return result
-
-    def table(self, overridden: Any = ()) -> str:
-        """The filled and unfilled constants as text lines (``overridden``: names given
-        otherwise, marked so)."""
-        rows = ["  constants from the scenario:"]
-        for k, v in self.values.items():
-            if k in overridden:
-                rows.append(f"    {k}: given on the command line (the scenario's value is not "
-                            "used)")
-                continue
-            shown = (np.array2string(np.asarray(v), precision=4, separator=", ")
-                     if np.ndim(v) else f"{v:.6g}" if isinstance(v, float) else str(v))
-            rows.append(f"    {k} = {shown}  ({self.sources[k]})")
-        missing = {k: v for k, v in self.missing.items() if k not in overridden}
-        if missing:
-            rows.append("  not determined by the scenario:")
-            rows += [f"    {k}: {why}" for k, why in missing.items()]
-        return "\n".join(rows)
-
-
-def _x_star_distance(problem: Any, kind: str, w0: np.ndarray) -> tuple[float, str] | str:
-    """``(||w0 - x*|| or an upper bound, how)``, or why it is not available."""
-    if kind == "quadratic":
-        return float(np.linalg.norm(w0 - problem.x_star)), "||w0 - x*||, x* exact (quadratic)"
-    if kind in ("logistic", "digits") and hasattr(problem, "solve_global"):
-        x, _, cert = problem.solve_global()
-        if x is None or not cert.valid:
-            return "the logistic objective has no certified minimiser (THEORY_SPEC 9.4)"
-        return (float(np.linalg.norm(w0 - x)) + float(cert.dist_bound),
-                "||w0 - x_hat|| + the certificate's distance bound (UPPER, THEORY_SPEC 9.4)")
-    return f"no certified distance to a minimiser for problem kind {kind!r}"
 
 
 def _tau(sc: ScenarioConstants, scenario: Any) -> None:
@@ -170,7 +104,7 @@ def _area(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
         for k in ("p", "p_s"):
             sc.lack(k, why)
         sc.facts["H7.3" if theorem == "theorem7" else "iid_events"] = (False, why)
-    dist = _x_star_distance(problem, scenario.problem.kind, w0)
+    dist = x_star_distance(problem, scenario.problem.kind, w0)
     name = "R0" if theorem == "theorem7" else "R"
     if isinstance(dist, str):
         sc.lack(name, dist)
@@ -234,111 +168,6 @@ def _gaps(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray,
     sc.facts[label] = (rule in want, f"the run's client rule is {rule!r}")
 
 
-_MAML_VARIANT = {"maml": "MAML", "fomaml": "FO", "hfmaml": "HF"}
-
-
-def _perfedavg(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) -> None:
-    alg = scenario.algorithm
-    rule = alg.client_rule
-    if alg.name != "fedavg" or rule not in _MAML_VARIANT:
-        why = (f"[F] Theorem 4.5 analyses synchronous FedAvg rounds with a MAML client rule; "
-               f"the run is {alg.name!r} with client rule {rule!r}")
-        for k in ("sigma_G2", "gamma_G2", "f_gap", "tau", "n"):
-            sc.lack(k, why)
-        sc.facts["Per-FedAvg algorithm"] = (False, why)
-        return
-    from fedsim.problems.perfedavg_constants import perfedavg_constants_table
-
-    alpha = sc.values.get("alpha")
-    try:
-        tab = perfedavg_constants_table(problem, alpha=alpha, w0=w0)
-    except TypeError as exc:
-        for k in ("sigma_G2", "gamma_G2", "f_gap"):
-            sc.lack(k, str(exc))
-        tab = None
-    if tab is not None:
-        cs = dict(tab.items())
-        for k in ("sigma_G2", "gamma_G2", "sigma_H2", "gamma_H2", "rho", "B"):
-            if k in cs:
-                sc.put(k, float(cs[k].value), f"Per-FedAvg constant ({cs[k].tag.name}): "
-                                              f"{cs[k].reason}")
-        if "f_gap_maml" in cs:
-            sc.put("f_gap", float(cs["f_gap_maml"].value), f"F(w0) - F_inf of the MAML "
-                                                           f"objective at alpha = {alpha:g}")
-        else:
-            sc.lack("f_gap", "no exact MAML-objective gap for this problem kind (quadratics "
-                             "only)")
-    sc.put("tau", int(alg.get("Q") or 1), "algorithm.Q (local steps per round)")
-    sc.put("n", int(scenario.problem.n), "problem.n")
-    sc.put("r", float(alg.get("participation") or 1.0), "algorithm.participation")
-    if "eta" in sc.values:
-        sc.put("beta", float(sc.values["eta"]), "algorithm.eta (the local step beta)")
-    b = int(alg.get("batch") or 1)
-    sc.put("Dp", b, "algorithm.batch (|D|: the outer gradient, fedsim.local.maml)")
-    sc.put("D", int(alg.get("batch_inner") or b), "algorithm.batch_inner (|D'|: the inner "
-                                                   "step; default batch)")
-    if rule != "fomaml":
-        sc.put("Dpp", int(alg.get("batch_hess") or b), "algorithm.batch_hess (|D''|; default "
-                                                       "batch)")
-    sc.put("variant", _MAML_VARIANT[rule], f"client_rule = {rule!r}")
-    if rule == "hfmaml" and isinstance(alg.get("hf_delta"), int | float):
-        sc.put("hf_delta", float(alg.get("hf_delta")), "algorithm.hf_delta")
-    if rule == "maml":
-        sc.facts["H10"] = (True, "fedsim's maml rule draws D, D', D'' fresh and independent "
-                                 "per local step")
-    mix = float(alg.get("server_mix") or 1.0)
-    if mix != 1.0:
-        sc.facts["server average"] = (False, f"server_mix = {mix:g}: the server does not "
-                                             "replace its model by the clients' average")
-
-
-def _asypfl(sc: ScenarioConstants, scenario: Any, problem: Any, w0: np.ndarray) -> None:
-    alg = scenario.algorithm
-    if alg.name != "asypfl":
-        for k in ("p", "sigma2", "Gamma", "E", "pi", "chi2", "D2"):
-            sc.lack(k, f"[Y]'s theorems analyse AsyPFL; the run is {alg.name!r}")
-        return
-    from fedsim.problems.asypfl_constants import asypfl_constants_table
-
-    n = int(scenario.problem.n)
-    b = int(alg.get("batch") or 1)
-    try:
-        tab = asypfl_constants_table(problem, batch=b, pi=[1] if n == 1 else None)
-    except (TypeError, ValueError) as exc:
-        for k in ("p", "sigma2", "Gamma", "chi2"):
-            sc.lack(k, str(exc))
-        tab = None
-    if tab is not None:
-        cs = dict(tab.items())
-        for k in ("L", "mu", "Gamma", "chi2"):
-            if k in cs:
-                sc.put(k, float(cs[k].value), f"AsyPFL constant ({cs[k].tag.name}): "
-                                              f"{cs[k].reason}")
-        for k in ("p", "sigma2", "Sigma2"):
-            per = [cs.get(f"{k}_{i}") for i in range(n)]
-            if all(c is not None for c in per):
-                sc.put(k, [float(c.value) for c in per], f"per client ({per[0].tag.name}): "
-                                                          f"{per[0].reason}")
-    e = int(alg.get("E") or 1)
-    sc.put("E", e, "algorithm.E (local epochs)")
-    if n == 1:
-        sc.put("pi", [1], "one client: pi = 1 (docs/theory/asypfl.md 6)")
-        if e != 1:   # server step t is tick t E, and the decay index r_k is the server step
-            sc.facts["tick model"] = (False, f"E = {e}: server step t is tick t E and the "
-                                             "step decay counts server steps; the engine is "
-                                             "the theorems' tick model for n = 1, E = 1 only "
-                                             "(validation/families/asypfl.py)")
-    else:
-        sc.lack("pi", f"n = {n}: the engine's server sets pi_k from the measured delays at "
-                      "run time and is not the theorems' tick model (sequential reads; "
-                      "docs/theory/asypfl.md 6); give --pi for a bound of the tick model")
-    dist = _x_star_distance(problem, scenario.problem.kind, w0)
-    if isinstance(dist, str):
-        sc.lack("D2", dist)
-    else:
-        sc.put("D2", dist[0] ** 2, f"({dist[1]})^2")
-
-
 def _constants_table(problem: Any, kind: str) -> Any:
     """``problem.constants``; a table that cannot be built (a plug-in problem kind's code,
     :mod:`fedsim.problems.registry`) is a one-line ConfigError, never a traceback."""
@@ -394,9 +223,9 @@ def scenario_constants(scenario: Any, theorem: Any, names: Any = None) -> Scenar
         _tau(sc, scenario)
         _gaps(sc, scenario, problem, w0, th.name)
     if th.name == "perfedavg_theorem4_5":
-        _perfedavg(sc, scenario, problem, w0)
+        perfedavg_constants(sc, scenario, problem, w0)
     if th.name in ("asypfl_theorem1", "asypfl_theorem2"):
-        _asypfl(sc, scenario, problem, w0)
+        asypfl_constants(sc, scenario, problem, w0)
     for k, par in sig.items():
         if k in names and par.default is inspect.Parameter.empty and k not in sc.values:
             sc.lack(k, "not determined by the scenario: fedsim has no derivation of it for "
