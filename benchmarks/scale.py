@@ -25,6 +25,13 @@ total_s=... peak_mb=...
   up-front memory check is lifted (``FEDSIM_MEMORY_BUDGET``, default here 64G) so that
   the measured peak, not the estimate, decides.
 
+The first line also shows ``NUMPY_MADVISE_HUGEPAGE`` (the cells inherit it): on a kernel
+whose transparent huge pages are ``madvise`` with ``defrag = madvise`` but that never
+grants one, NumPy's huge-page advice for arrays of 4 MB or more makes each fresh page
+fault several times dearer (on the 2-core development VM, filling 384 MB of fresh
+``np.empty``: 1.27 CPU s advised, 0.21 s with ``NUMPY_MADVISE_HUGEPAGE=0``); no number
+depends on it.
+
 Only public API (``fedsim.config.Scenario``, ``fedsim.engine.run``) is needed, so the file
 runs unchanged against another checkout: ``--baseline-python /path/.venv/bin/python``
 (with ``--baseline-tree``, the checkout it runs in; default the interpreter's
@@ -171,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(cell(n, steps, shared)))
         return 0
     with open("/proc/loadavg") as f:
-        print(f"loadavg={f.read().split()[0]} steps={a.steps} cpus={os.cpu_count()}",
+        print(f"loadavg={f.read().split()[0]} steps={a.steps} cpus={os.cpu_count()} "
+              f"NUMPY_MADVISE_HUGEPAGE={os.environ.get('NUMPY_MADVISE_HUGEPAGE', 'unset')}",
               flush=True)
     here = str(Path(__file__).resolve().parents[1])
     base_tree = a.baseline_tree

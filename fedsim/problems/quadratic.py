@@ -71,6 +71,7 @@ from fedsim.problems.quadratic_personalized import (
     build_moreau_exact,
 )
 from fedsim.problems.quadratic_random import NOISE_KINDS, random_client_data
+from fedsim.problems.quadratic_reduce import client_reductions
 from fedsim.problems.quadratic_stochastic import QuadraticStochasticOracles
 from fedsim.problems.quadratic_view import quadratic_metric_view, quadratic_metrics
 
@@ -144,29 +145,26 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
         self._s = sm.map(lambda _: s_sym)
         self._f = sm.map(lambda _: sqrt_factor_stack(s_sym, s_ev, s_vec))
         self._lazy: dict[str, np.ndarray] = {}
-        # the reductions below read the per-client stack laid out (NumPy's einsum order,
-        # hence its last bits, depends on the strides: on a broadcast view of a shared
-        # Hessian they differ for d <= 2); it is dropped after them and laid out again
-        # only where an interpreted oracle reads it (A_stack: n d^2 floats), never for
+        # the reductions over clients give the bits of NumPy's expressions on the laid-out
+        # per-client stack, a slab at a time (quadratic_reduce); the stack itself is laid
+        # out only where an interpreted oracle reads it (A_stack: n d^2 floats), never for
         # the compiled view, which indexes the distinct values (hessians_distinct)
         self._hess = am.map(lambda _: readonly(a_sym))
-        a_stack = materialize(self._hess)
         self.b_stack = readonly(b_arr.copy())
         self.c = readonly(c_arr.copy())
         self.eigvals = readonly(materialize(am.map(lambda _: a_ev)))
         self.b = StackRows(self.b_stack)
         self.shared_hessian = all_equal(a_sym)
 
-        self.Abar = readonly(a_stack.mean(axis=0))
-        self.m = readonly(np.einsum("nij,nj->i", a_stack, b_arr) / n)
-        self.x_star = readonly(psd_solve(self.Abar, self.m))
-        self.grad_at_xstar = readonly(np.einsum("nij,nj->ni", a_stack, self.x_star - b_arr))
-        self.f_star = self._direct_value(a_stack, self.x_star)
+        abar, m, x_star, g_star, q_star = client_reductions(
+            self._hess, b_arr, lambda ab, mm: psd_solve(readonly(ab), readonly(mm)))
+        self.Abar, self.m, self.x_star = readonly(abar), readonly(m), readonly(x_star)
+        self.grad_at_xstar = readonly(g_star)
+        self.f_star = float(np.mean(self.c) + 0.5 * np.mean(q_star))
         self._metric_fns: dict[int, tuple] = {}
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}
         self._table: ConstantsTable | None = None
-        del a_stack
 
     # --- per-client stacks, laid out on first use (n d^2 floats each) ----------------------
     def _stack(self, name: str) -> np.ndarray:

@@ -26,8 +26,13 @@ import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
 from fedsim.rng import PURPOSES, SERVER, Streams, replicate_seedseq
+from fedsim.rng.seed_kernel import seed_words_grid
 
-__all__ = ["pcg64_seed_words", "stream_keys", "client_bitgens", "server_bitgens", "lean_bitgen"]
+__all__ = ["pcg64_seed_words", "stream_keys", "client_bitgens", "server_bitgens", "lean_bitgen",
+           "grid_seed_words", "GRID_COMPILED_MIN"]
+
+#: from this many streams on, :func:`grid_seed_words` hashes in compiled code
+GRID_COMPILED_MIN = 1 << 16
 
 _M32 = 0xFFFFFFFF
 INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
@@ -116,6 +121,23 @@ def stream_keys(replicates: Sequence[int], owners: Sequence[int], purpose: str) 
     keys[:, 1] = np.tile(own, reps.size)
     keys[:, 2] = PURPOSES[purpose]
     return keys
+
+
+def grid_seed_words(seed: int, replicates: Sequence[int], owners: Sequence[int],
+                    purpose: str) -> np.ndarray:
+    """:func:`pcg64_seed_words` of :func:`stream_keys` ``(replicates, owners, purpose)``
+    (the same rows, the same bits); from :data:`GRID_COMPILED_MIN` streams on, hashed in
+    compiled code (:mod:`fedsim.rng.seed_kernel`) without laying the keys out."""
+    reps = [int(r) for r in replicates]
+    own = np.asarray(owners, dtype=np.int64)
+    if (len(reps) * own.size < GRID_COMPILED_MIN or min(reps, default=0) < 0
+            or max(reps, default=0) > _M32 or own.min(initial=0) < 0
+            or own.max(initial=0) > _M32):
+        return pcg64_seed_words(seed, stream_keys(reps, own, purpose))
+    sw = _words(seed)
+    sw += [0] * max(0, POOL - len(sw))
+    return seed_words_grid(sw, reps, own, PURPOSES[purpose], INIT_A, MULT_A, INIT_B, MULT_B,
+                           MIX_MULT_L, MIX_MULT_R)
 
 
 class _Words(ISeedSequence):

@@ -59,7 +59,7 @@ from numba.np.random.random_methods import bounded_lemire_uint64, buffered_bound
 
 from fedsim.jit import jit
 from fedsim.rng import SERVER
-from fedsim.rng.seeding import pcg64_seed_words, stream_keys
+from fedsim.rng.seeding import grid_seed_words
 
 __all__ = ["Stream", "stream", "seed_states", "client_states", "server_states", "numpy_state",
            "WIDTH"]
@@ -375,15 +375,15 @@ def client_states(seed: int, replicates: Sequence[int], clients: int,
     replicates[k]).client(i, purpose)``'s PCG64 (see
     :func:`fedsim.rng.seeding.client_bitgens`, the same streams as objects)."""
     R, n = len(replicates), int(clients)
-    keys = stream_keys(replicates, range(n), purpose)
-    return seed_states(pcg64_seed_words(seed, keys)).reshape(R, n, WIDTH)
+    words = grid_seed_words(seed, replicates, np.arange(n, dtype=np.int64), purpose)
+    return seed_states(words).reshape(R, n, WIDTH)
 
 
 def server_states(seed: int, replicates: Sequence[int], purpose: str) -> np.ndarray:
     """``(R, 1, WIDTH)``: row ``[k, 0]`` is ``fedsim.rng.Streams(seed,
     replicates[k]).server(purpose)``'s PCG64."""
-    keys = stream_keys(replicates, [SERVER], purpose)
-    return seed_states(pcg64_seed_words(seed, keys)).reshape(len(replicates), 1, WIDTH)
+    words = grid_seed_words(seed, replicates, [SERVER], purpose)
+    return seed_states(words).reshape(len(replicates), 1, WIDTH)
 
 
 def numpy_state(row: np.ndarray) -> dict[str, Any]:

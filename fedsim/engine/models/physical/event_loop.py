@@ -51,7 +51,8 @@ from fedsim.jit import jit
 from fedsim.rng.delays import DelayPlan
 from fedsim.rng.streams import client_states, stream
 
-__all__ = ["EventTimeline", "supports_plan", "delay_params", "start_loop", "advance_loop"]
+__all__ = ["EventTimeline", "supports_plan", "delay_params", "start_loop", "advance_loop",
+           "block_width", "think_start"]
 
 _READ, _UPLOAD, _THINK = 0, 1, 2
 # int64 state words: steps done, next eid, done flag
@@ -68,6 +69,19 @@ def delay_params(plan: DelayPlan) -> tuple[np.ndarray, np.ndarray]:
     compute, upload, think) is a ``Constant``, and its value or else its scale ``1 /
     rate`` (shared by all replicates of a scenario)."""
     return plan.params()
+
+
+def block_width(kconst: np.ndarray, q: int, B: int) -> int:
+    """Floats per client of the loop's block: ``B (q + 3)``, or ``B (q + 2)`` when every
+    client's think time is a ``Constant`` (its column is then not laid out: the think
+    time is the constant, and a constant draws nothing, so the draws are the same)."""
+    return B * (q + 2) if bool(np.all(kconst[:, 3])) else B * (q + 3)
+
+
+def think_start(kconst: np.ndarray, kval: np.ndarray) -> np.ndarray:
+    """The clients' next think times before their first round: the constant think times
+    (read with a narrow block, :func:`block_width`), else 0 (overwritten by every round)."""
+    return np.where(kconst[:, 3], kval[:, 3], 0.0).astype(np.float64)
 
 
 @jit(inline=True)
@@ -105,11 +119,14 @@ def _sift_down(ht, he, hc, pos):
 @jit(inline=True)
 def _refill(c, blk, kconst, kval, states, q, B):
     """The next block of client ``c`` (module docstring, *Delays*): cycle layout
-    ``dl[B] | c[B q] | ul[B] | th[B]``."""
+    ``dl[B] | c[B q] | ul[B] | th[B]`` (``th`` left out of a narrow block,
+    :func:`block_width`)."""
     gen = stream(states, c)
     off = 0
     for kind in range(4):
         cnt = B * q if kind == 1 else B
+        if off + cnt > blk.shape[1]:  # narrow block: the think column is left out
+            break
         if kconst[c, kind]:
             v = kval[c, kind]
             for m in range(cnt):
@@ -133,7 +150,8 @@ def _schedule(c, t_read, t, j, steps, blk, omega, tread, thnext, jn, kind, q, B)
         for m in range(B + j * q, B + j * q + q):
             t = t + blk[c, m]
     t = t + blk[c, B * (1 + q) + j]
-    thnext[c] = blk[c, B * (2 + q) + j]
+    if blk.shape[1] > B * (2 + q):
+        thnext[c] = blk[c, B * (2 + q) + j]
     jn[c] = j + 1
     kind[c] = _UPLOAD
     return t
@@ -253,10 +271,10 @@ class EventTimeline:
         self.kconst, self.kval = delay_params(plan) if params is None else params
         self.st = np.zeros(3, dtype=np.int64)
         self.ht, self.he, self.hc = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
-        self.blk = np.empty((n, B * (q + 3)))
+        self.blk = np.empty((n, block_width(self.kconst, q, B)))
         self.omega = np.zeros(n, dtype=np.int64)
         self.tread = np.zeros(n)
-        self.thnext = np.zeros(n)
+        self.thnext = think_start(self.kconst, self.kval)
         self.jn = np.full(n, B, dtype=np.int64)
         self.kind = np.zeros(n, dtype=np.int64)
         self.gate = np.zeros(n, dtype=np.int64)

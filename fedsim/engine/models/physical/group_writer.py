@@ -36,9 +36,11 @@ import numpy as np
 from fedsim.config import Scenario
 from fedsim.engine.models.physical.event_loop import (
     advance_loop,
+    block_width,
     delay_params,
     start_loop,
     supports_plan,
+    think_start,
 )
 from fedsim.engine.models.physical.uploads import TimelineChunk, uploads_table
 from fedsim.engine.replay.buffers import check_buffers
@@ -73,14 +75,15 @@ def upload_row_bytes(think: bool) -> int:
 
 @jit(nrt=False)
 def write_uploads(T, Hor, arrival, q, B, kconst, kval, states, st, ht, he, hc, blk, omega,
-                  tread, thnext, jn, kind, gate, rnd, up_n, up_t, up_c, up_o, up_r, b_t, b_d,
-                  b_g, b_b, bcap, nup, nbusy, counts):
+                  tread, thnext, th0, jn, kind, gate, rnd, up_n, up_t, up_c, up_o, up_r, b_t,
+                  b_d, b_g, b_b, bcap, nup, nbusy, counts):
     """The event loop of each replicate ``g`` of ``states`` ``(G, n, 6)`` (its clients'
     ``delays`` rows, advanced in place) from a fresh start, ``T`` uploads at most: its
     uploads at rows ``sum(nup[:g]) ..`` of ``up_*``, its busy events at rows ``sum(nbusy[:g])
     ..`` of ``b_*`` (at most ``bcap`` a replicate), ``counts[g]`` its uploads per client;
-    the per-client arrays are the loop's scratch, ``up_n`` (``T``) its round numbers
-    (unused).  Returns the uploads written."""
+    the per-client arrays are the loop's scratch (``thnext`` reset to ``th0``,
+    :func:`~fedsim.engine.models.physical.event_loop.think_start`), ``up_n`` (``T``) its
+    round numbers (unused).  Returns the uploads written."""
     G = states.shape[0]
     n = ht.shape[0]
     s = 0
@@ -92,7 +95,7 @@ def write_uploads(T, Hor, arrival, q, B, kconst, kval, states, st, ht, he, hc, b
         for c in range(n):
             omega[c] = 0
             tread[c] = 0.0
-            thnext[c] = 0.0
+            thnext[c] = th0[c]
             jn[c] = B
             kind[c] = 0
             gate[c] = 0
@@ -204,9 +207,10 @@ def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: in
     states = client_states(scenario.seed, reps, n, "delays")
     st = np.zeros(3, dtype=np.int64)
     ht, he, hc = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
-    blk = np.empty((n, B * (q + 3)))
+    blk = np.empty((n, block_width(kconst, q, B)))
     omega, jn, kind, gate, rnd = (np.zeros(n, np.int64) for _ in range(5))
-    tread, thnext = np.zeros(n), np.zeros(n)
+    tread, thnext = np.zeros(n), think_start(kconst, kval)
+    th0 = thnext.copy()
     up_n = np.empty(T, np.int64)
     up_t, up_r = np.empty(G * T), np.empty(G * T)
     up_c, up_o = np.empty(G * T, np.int64), np.empty(G * T, np.int64)
@@ -216,7 +220,7 @@ def upload_group(scenario: Scenario, replicates: Sequence[int], *, n: int, Q: in
     counts = np.zeros((G, n), np.int64)
     arrival = scenario.delays.read_at == "arrival"
     S = write_uploads(T, float(scenario.horizon.time), arrival, q, B, kconst, kval, states, st,
-                      ht, he, hc, blk, omega, tread, thnext, jn, kind, gate, rnd, up_n, up_t,
+                      ht, he, hc, blk, omega, tread, thnext, th0, jn, kind, gate, rnd, up_n, up_t,
                       up_c, up_o, up_r, b_t, b_d, b_g, b_b, bcap, nup, nbusy, counts)
     every = int(scenario.record.every)
     ptr = np.empty(S + G, np.int64)
