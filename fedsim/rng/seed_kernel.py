@@ -34,10 +34,23 @@ def hash_constants(init: int, mult: int, calls: int) -> np.ndarray:
     return out
 
 
+@jit(inline=True)
+def _hashmix(x, h0, h1):
+    """``SeedSequence``'s ``hashmix`` of the word ``x`` with its multipliers ``h0, h1``."""
+    v = (x ^ h0) & np.uint64(0xFFFFFFFF)
+    v = (v * h1) & np.uint64(0xFFFFFFFF)
+    return v ^ (v >> np.uint64(16))
+
+
+@jit(inline=True)
+def _mix(x, y, ml, mr):
+    """``SeedSequence``'s ``mix`` of the words ``x`` and ``y`` (``y`` already hashed)."""
+    r = ((ml * x) - (mr * y)) & np.uint64(0xFFFFFFFF)
+    return r ^ (r >> np.uint64(16))
+
+
 @jit(nrt=False)
 def _grid(ent0, reps, owners, purpose, ha, hb, ml, mr, ent, mixer, out):
-    m32 = np.uint64(0xFFFFFFFF)
-    s16 = np.uint64(16)
     P = ent0.shape[0]
     n = owners.shape[0]
     for a in range(reps.shape[0]):
@@ -49,35 +62,22 @@ def _grid(ent0, reps, owners, purpose, ha, hb, ml, mr, ent, mixer, out):
             ent[P + 2] = purpose
             c = 0
             for i in range(4):
-                v = (ent[i] ^ ha[c]) & m32
-                v = (v * ha[c + 1]) & m32
-                mixer[i] = v ^ (v >> s16)
+                mixer[i] = _hashmix(ent[i], ha[c], ha[c + 1])
                 c += 1
             for s in range(4):
                 for dst in range(4):
                     if s != dst:
-                        v = (mixer[s] ^ ha[c]) & m32
-                        v = (v * ha[c + 1]) & m32
-                        v = v ^ (v >> s16)
-                        r = ((ml * mixer[dst]) - (mr * v)) & m32
-                        mixer[dst] = r ^ (r >> s16)
+                        mixer[dst] = _mix(mixer[dst], _hashmix(mixer[s], ha[c], ha[c + 1]),
+                                          ml, mr)
                         c += 1
             for s in range(4, P + 3):
                 for dst in range(4):
-                    v = (ent[s] ^ ha[c]) & m32
-                    v = (v * ha[c + 1]) & m32
-                    v = v ^ (v >> s16)
-                    r = ((ml * mixer[dst]) - (mr * v)) & m32
-                    mixer[dst] = r ^ (r >> s16)
+                    mixer[dst] = _mix(mixer[dst], _hashmix(ent[s], ha[c], ha[c + 1]), ml, mr)
                     c += 1
             row = a * n + j
             for k in range(4):
-                lo = (mixer[(2 * k) % 4] ^ hb[2 * k]) & m32
-                lo = (lo * hb[2 * k + 1]) & m32
-                lo = lo ^ (lo >> s16)
-                hi = (mixer[(2 * k + 1) % 4] ^ hb[2 * k + 1]) & m32
-                hi = (hi * hb[2 * k + 2]) & m32
-                hi = hi ^ (hi >> s16)
+                lo = _hashmix(mixer[(2 * k) % 4], hb[2 * k], hb[2 * k + 1])
+                hi = _hashmix(mixer[(2 * k + 1) % 4], hb[2 * k + 1], hb[2 * k + 2])
                 out[row, k] = lo | (hi << np.uint64(32))
     return 0
 
