@@ -22,9 +22,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # The install resolves with uv (a Rust resolver and installer from PyPI) when it can: it installs
-# the same versions as pip in 6 s against pip's 46 s on this 2-core VM, which is most of the
-# 7-minute budget of a cold `make test` left over for the tests. Where uv cannot be had, pip does
-# the same install.
+# the same versions as pip in 6 s against pip's 46 s on this 2-core VM, time that a cold
+# `make test` (a 7-minute budget) can spend on the tests. Where uv cannot be had, pip does the
+# same install.
 EXTRAS := '.[test,dask,data]'
 
 $(STAMP): setup.cfg pyproject.toml | $(BIN)/python
