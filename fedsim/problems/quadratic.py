@@ -58,6 +58,7 @@ from fedsim.problems.quadratic_linalg import (
     distinct_matrices,
     materialize,
     max_quadratic_on_ball,
+    mean_of_forms,
     mean_quadratic_value,
     psd_solve,
     readonly,
@@ -160,7 +161,7 @@ class QuadraticProblem(QuadraticStochasticOracles, Problem):
             self._hess, b_arr, lambda ab, mm: psd_solve(readonly(ab), readonly(mm)))
         self.Abar, self.m, self.x_star = readonly(abar), readonly(m), readonly(x_star)
         self.grad_at_xstar = readonly(g_star)
-        self.f_star = float(np.mean(self.c) + 0.5 * np.mean(q_star))
+        self.f_star = mean_of_forms(self.c, q_star)
         self._metric_fns: dict[int, tuple] = {}
         self._maml_cache: dict[float, MamlExact] = {}
         self._moreau_cache: dict[float, MoreauExact] = {}

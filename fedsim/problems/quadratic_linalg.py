@@ -18,7 +18,8 @@ import numpy as np
 from fedsim.errors import ConfigError, check_finite, check_number, require
 
 __all__ = ["matrix_list", "symmetric_psd_eigen", "readonly", "from_eigen", "psd_solve",
-           "sqrt_factor", "all_equal", "mean_quadratic_value", "max_quadratic_on_ball",
+           "sqrt_factor", "all_equal", "mean_quadratic_value", "mean_of_forms",
+           "max_quadratic_on_ball",
            "DistinctMatrices", "distinct_matrices", "symmetric_psd_eigen_stack",
            "sqrt_factor_stack", "StackRows", "materialize"]
 
@@ -283,7 +284,12 @@ def mean_quadratic_value(c: np.ndarray, b_stack: np.ndarray, h_stack: np.ndarray
                          w: np.ndarray) -> float:
     """``mean_i c_i + 0.5 mean_i (w - b_i)^T H_i (w - b_i)``, directly (no cancellation)."""
     r = w - b_stack
-    q = np.einsum("ni,nij,nj->n", r, h_stack, r)
+    return mean_of_forms(c, np.einsum("ni,nij,nj->n", r, h_stack, r))
+
+
+def mean_of_forms(c: np.ndarray, q: np.ndarray) -> float:
+    """``mean_i c_i + 0.5 mean_i q_i``: the mean value of the clients' quadratics whose forms
+    ``(w - b_i)^T H_i (w - b_i)`` at one ``w`` are ``q``."""
     return float(np.mean(c) + 0.5 * np.mean(q))
 
 
