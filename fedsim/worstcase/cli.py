@@ -109,10 +109,22 @@ def _write_witness(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
     (:func:`fedsim.worstcase.engine_witness.write_interpolant_witness`, a recorded-model
     timeline's staleness file beside it); returns ``(which, "")``, or ``(None, why not)``
     (nothing written)."""
+
+    made = [d for d in (Path(path).parent, *Path(path).parent.parents) if not d.exists()]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)   # like every other --out
+    which, why = _write_witness_file(wc, scenario, path)
+    if which is None:  # nothing written: take back the directories made for it, if empty
+        for d in made:
+            if d.exists() and not any(d.iterdir()):
+                d.rmdir()
+    return which, why
+
+
+def _write_witness_file(wc: Any, scenario: Any, path: str) -> tuple[str | None, str]:
+    """The body of :func:`_write_witness`, ``path``'s directory made."""
     from fedsim.errors import FedsimError
     from fedsim.worstcase.engine_witness import write_interpolant_witness
 
-    Path(path).parent.mkdir(parents=True, exist_ok=True)   # like every other --out
     w = wc.witness
     if w is not None and w.scenario is not None:
         w.to_toml(path)

@@ -98,9 +98,13 @@ def write_interpolant_witness(method: Any, fclass: FunctionClass, schedule: Sche
     from fedsim.config.io import MAX_SCENARIO_BYTES, dumps
 
     p = Path(path)
+    staleness = p.parent / f"{p.stem}.staleness"
+    staleness_was_there = staleness.exists()
     sc = interpolant_scenario(method, fclass, schedule, pep, scenario, p.parent, p.stem)
     text = dumps(sc)
     if len(text.encode()) > MAX_SCENARIO_BYTES:
+        if not staleness_was_there:  # no TOML to go with it: no orphan staleness file
+            staleness.unlink(missing_ok=True)
         raise ConfigError(f"witness-out: the Gram witness scenario would be "
                           f"{len(text.encode())} bytes, over the {MAX_SCENARIO_BYTES} a scenario "
                           f"file may hold (K = {schedule.K}); got path={str(p)!r}")

@@ -182,7 +182,7 @@ def test_a_witness_too_large_for_a_scenario_file_is_refused(tmp_path, monkeypatc
     monkeypatch.setattr(io, "MAX_SCENARIO_BYTES", 1000)
     with pytest.raises(ConfigError, match=r"over the 1000 a scenario file may hold \(K = 6\)"):
         write_interpolant_witness(m, fc, sched, pep, tmp_path / "big.toml")
-    assert not (tmp_path / "big.toml").exists()
+    assert not any(tmp_path.iterdir())  # neither the TOML nor its staleness file
 
 
 def test_witness_out_makes_its_directory(tmp_path, capsys):
@@ -193,3 +193,16 @@ def test_witness_out_makes_its_directory(tmp_path, capsys):
                  "--witness-out", str(toml)]) == 0
     assert "written to" in capsys.readouterr().out
     assert toml.is_file() and "[problem]" in toml.read_text()
+
+
+def test_a_refused_witness_leaves_no_directory_behind(tmp_path, monkeypatch, capsys):
+    """When no witness is written (here: over a 1 kB scenario-file limit), the directories
+    ``--witness-out`` made for it are taken back, and the existing ones are left alone."""
+    import fedsim.config.io as io
+
+    monkeypatch.setattr(io, "MAX_SCENARIO_BYTES", 1000)
+    toml = tmp_path / "runs" / "deeper" / "w.toml"
+    main(["worstcase", "--class", "nonconvex", "--delays", "0,1,2,2,1,3", "--step", "0.25",
+          "--measure", "avg_grad_sq", "--witness-out", str(toml)])
+    assert "written to" not in capsys.readouterr().out
+    assert not (tmp_path / "runs").exists() and tmp_path.is_dir()
